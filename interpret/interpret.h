@@ -1,0 +1,85 @@
+/* interpret/interpret.h - the shared interpreter: event stream in, recording out */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs inside the heaptap process (record and attach modes alike). It reads
+ * the event stream of track/wire.h from a connected socket, which it never
+ * trusts, keeps the pointer map and the module map, symbolizes each distinct
+ * instruction pointer once with libdw, and writes the recording through
+ * recfile/recfile.h. It prints nothing: results and errors come back in
+ * struct itp_result for the command layer to show.
+ */
+#ifndef HEAPTAP_INTERPRET_H
+#define HEAPTAP_INTERPRET_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why interpretation ended early; 0 = the stream ended cleanly. */
+enum itp_err {
+	ITP_OK = 0,
+	ITP_E_IO,	  /* reading the socket failed (errno in itp_result.sys_errno) */
+	ITP_E_HEADER,	  /* no valid stream header (bad magic, version, length) */
+	ITP_E_CORRUPT,	  /* a record or event violates track/wire.h */
+	ITP_E_TRUNCATED,  /* the stream ended inside a record or without WIRE_REC_END */
+	ITP_E_OUTPUT,	  /* writing the recording failed (rec_err in itp_result.rec_error) */
+	ITP_E_NOMEM,
+	ITP_E_MAX,
+};
+
+/* itp_strerror - short lowercase phrase for an enum itp_err; never NULL. */
+const char *itp_strerror(int err);
+
+/* Live numbers, also the final totals. */
+struct itp_status {
+	uint64_t elapsed_ns;	/* target time since the stream header */
+	uint64_t alloc_calls;	/* allocation events applied */
+	uint64_t free_calls;	/* free events applied (incl. unknown pointers) */
+	uint64_t heap_bytes;	/* bytes currently allocated (weighted when sampled) */
+	uint64_t peak_bytes;	/* highest heap_bytes so far */
+	uint64_t traces;	/* distinct trace-tree nodes */
+	uint64_t rss_bytes;	/* last RSS the target reported */
+	uint64_t output_bytes;	/* recording bytes written so far */
+};
+
+struct itp_options {
+	const char *output;	/* recording path, created (never overwritten) */
+	const char *sysroot;	/* prefix for module paths (e.g. "/proc/PID/root"); NULL = none */
+	int no_symbols;		/* 1 = skip symbolization (tests, speed) */
+	/*
+	 * Set by the caller (e.g. from a signal handler) to end the session:
+	 * itp_run sends WIRE_CTL_STOP once and keeps reading until WIRE_REC_END
+	 * or EOF, at most stop_timeout_ms, then finishes the recording.
+	 */
+	volatile sig_atomic_t *stop;
+	unsigned stop_timeout_ms; /* 0 = 5000 */
+	/* Called from itp_run about every 250 ms (live status line); may be NULL. */
+	void (*status)(const struct itp_status *st, void *arg);
+	void *status_arg;
+};
+
+struct itp_result {
+	int err;		 /* enum itp_err */
+	int sys_errno;		 /* errno for ITP_E_IO */
+	int rec_error;		 /* enum rec_err for ITP_E_OUTPUT */
+	char detail[256];	 /* one line saying what exactly was wrong, or "" */
+	struct itp_status final; /* totals at the end */
+	uint32_t pid;		 /* from the stream header */
+	uint32_t flags;		 /* WIRE_F_* from the header */
+	char exe[256];		 /* from the header, cut if longer */
+	int end_reason;		 /* enum wire_end_reason, 0 if no END record came */
+	uint64_t unknown_frees;	 /* frees of pointers never seen allocated */
+	uint64_t slots_restored, slots_left; /* from the END record (attach mode) */
+};
+
+/*
+ * itp_run - interpret the stream on fd until it ends, writing the recording
+ * to opt->output. Blocks. Always tries to leave a readable recording holding
+ * everything up to the point of an error. Returns 0 when the stream ended
+ * cleanly; otherwise a negative enum itp_err (also in res->err, with
+ * res->detail). Returns -ITP_E_OUTPUT without reading if the output cannot
+ * be created. Does not close fd.
+ */
+int itp_run(int fd, const struct itp_options *opt, struct itp_result *res);
+
+#endif /* HEAPTAP_INTERPRET_H */

@@ -1,0 +1,228 @@
+/* recfile/recfile.h - the recording file: streaming writer and bounded reader */
+/* SPDX-License-Identifier: MIT */
+/*
+ * A recording is what interpret/ writes and report/ reads (DESIGN.md
+ * "Recording file"). The on-disk layout is documented in docs/recording.md
+ * and heaptap(5); this header is the only way other folders touch it.
+ *
+ * Data model (every table is indexed from 0 in the order it was written):
+ *
+ *   strings     interned, string 0 is ""
+ *   modules     path, load bias, size, build-id
+ *   ips         distinct instruction pointers (call sites), each later given a
+ *               module and a symbol chain (may be missing: a cut-short file,
+ *               or nothing found)
+ *   frames      symbol chain links: function, file, line, and the next outer
+ *               frame of the same ip when inlined (REC_NONE ends the chain)
+ *   traces      the trace tree: trace 0 is the root (no frame); trace i >= 1
+ *               has a parent < i and an ip
+ *   allocinfos  (size, trace, kind): what one allocation event points at
+ *   events      alloc / free / free-temporary of an allocinfo, in the order
+ *               they happened; sampled allocations carry a weight (bytes)
+ *   ticks       (time, event index, rss): time and RSS at a point of the
+ *               event stream
+ *   meta        key -> value strings, a later value replaces an earlier one
+ *
+ * Ownership: the reader owns everything it returns; pointers stay valid until
+ * rec_close(). Functions that return int return 0 or a negative enum rec_err
+ * (as -REC_E_*); errno is not used for reasons.
+ */
+#ifndef HEAPTAP_RECFILE_H
+#define HEAPTAP_RECFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define REC_NONE UINT32_MAX
+
+enum rec_err {
+	REC_OK = 0,
+	REC_E_IO,	 /* read/write/open failed (errno tells more) */
+	REC_E_EXISTS,	 /* output exists: the writer never overwrites */
+	REC_E_MAGIC,	 /* not a heaptap recording */
+	REC_E_VERSION,	 /* a newer, unknown format version */
+	REC_E_TRUNCATED, /* ended inside a chunk (the reader keeps what came before) */
+	REC_E_CORRUPT,	 /* a chunk or record violates the format */
+	REC_E_ZSTD,	 /* a chunk does not decompress */
+	REC_E_NOMEM,
+	REC_E_RANGE,	 /* an argument or index out of range (writer) */
+	REC_E_MAX,
+};
+
+/* rec_strerror - a short lowercase phrase for err; never NULL. */
+const char *rec_strerror(int err);
+
+/* Allocation event kinds as stored. */
+enum rec_ev_op {
+	REC_EV_ALLOC = 0,
+	REC_EV_FREE = 1,
+	REC_EV_FREE_TEMP = 2, /* freed before its thread allocated anything else */
+};
+
+/* ------------------------------------------------------------------ */
+/* Writer: used by interpret/. Not thread-safe; one writer per file.    */
+
+struct rec_writer;
+
+/*
+ * rec_writer_create - create path (O_EXCL: never overwrites) and write the
+ * file header. Returns NULL and sets *err on failure.
+ */
+struct rec_writer *rec_writer_create(const char *path, int *err);
+
+/* rec_put_meta - set key to value (both copied). A later call wins. */
+int rec_put_meta(struct rec_writer *w, const char *key, const char *value);
+
+/* rec_put_string - intern s (copied); *idx gets its index. Equal strings share one. */
+int rec_put_string(struct rec_writer *w, const char *s, uint32_t *idx);
+
+/* rec_put_module - append a module; *idx gets its index. */
+int rec_put_module(struct rec_writer *w, const char *path, uint64_t base, uint64_t size,
+		   const uint8_t *build_id, size_t build_id_len, uint32_t *idx);
+
+/* rec_put_ip - append a distinct instruction pointer; *idx gets its index. */
+int rec_put_ip(struct rec_writer *w, uint64_t ip, uint32_t *idx);
+
+/* One link of a symbol chain, innermost (most inlined) first. */
+struct rec_sym {
+	const char *function; /* demangled; NULL if unknown */
+	const char *file;     /* NULL if unknown */
+	uint32_t line;	      /* 0 if unknown */
+};
+
+/*
+ * rec_put_symbol - give ip (an index from rec_put_ip) its module (REC_NONE if
+ * none) and symbol chain of n links (n may be 0). At most one call per ip.
+ */
+int rec_put_symbol(struct rec_writer *w, uint32_t ip, uint32_t module, const struct rec_sym *chain,
+		   size_t n);
+
+/* rec_put_trace - append trace node (parent < next index, ip index); *idx gets its index (>= 1). */
+int rec_put_trace(struct rec_writer *w, uint32_t parent, uint32_t ip, uint32_t *idx);
+
+/* rec_put_allocinfo - append (size, trace, kind); *idx gets its index. The caller deduplicates. */
+int rec_put_allocinfo(struct rec_writer *w, uint64_t size, uint32_t trace, uint32_t kind,
+		      uint32_t *idx);
+
+/* rec_put_alloc - an allocation of info; weight 0 = not sampled (the size counts once). */
+int rec_put_alloc(struct rec_writer *w, uint32_t info, uint64_t weight);
+
+/* rec_put_free - a free of an allocation of info; temporary per REC_EV_FREE_TEMP. */
+int rec_put_free(struct rec_writer *w, uint32_t info, int temporary);
+
+/* rec_put_tick - at time_ns since start, RSS was rss bytes; index = events written so far. */
+int rec_put_tick(struct rec_writer *w, uint64_t time_ns, uint64_t rss);
+
+/*
+ * rec_writer_flush - compress and write every pending chunk now (dependency
+ * order: strings, modules, ips, traces, allocinfos, events, ticks, meta), so
+ * a crash after it leaves a readable file. The writer also flushes by itself
+ * when a chunk buffer fills.
+ */
+int rec_writer_flush(struct rec_writer *w);
+
+/*
+ * rec_writer_close - flush, mark the recording complete, close, free w.
+ * Returns the first error seen during the writer's life, if any. Accepts NULL.
+ */
+int rec_writer_close(struct rec_writer *w);
+
+/* rec_writer_abort - close and free without marking complete (keeps what was flushed). */
+void rec_writer_abort(struct rec_writer *w);
+
+/* ------------------------------------------------------------------ */
+/* Reader: used by report/. Thread-safe for concurrent rec_event_chunk(). */
+
+struct rec_reader;
+
+struct rec_module {
+	const char *path;
+	uint64_t base;
+	uint64_t size;
+	const uint8_t *build_id;
+	size_t build_id_len;
+};
+
+struct rec_ip {
+	uint64_t ip;
+	uint32_t module; /* REC_NONE if unknown */
+	uint32_t frame;	 /* first (innermost) link, REC_NONE if unsymbolized */
+};
+
+struct rec_frame {
+	uint32_t function; /* string index, 0 ("") if unknown */
+	uint32_t file;	   /* string index, 0 if unknown */
+	uint32_t line;	   /* 0 if unknown */
+	uint32_t outer;	   /* next outer link of the same ip, REC_NONE at the end */
+};
+
+struct rec_trace {
+	uint32_t parent; /* < own index; the root (0) has parent 0 */
+	uint32_t ip;	 /* ip index; REC_NONE for the root */
+};
+
+struct rec_allocinfo {
+	uint64_t size;
+	uint32_t trace; /* valid trace index (dangling ones are read as 0) */
+	uint32_t kind;	/* enum wire_kind value */
+};
+
+struct rec_event {
+	uint32_t info;	 /* valid allocinfo index */
+	uint32_t op;	 /* enum rec_ev_op */
+	uint64_t weight; /* bytes this sample stands for; 0 = unsampled */
+};
+
+struct rec_tick {
+	uint64_t time_ns;
+	uint64_t event_index; /* number of events before this tick */
+	uint64_t rss;
+};
+
+/*
+ * rec_open - open and validate a recording, loading every table (events are
+ * decoded on demand, chunk by chunk). A file cut short is opened with what
+ * it holds up to its last whole chunk, and rec_truncated() says so.
+ * Returns NULL and sets *err on failure.
+ */
+struct rec_reader *rec_open(const char *path, int *err);
+
+/* rec_open_mem - the same from a buffer (copied), for tests and fuzzing. */
+struct rec_reader *rec_open_mem(const void *buf, size_t len, int *err);
+
+/* rec_close - free everything. Accepts NULL. */
+void rec_close(struct rec_reader *r);
+
+/* rec_truncated - 0 for a complete recording, else the rec_err that ended reading early. */
+int rec_truncated(const struct rec_reader *r);
+
+/* rec_meta - value of key, or NULL if absent. */
+const char *rec_meta(const struct rec_reader *r, const char *key);
+
+/* rec_string - string idx, "" when out of range. */
+const char *rec_string(const struct rec_reader *r, uint32_t idx);
+
+const struct rec_module *rec_modules(const struct rec_reader *r, size_t *n);
+const struct rec_ip *rec_ips(const struct rec_reader *r, size_t *n);
+const struct rec_frame *rec_frames(const struct rec_reader *r, size_t *n);
+const struct rec_trace *rec_traces(const struct rec_reader *r, size_t *n); /* n >= 1: the root */
+const struct rec_allocinfo *rec_allocinfos(const struct rec_reader *r, size_t *n);
+const struct rec_tick *rec_ticks(const struct rec_reader *r, size_t *n);
+
+/* rec_nevents - total number of events; rec_nevent_chunks - independent event chunks. */
+uint64_t rec_nevents(const struct rec_reader *r);
+size_t rec_nevent_chunks(const struct rec_reader *r);
+
+/*
+ * rec_event_chunk - decode event chunk i into *ev (malloc'd, caller frees),
+ * *n events, the first being event number *first of the whole stream.
+ * Events naming an allocinfo out of range are dropped (counted in
+ * rec_dropped_events). Safe to call from several threads at once.
+ */
+int rec_event_chunk(const struct rec_reader *r, size_t i, struct rec_event **ev, size_t *n,
+		    uint64_t *first);
+
+/* rec_dropped_events - events dropped for naming an unknown allocinfo so far. */
+uint64_t rec_dropped_events(const struct rec_reader *r);
+
+#endif /* HEAPTAP_RECFILE_H */

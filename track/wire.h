@@ -1,0 +1,208 @@
+/* track/wire.h - the event stream between track/ (in the target) and interpret/ (in heaptap) */
+/* SPDX-License-Identifier: MIT */
+/*
+ * This header is the contract of DESIGN.md "Event stream". It is included by
+ * track/ (which writes the stream inside the target process) and by
+ * interpret/ (which reads it in the heaptap process and must never trust it).
+ * Everything is little-endian. Numbers inside records are unsigned LEB128
+ * varints (at most 10 bytes for a u64). docs/stream.md explains the design.
+ *
+ * Stream layout
+ * -------------
+ *
+ *   +--------------------------------------+
+ *   | header (WIRE_HDR_FIXED bytes, fixed)  |  struct wire_header below
+ *   |  then varint exe_len, exe bytes       |
+ *   |  then varint cmd_len, cmdline bytes   |  args separated by NUL
+ *   +--------------------------------------+  header_len covers all of the above
+ *   | record | record | record | ...       |
+ *   +--------------------------------------+
+ *
+ *   record := u8 type | varint len | payload[len]     (len <= WIRE_MAX_RECORD)
+ *
+ * A reader skips records of unknown type (forward compatibility) and stops
+ * with an error on a length past WIRE_MAX_RECORD or past the end of input.
+ *
+ * Ordering across threads
+ * -----------------------
+ * Every event that must be ordered (alloc, free, new trace node, module
+ * change, no-op) takes a sequence number from one process-wide atomic
+ * counter (0, 1, 2, ... without gaps): an allocation takes it after the real
+ * allocator returned, a free before the real free is called, so a pointer
+ * freed in thread A and then returned by malloc in thread B has the smaller
+ * number on the free. Threads buffer their events privately and send them as
+ * WIRE_REC_CHUNK records; chunks of different threads interleave arbitrarily.
+ * The interpreter applies events strictly in sequence order, waiting for a
+ * missing number (the timer thread flushes idle buffers every tick, so the
+ * wait is bounded). A number that was taken but whose event could not happen
+ * (realloc failed, a racing thread inserted the same trace node) is sent as
+ * WIRE_EV_NOP so no gap stays open. At end of stream, gaps are skipped.
+ *
+ * Chunk payload:
+ *   varint tid            Linux thread id of the thread whose events these are
+ *   varint first_seq      sequence number the first event's delta counts from
+ *   event*                until the payload ends
+ *
+ * Each event starts with a u8 op, then "varint seq_delta": the event's
+ * sequence number minus the previous event's in this chunk (for the first
+ * event: minus first_seq). Sequence numbers within a chunk only grow.
+ *
+ *   WIRE_EV_ALLOC    delta, u8 kind (enum wire_kind), varint size,
+ *                    varint trace (raw node index, 0 = empty stack), varint ptr
+ *   WIRE_EV_ALLOC_W  as WIRE_EV_ALLOC, then varint weight: the bytes this
+ *                    sampled allocation stands for (sampling mode)
+ *   WIRE_EV_FREE     delta, varint ptr
+ *   WIRE_EV_NODE     delta, varint index, varint parent, varint ip
+ *                    A trace-tree node: index is the track-side node index
+ *                    (>= 1, unique, maybe with gaps), parent is 0 for the root
+ *                    (outermost frame) or an index sent before; ip is a
+ *                    return address minus one (a call site), or the exact pc
+ *                    of the innermost frame when that is not a return address.
+ *                    A trace index used by an alloc always names a node whose
+ *                    NODE event has a smaller sequence number.
+ *   WIRE_EV_NOP      delta
+ *   WIRE_EV_MODULE   delta, varint base (load bias, dlpi_addr), varint nseg,
+ *                    nseg x (varint vaddr, varint memsz, varint flags)  (PT_LOAD
+ *                    p_vaddr / p_memsz / p_flags, unrelocated), varint
+ *                    build_id_len, build-id bytes, varint path_len, path bytes
+ *                    A module present from this event on. The main program's
+ *                    path is its real path, not "".
+ *   WIRE_EV_MODULE_DEL delta, varint base: the module at base went away
+ *
+ * Other records:
+ *   WIRE_REC_TICK    varint mono_ns (since header start_mono_ns), varint
+ *                    rss_bytes, varint seq (the counter's value when read:
+ *                    every event with a smaller number happened before it)
+ *   WIRE_REC_END     varint total_seq (the counter's final value), varint
+ *                    reason (enum wire_end_reason), varint slots_restored,
+ *                    varint slots_left (changed by someone else since),
+ *                    varint events_dropped
+ *   WIRE_REC_LOG     u8 level, message bytes (from the library, for heaptap
+ *                    to print; never printed by the library itself)
+ *
+ * Control, interpret -> track, on the same socket, same framing:
+ *   WIRE_CTL_STOP    empty payload: restore, flush, send END, close
+ *   WIRE_CTL_SAMPLE  varint bytes (0 = full tracing): change sampling
+ */
+#ifndef HEAPTAP_TRACK_WIRE_H
+#define HEAPTAP_TRACK_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define WIRE_MAGIC "HTAPEVS1"	  /* 8 bytes, no NUL on the wire */
+#define WIRE_VERSION 1
+#define WIRE_HDR_FIXED 56	  /* bytes of struct wire_header */
+#define WIRE_MAX_HEADER (64 * 1024) /* header_len above this is corrupt */
+#define WIRE_MAX_RECORD (1024 * 1024) /* record payload above this is corrupt */
+#define WIRE_VARINT_MAX 10
+
+/* Fixed part of the header, exactly as on the wire (little-endian host). */
+struct wire_header {
+	char magic[8];		   /* WIRE_MAGIC */
+	uint16_t version;	   /* WIRE_VERSION */
+	uint16_t reserved;
+	uint32_t header_len;	   /* whole header incl. exe and cmdline */
+	uint32_t flags;		   /* WIRE_F_* */
+	uint32_t pid;
+	uint32_t page_size;
+	uint32_t reserved2;
+	uint64_t start_realtime_ns; /* CLOCK_REALTIME at session start */
+	uint64_t start_mono_ns;	   /* CLOCK_MONOTONIC at session start */
+	uint64_t sample_bytes;	   /* mean bytes between samples, 0 = all */
+};
+_Static_assert(sizeof(struct wire_header) == WIRE_HDR_FIXED, "wire header layout");
+
+enum wire_flags {
+	WIRE_F_ATTACHED = 1u << 0, /* attached to a running process */
+	WIRE_F_SAMPLED = 1u << 1,  /* allocations are sampled, see weights */
+};
+
+enum wire_rec_type {
+	WIRE_REC_CHUNK = 1,
+	WIRE_REC_TICK = 2,
+	WIRE_REC_END = 3,
+	WIRE_REC_LOG = 4,
+	WIRE_CTL_STOP = 64,
+	WIRE_CTL_SAMPLE = 65,
+};
+
+enum wire_ev_op {
+	WIRE_EV_ALLOC = 1,
+	WIRE_EV_ALLOC_W = 2,
+	WIRE_EV_FREE = 3,
+	WIRE_EV_NODE = 4,
+	WIRE_EV_NOP = 5,
+	WIRE_EV_MODULE = 6,
+	WIRE_EV_MODULE_DEL = 7,
+};
+
+/* Which allocation function was called; also stored in recordings. */
+enum wire_kind {
+	WIRE_KIND_MALLOC = 1,
+	WIRE_KIND_CALLOC = 2,
+	WIRE_KIND_REALLOC = 3,
+	WIRE_KIND_REALLOCARRAY = 4,
+	WIRE_KIND_POSIX_MEMALIGN = 5,
+	WIRE_KIND_ALIGNED_ALLOC = 6,
+	WIRE_KIND_MEMALIGN = 7,
+	WIRE_KIND_VALLOC = 8,
+	WIRE_KIND_PVALLOC = 9,
+	WIRE_KIND_MAX = 9,
+};
+
+enum wire_end_reason {
+	WIRE_END_EXIT = 1,     /* the process is exiting */
+	WIRE_END_STOP = 2,     /* heaptap asked (WIRE_CTL_STOP) */
+	WIRE_END_ERROR = 3,    /* the library gave up (see a LOG record) */
+};
+
+enum wire_log_level { WIRE_LOG_INFO = 0, WIRE_LOG_WARN = 1, WIRE_LOG_ERROR = 2 };
+
+/*
+ * wire_put_varint - append v as LEB128 at p; returns bytes written (1..10).
+ * The caller guarantees WIRE_VARINT_MAX bytes of room.
+ */
+static inline size_t wire_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/*
+ * wire_get_varint - read a LEB128 number from [*p, end).
+ * Returns 0 and advances *p on success; -1 if input ends inside the number
+ * or it is longer than 10 bytes or overflows 64 bits (*p is then unchanged).
+ */
+static inline int wire_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (q < end) {
+		uint8_t b = *q++;
+
+		if (shift == 63 && b > 1)
+			return -1;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+		shift += 7;
+		if (shift > 63)
+			return -1;
+	}
+	return -1;
+}
+
+#endif /* HEAPTAP_TRACK_WIRE_H */
