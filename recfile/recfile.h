@@ -25,7 +25,9 @@
  *
  * Ownership: the reader owns everything it returns; pointers stay valid until
  * rec_close(). Functions that return int return 0 or a negative enum rec_err
- * (as -REC_E_*); errno is not used for reasons.
+ * (as -REC_E_*); errno is not used for reasons. The *err of the create/open
+ * calls and rec_truncated() hold the positive enum value (REC_E_*);
+ * rec_strerror() accepts both signs.
  */
 #ifndef HEAPTAP_RECFILE_H
 #define HEAPTAP_RECFILE_H
@@ -130,6 +132,9 @@ int rec_writer_close(struct rec_writer *w);
 /* rec_writer_abort - close and free without marking complete (keeps what was flushed). */
 void rec_writer_abort(struct rec_writer *w);
 
+/* rec_writer_bytes - bytes written to the file so far (flushed chunks only); 0 for NULL. */
+uint64_t rec_writer_bytes(const struct rec_writer *w);
+
 /* ------------------------------------------------------------------ */
 /* Reader: used by report/. Thread-safe for concurrent rec_event_chunk(). */
 
@@ -224,5 +229,14 @@ int rec_event_chunk(const struct rec_reader *r, size_t i, struct rec_event **ev,
 
 /* rec_dropped_events - events dropped for naming an unknown allocinfo so far. */
 uint64_t rec_dropped_events(const struct rec_reader *r);
+
+/*
+ * rec_fixed_refs - dangling references found while opening (a module path,
+ * frame string, symbol ip or module, trace ip, allocinfo trace or tick event
+ * index naming something the file does not hold) and replaced by 0 or
+ * REC_NONE. 0 for any file the writer produced. After such a fix a trace
+ * i >= 1 may have ip REC_NONE.
+ */
+uint64_t rec_fixed_refs(const struct rec_reader *r);
 
 #endif /* HEAPTAP_RECFILE_H */

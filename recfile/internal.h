@@ -1,0 +1,240 @@
+/* recfile/internal.h - on-disk layout constants and the writer/reader structs */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The format is described for users in docs/recording.md and heaptap(5);
+ * this header is its single definition in code.
+ *
+ *   file   := file_header chunk* [end_chunk]
+ *
+ *   file_header (16 bytes)
+ *   +---------+---------+---------+
+ *   | magic 8 | version | flags   |    magic "HEAPTAP\0", u32 version, u32 flags
+ *   +---------+---------+---------+
+ *
+ *   chunk_header (32 bytes, little-endian), then csize bytes of payload
+ *    0 u32 tag      REC_CHUNK_TAG ("HTCK")
+ *    4 u16 section  enum rec_section
+ *    6 u16 flags    0 in version 1; readers ignore bits they do not know
+ *    8 u32 csize    payload bytes (one zstd frame with content checksum)
+ *   12 u32 usize    uncompressed payload bytes (<= REC_MAX_CHUNK)
+ *   16 u64 first    table index of the chunk's first record
+ *   24 u32 count    records in the chunk
+ *   28 u32 check    FNV-1a 32 over bytes 0..27 of this header
+ *
+ * Every chunk decodes on its own: delta states start from zero in each.
+ */
+#ifndef HEAPTAP_RECFILE_INTERNAL_H
+#define HEAPTAP_RECFILE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "recfile/recfile.h"
+
+#define REC_MAGIC "HEAPTAP\0"
+#define REC_MAGIC_LEN 8
+#define REC_VERSION 1
+#define REC_FILE_HDR 16
+#define REC_CHUNK_HDR 32
+#define REC_CHUNK_TAG 0x4b435448u	  /* "HTCK" as little-endian bytes */
+#define REC_MAX_CHUNK (16u * 1024 * 1024) /* uncompressed bytes per chunk, reader limit */
+#define REC_CHUNK_TARGET (1u * 1024 * 1024) /* the writer cuts a chunk past this */
+#define REC_MAX_STRING (1u * 1024 * 1024)   /* longest string or meta value */
+#define REC_MAX_BUILD_ID 1024
+#define REC_MAX_CHAIN 4096		    /* links in one symbol chain */
+#define REC_MAX_INDEX (UINT32_MAX - 1)	    /* REC_NONE is never a valid index */
+#define REC_ZSTD_LEVEL 3
+
+/* Section types; the numbering is also the writer's flush order. */
+enum rec_section {
+	REC_SEC_STRINGS = 1,	/* varint len, bytes; string 0 ("") is implicit */
+	REC_SEC_MODULES = 2,	/* varint path string, base, size, idlen, id bytes */
+	REC_SEC_IPS = 3,	/* varint zigzag(ip - previous ip) */
+	REC_SEC_SYMBOLS = 4,	/* zigzag ip-index delta, module+1, n, n x (fn, file, line) */
+	REC_SEC_TRACES = 5,	/* varint (own index - parent), varint zigzag(ip - prev ip) */
+	REC_SEC_ALLOCINFOS = 6, /* varint size, varint zigzag(trace delta) << 4 | kind */
+	REC_SEC_EVENTS = 7,	/* varint info << 2 | op, op 3 = weighted alloc + weight */
+	REC_SEC_TICKS = 8,	/* varint time delta, event index delta, zigzag rss delta */
+	REC_SEC_META = 9,	/* varint keylen, key, varint vallen, value */
+	REC_SEC_END = 10,	/* no payload; first = total events */
+	REC_SEC_NUM = 11,
+};
+
+#define REC_EV_WEIGHTED 3 /* op code of a weighted (sampled) allocation */
+#define REC_KIND_ESC 15	  /* kind field value meaning "varint kind follows" */
+
+struct rec_chunk_hdr {
+	uint32_t tag;
+	uint16_t section;
+	uint16_t flags;
+	uint32_t csize;
+	uint32_t usize;
+	uint64_t first;
+	uint32_t count;
+	uint32_t check;
+};
+
+/* Little-endian helpers (the format is little-endian on every host). */
+static inline void rec_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void rec_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void rec_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint16_t rec_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t rec_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t rec_get64(const uint8_t *p)
+{
+	return (uint64_t)rec_get32(p) | (uint64_t)rec_get32(p + 4) << 32;
+}
+
+static inline uint64_t rec_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t rec_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* chunk.c */
+uint32_t rec_fnv32(const uint8_t *p, size_t n);
+void rec_chunk_encode(uint8_t out[REC_CHUNK_HDR], const struct rec_chunk_hdr *h);
+/* rec_chunk_decode - parse and check tag and checksum; 0 or -REC_E_CORRUPT. */
+int rec_chunk_decode(const uint8_t in[REC_CHUNK_HDR], struct rec_chunk_hdr *h);
+
+/* ------------------------------------------------------------------ */
+/* Writer                                                              */
+
+struct rec_wbuf {
+	uint8_t *p;
+	size_t len, cap;
+	uint64_t first;	 /* table index of the buffer's first record */
+	uint32_t count;	 /* records buffered */
+	uint64_t prev_a; /* delta states, reset when the buffer is written */
+	uint64_t prev_b;
+	uint64_t prev_c;
+};
+
+/* String interning: open addressing over offsets into one arena. */
+struct rec_strtab {
+	uint32_t *slot;	 /* string index + 1, 0 = empty */
+	size_t nslot;	 /* power of two */
+	uint64_t *hash;	 /* per string index */
+	size_t *off;	 /* per string index, into arena */
+	uint32_t *len;	 /* per string index */
+	size_t n, cap;	 /* strings (incl. "" at 0) */
+	char *arena;
+	size_t arena_len, arena_cap;
+};
+
+struct rec_writer {
+	int fd;
+	int err;	 /* first error (positive enum rec_err), sticky */
+	void *cctx;	 /* ZSTD_CCtx */
+	struct rec_wbuf sec[REC_SEC_NUM];
+	uint8_t *out;	 /* chunk header + compressed payload */
+	size_t out_cap;
+	struct rec_strtab strs;
+	uint32_t nmodules, nips, ntraces, ninfos;
+	uint64_t nevents;
+	uint8_t *symbolized; /* bitmap over ips */
+	size_t symbolized_bytes;
+	uint64_t written;    /* file bytes written */
+};
+
+int rec_strtab_intern(struct rec_strtab *t, const char *s, size_t len, uint32_t *idx, int *added);
+void rec_strtab_free(struct rec_strtab *t);
+int rec_wbuf_reserve(struct rec_wbuf *b, size_t more);
+/* rec_writer_flush_upto - write every non-empty section up to and including sec. */
+int rec_writer_flush_upto(struct rec_writer *w, int sec);
+/* rec_writer_record_done - count a record appended to sec and cut the chunk if full. */
+int rec_writer_record_done(struct rec_writer *w, int sec);
+
+/* ------------------------------------------------------------------ */
+/* Reader                                                              */
+
+struct rec_evchunk {
+	uint64_t off; /* payload offset in the file */
+	uint32_t csize, usize;
+	uint64_t first;
+	uint32_t count;
+};
+
+struct rec_meta_kv {
+	char *key;
+	char *value;
+};
+
+struct rec_reader {
+	int fd;		   /* -1 for a memory reader */
+	uint8_t *mem;	   /* the whole file for rec_open_mem */
+	uint64_t size;	   /* file bytes at open */
+	int truncated;	   /* positive enum rec_err, 0 if complete */
+	uint64_t fixed;	   /* dangling references set to 0 / REC_NONE */
+	uint64_t dropped;  /* events dropped (atomic) */
+	void *dctx;	   /* ZSTD_DCtx used while opening */
+
+	void **blocks;	   /* memory freed at close (string arenas, chunk copies) */
+	size_t nblocks, cap_blocks;
+
+	const char **strs;
+	size_t nstrs, cap_strs;
+	struct rec_module *mods;
+	uint32_t *mod_path; /* string index of each module's path */
+	size_t nmods, cap_mods;
+	struct rec_ip *ips;
+	size_t nips, cap_ips;
+	struct rec_frame *frames;
+	size_t nframes, cap_frames;
+	struct rec_trace *traces;
+	size_t ntraces, cap_traces;
+	struct rec_allocinfo *infos;
+	size_t ninfos, cap_infos;
+	struct rec_tick *ticks;
+	size_t nticks, cap_ticks;
+	struct rec_meta_kv *meta;
+	size_t nmeta, cap_meta;
+	struct rec_evchunk *evc;
+	size_t nevc, cap_evc;
+	uint64_t nevents;
+	/* symbol records, applied to ips after loading */
+	struct rec_symrec {
+		uint32_t ip, module, frame;
+	} *syms;
+	size_t nsyms, cap_syms;
+};
+
+/* rec_grow - make room for n + more elements of size elem in *arr; 0 or -REC_E_NOMEM. */
+int rec_grow(void **arr, size_t *cap, size_t n, size_t more, size_t elem);
+int rec_keep_block(struct rec_reader *r, void *block);
+/* rec_read_at - read len bytes at off; -REC_E_TRUNCATED if the file ends first. */
+int rec_read_at(const struct rec_reader *r, uint64_t off, void *buf, size_t len);
+/* rec_decode_table - decode one table chunk's payload p[0..len) into r. */
+int rec_decode_table(struct rec_reader *r, const struct rec_chunk_hdr *h, uint8_t *p, size_t len);
+/* rec_fixup - validate cross-references after loading. */
+void rec_fixup(struct rec_reader *r);
+
+#endif /* HEAPTAP_RECFILE_INTERNAL_H */
