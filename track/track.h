@@ -8,12 +8,129 @@
  * prints, never aborts, preserves errno, never allocates through the hooked
  * allocator (own mmap-backed memory) and never raises SIGPIPE.
  *
- * (The track/preload helper completes this header: struct trk_real with the
- * real allocator functions, trk_start/trk_stop, and the trk_* hooks.)
+ * Life cycle (one session per process at a time):
+ *
+ *   trk_set_real(&real)      the caller found the real allocator functions
+ *   trk_start(&cfg)          header + module list sent, timer thread runs,
+ *                            hooks record from now on
+ *   ... trk_malloc() & co. are called instead of malloc() & co. ...
+ *   trk_stop(reason)         flush, END record, hooks pass through again
+ *
+ * Before trk_start and after trk_stop the hooks only call the real
+ * functions, so they may be installed before the session starts and stay
+ * installed forever. The timer thread also ends the session on its own when
+ * heaptap sends WIRE_CTL_STOP (reason WIRE_END_STOP) or the socket dies (no
+ * END can be sent then).
+ *
+ * Thread-local state is one pointer and one guard flag (initial-exec TLS),
+ * so this code can be dlopen'ed into a running process.
  */
 #ifndef HEAPTAP_TRACK_H
 #define HEAPTAP_TRACK_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "track/wire.h"
+
+#define TRK_DEPTH_DEFAULT 64 /* frames kept per stack (HEAPTAP_DEPTH) */
+#define TRK_DEPTH_MAX 256
+
+/* The allocator functions the hooks forward to; every member must be set. */
+struct trk_real {
+	void *(*malloc)(size_t size);
+	void (*free)(void *ptr);
+	void *(*calloc)(size_t nmemb, size_t size);
+	void *(*realloc)(void *ptr, size_t size);
+	void *(*reallocarray)(void *ptr, size_t nmemb, size_t size);
+	int (*posix_memalign)(void **memptr, size_t alignment, size_t size);
+	void *(*aligned_alloc)(size_t alignment, size_t size);
+	void *(*memalign)(size_t alignment, size_t size);
+	void *(*valloc)(size_t size);
+	void *(*pvalloc)(size_t size);
+};
+
+/* What trk_start needs. */
+struct trk_config {
+	int fd;		    /* connected stream socket to heaptap; owned by
+			       track from trk_start on (closed by it) */
+	unsigned depth;	    /* frames per stack, 0 = TRK_DEPTH_DEFAULT,
+			       clamped to TRK_DEPTH_MAX */
+	uint32_t flags;	    /* WIRE_F_* for the stream header */
+	/*
+	 * Called once when the session ends, before the END record, from the
+	 * thread that ends it (NULL: none). inject/ restores its GOT slots here
+	 * and reports how many it put back and how many it had to leave.
+	 */
+	void (*before_end)(void *arg, uint64_t *slots_restored, uint64_t *slots_left);
+	void *before_end_arg;
+};
+
+/*
+ * trk_set_real - set the functions the hooks forward to (copied). Call it
+ * before the first hook call that is not handled by the caller itself, and
+ * before trk_start. Not thread-safe against running hooks: set it once.
+ */
+void trk_set_real(const struct trk_real *real);
+
+/*
+ * trk_start - start a session on cfg->fd: send the stream header and the
+ * module list, start the timer thread, let the hooks record. On failure
+ * returns -errno, cfg->fd is closed and the hooks keep passing through.
+ * Returns -EALREADY if a session was started before in this process (even
+ * if it ended: the trace tree and sequence numbers are not reset).
+ */
+int trk_start(const struct trk_config *cfg) __attribute__((warn_unused_result));
+
+/*
+ * trk_stop - end the session: stop recording, flush every thread's buffer,
+ * send WIRE_REC_END with reason (enum wire_end_reason), close the socket.
+ * Safe to call more than once and from any thread (a no-op when no session
+ * runs). Hooks still running in other threads pass through afterwards.
+ */
+void trk_stop(int reason);
+
+/*
+ * trk_after_fork_child - call in the child of fork() (pthread_atfork child
+ * handler): the child stops recording for good and closes its copy of the
+ * socket; the parent's session goes on untouched.
+ */
+void trk_after_fork_child(void);
+
+/* trk_active - nonzero while a session records. */
+int trk_active(void);
+
+/*
+ * The hooks: exact libc signatures, callable directly (inject/ points GOT
+ * slots at them). The return address of the hook is taken as the call site
+ * of the allocation; every frame inside the hook is left out of the stack.
+ * They preserve errno as the real function left it.
+ */
+void *trk_malloc(size_t size);
+void trk_free(void *ptr);
+void *trk_calloc(size_t nmemb, size_t size);
+void *trk_realloc(void *ptr, size_t size);
+void *trk_reallocarray(void *ptr, size_t nmemb, size_t size);
+int trk_posix_memalign(void **memptr, size_t alignment, size_t size);
+void *trk_aligned_alloc(size_t alignment, size_t size);
+void *trk_memalign(size_t alignment, size_t size);
+void *trk_valloc(size_t size);
+void *trk_pvalloc(size_t size);
+
+/*
+ * The same hooks for a wrapper that adds a frame of its own (preload/'s
+ * exported malloc calls these): ra is __builtin_return_address(0) of the
+ * outermost wrapper, i.e. the return address into the allocating code.
+ */
+void *trk_malloc_ra(size_t size, const void *ra);
+void trk_free_ra(void *ptr, const void *ra);
+void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra);
+void *trk_realloc_ra(void *ptr, size_t size, const void *ra);
+void *trk_reallocarray_ra(void *ptr, size_t nmemb, size_t size, const void *ra);
+int trk_posix_memalign_ra(void **memptr, size_t alignment, size_t size, const void *ra);
+void *trk_aligned_alloc_ra(size_t alignment, size_t size, const void *ra);
+void *trk_memalign_ra(size_t alignment, size_t size, const void *ra);
+void *trk_valloc_ra(size_t size, const void *ra);
+void *trk_pvalloc_ra(size_t size, const void *ra);
 
 #endif /* HEAPTAP_TRACK_H */

@@ -1,0 +1,170 @@
+/* preload/init.c - constructor and destructor of libheaptap_preload.so */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs in the target. The constructor resolves the real allocator, reads
+ * HEAPTAP_SOCKET / HEAPTAP_DEPTH, cleans the environment (exec'd children
+ * are not recorded), connects and starts the session; any failure leaves
+ * the library inert (everything passes through). The destructor ends the
+ * session with WIRE_END_EXIT: .fini_array of an LD_PRELOAD library runs
+ * after the program's atexit handlers and the destructors of the program
+ * and of every library loaded after it, which is as late as a library can
+ * get (libraries initialised before it, libc among them, still run theirs
+ * afterwards; their frees go unrecorded). A process ending through _exit
+ * or exit_group skips it: heaptap then sees EOF, with everything up to the
+ * last tick (10 ms) flushed.
+ * A forked child stops recording and closes its copy of the socket
+ * (pthread_atfork); the parent goes on.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "preload/preload.h"
+#include "track/track.h"
+
+extern char **environ;
+
+/* A new LD_PRELOAD value is put here, never into the program's strings. */
+static char new_preload[4096];
+
+/* is_us - whether one LD_PRELOAD entry (len bytes at s) names this library. */
+static bool is_us(const char *s, size_t len)
+{
+	size_t n = sizeof(PLD_LIB_NAME) - 1;
+
+	if (len < n || memcmp(s + len - n, PLD_LIB_NAME, n) != 0)
+		return false;
+	return len == n || s[len - n - 1] == '/';
+}
+
+/* strip_preload - the value without our entries, in new_preload; NULL if too long. */
+static const char *strip_preload(const char *val)
+{
+	size_t out = 0;
+	const char *p = val;
+
+	while (*p) {
+		size_t len = strcspn(p, " :");
+
+		if (len && !is_us(p, len)) {
+			if (out + len + 2 > sizeof(new_preload))
+				return NULL;
+			if (out)
+				new_preload[out++] = ':';
+			memcpy(new_preload + out, p, len);
+			out += len;
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	new_preload[out] = '\0';
+	return new_preload;
+}
+
+void pld_env_clean(void)
+{
+	static const char pre[] = "LD_PRELOAD=";
+	size_t r, w;
+
+	if (!environ)
+		return;
+	/* before main, single-threaded: editing the array in place is safe */
+	for (r = w = 0; environ[r]; r++) {
+		char *e = environ[r];
+
+		if (strncmp(e, "HEAPTAP_", 8) == 0)
+			continue;
+		if (strncmp(e, pre, sizeof(pre) - 1) == 0) {
+			const char *v = strip_preload(e + sizeof(pre) - 1);
+
+			if (v && !*v)
+				continue; /* nothing else was preloaded: drop it */
+			if (v) {
+				/* "LD_PRELOAD=" + value, in the static buffer */
+				size_t vl = strlen(v);
+
+				memmove(new_preload + sizeof(pre) - 1, new_preload, vl + 1);
+				memcpy(new_preload, pre, sizeof(pre) - 1);
+				e = new_preload;
+			}
+		}
+		environ[w++] = e;
+	}
+	environ[w] = NULL;
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = strlen(path);
+	int fd;
+
+	if (len == 0 || len >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, len + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		if (e == EINTR)
+			continue;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static void on_fork_child(void)
+{
+	trk_after_fork_child();
+}
+
+__attribute__((constructor)) static void pld_init(void)
+{
+	struct trk_config cfg = { .fd = -1 };
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *s, *d;
+	int saved_errno = errno, fd;
+
+	if (!pld_resolve())
+		goto out;
+	s = getenv("HEAPTAP_SOCKET");
+	d = getenv("HEAPTAP_DEPTH");
+	if (d) {
+		char *end;
+		unsigned long v = strtoul(d, &end, 10);
+
+		if (end != d && !*end && v > 0)
+			cfg.depth = v > TRK_DEPTH_MAX ? TRK_DEPTH_MAX : (unsigned)v;
+	}
+	sock[0] = '\0';
+	if (s && strlen(s) < sizeof(sock))
+		memcpy(sock, s, strlen(s) + 1);
+	pld_env_clean(); /* s and d may point into dropped strings: not used after */
+	if (!sock[0])
+		goto out;
+	fd = connect_to(sock);
+	if (fd < 0)
+		goto out;
+	cfg.fd = fd;
+	if (pthread_atfork(NULL, NULL, on_fork_child) != 0) {
+		close(fd);
+		goto out;
+	}
+	if (trk_start(&cfg) < 0)
+		goto out; /* trk_start closed the fd; we stay inert */
+out:
+	errno = saved_errno;
+}
+
+__attribute__((destructor)) static void pld_fini(void)
+{
+	trk_stop(WIRE_END_EXIT);
+}

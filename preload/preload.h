@@ -1,0 +1,58 @@
+/* preload/preload.h - libheaptap_preload.so: LD_PRELOAD mode of heaptap */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The library exports malloc, free, calloc, realloc, reallocarray,
+ * posix_memalign, aligned_alloc, memalign, valloc and pvalloc (version
+ * script exports.map; C++ new/delete reach them through malloc/free) and
+ * forwards them to track/'s hooks. Configuration comes from the
+ * environment `heaptap record` sets:
+ *   HEAPTAP_SOCKET  path of the unix stream socket heaptap listens on
+ *                   (unset or connect fails: the library stays inert)
+ *   HEAPTAP_DEPTH   frames per stack (default TRK_DEPTH_DEFAULT)
+ * The constructor removes the library from LD_PRELOAD and every HEAPTAP_*
+ * variable from the environment, so programs the target execs are not
+ * recorded. Nothing here prints; these are internal to the .so.
+ */
+#ifndef HEAPTAP_PRELOAD_H
+#define HEAPTAP_PRELOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PLD_HIDDEN __attribute__((visibility("hidden")))
+#define PLD_EXPORT __attribute__((visibility("default")))
+#define PLD_LIB_NAME "libheaptap_preload.so"
+
+/*
+ * pld_boot_alloc - memory from the static bootstrap arena, used while the
+ * real allocator is being looked up (dlsym itself calls calloc). Zeroed,
+ * aligned to align (a power of two, at most 4096). NULL when exhausted.
+ * Never freed: free() and realloc() recognise these pointers.
+ */
+void *pld_boot_alloc(size_t size, size_t align) PLD_HIDDEN;
+
+/* pld_boot_owns - whether p points into the bootstrap arena. */
+static inline bool pld_boot_owns(const void *p)
+{
+	extern char pld_boot_arena[] PLD_HIDDEN;
+	extern const size_t pld_boot_arena_size PLD_HIDDEN;
+
+	return (const char *)p >= pld_boot_arena &&
+	       (const char *)p < pld_boot_arena + pld_boot_arena_size;
+}
+
+/* pld_boot_size - the size asked for a bootstrap pointer. */
+size_t pld_boot_size(const void *p) PLD_HIDDEN;
+
+/*
+ * pld_resolve - look the real functions up (dlsym RTLD_NEXT) and hand them
+ * to track/. Returns true once they are known; false while the lookup runs
+ * (recursive call from dlsym, or another thread doing it), when the caller
+ * must use the bootstrap arena.
+ */
+bool pld_resolve(void) PLD_HIDDEN;
+
+/* pld_env_clean - drop this library from LD_PRELOAD and HEAPTAP_* from environ. */
+void pld_env_clean(void) PLD_HIDDEN;
+
+#endif /* HEAPTAP_PRELOAD_H */

@@ -1,0 +1,282 @@
+/* track/hooks.c - the allocator hooks: record, then forward to the real functions */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs in the target, in any thread, possibly from signal handlers of
+ * careless programs. Each hook:
+ *   - passes straight through when no session records or the thread is
+ *     already inside a hook (the guard: our own and libunwind's allocations,
+ *     libc's allocations on our behalf, are never recorded);
+ *   - for an allocation: calls the real function first, then unwinds and
+ *     appends ALLOC, taking its sequence number after the memory exists;
+ *   - for a free: appends FREE, taking its number, before the real free,
+ *     so a thread that gets the same address from malloc afterwards takes a
+ *     larger number;
+ *   - for realloc: unwinds first, reserves the FREE number before the real
+ *     call, then writes FREE (or NOP when nothing was freed) and ALLOC;
+ *   - leaves errno as the real function left it (or as it was, for free).
+ */
+#include <errno.h>
+
+#include "track/internal.h"
+
+#define ALLOC_EV_MAX (2 + 5 * WIRE_VARINT_MAX)
+
+static inline bool hook_on(void)
+{
+	return atomic_load_explicit(&trk_g.state, memory_order_relaxed) == TRK_ON && !trk_tls_guard;
+}
+
+/* put_alloc - with t locked: append ALLOC (its number taken now). */
+static inline void put_alloc(struct trk_thr *t, uint8_t kind, size_t size, uint32_t leaf,
+			     const void *p)
+{
+	uint8_t *q = trk_ev_begin(t, ALLOC_EV_MAX, WIRE_EV_ALLOC, NULL);
+
+	*q++ = kind;
+	q += wire_put_varint(q, size);
+	q += wire_put_varint(q, leaf);
+	q += wire_put_varint(q, (uintptr_t)p);
+	trk_ev_end(t, q);
+}
+
+/* record_alloc - unwind, find the trace, append ALLOC; guard held. */
+static void record_alloc(const void *p, size_t size, uint8_t kind, const void *ra)
+{
+	struct trk_thr *t = trk_thr_get();
+	uint32_t leaf;
+	size_t n;
+
+	if (unlikely(!t)) {
+		atomic_fetch_add(&trk_g.dropped, 1);
+		return;
+	}
+	n = trk_capture(t->frames, ra);
+	leaf = trk_tree_leaf(t, t->frames, n);
+	trk_thr_lock(t);
+	put_alloc(t, kind, size, leaf, p);
+	trk_thr_unlock(t);
+}
+
+void *trk_malloc_ra(size_t size, const void *ra)
+{
+	void *p;
+	int e;
+
+	if (!hook_on())
+		return trk_g.real.malloc(size);
+	trk_tls_guard = 1;
+	p = trk_g.real.malloc(size);
+	e = errno;
+	if (p)
+		record_alloc(p, size, WIRE_KIND_MALLOC, ra);
+	trk_tls_guard = 0;
+	errno = e;
+	return p;
+}
+
+void trk_free_ra(void *ptr, const void *ra)
+{
+	struct trk_thr *t;
+	uint8_t *q;
+	int e;
+
+	(void)ra;
+	if (!ptr || !hook_on()) {
+		trk_g.real.free(ptr);
+		return;
+	}
+	trk_tls_guard = 1;
+	e = errno;
+	t = trk_thr_get();
+	if (likely(t != NULL)) {
+		trk_thr_lock(t);
+		q = trk_ev_begin(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE, NULL);
+		q += wire_put_varint(q, (uintptr_t)ptr);
+		trk_ev_end(t, q);
+		trk_thr_unlock(t);
+	} else {
+		atomic_fetch_add(&trk_g.dropped, 1);
+	}
+	errno = e;
+	trk_g.real.free(ptr);
+	trk_tls_guard = 0;
+}
+
+void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
+{
+	void *p;
+	int e;
+
+	if (!hook_on())
+		return trk_g.real.calloc(nmemb, size);
+	trk_tls_guard = 1;
+	p = trk_g.real.calloc(nmemb, size);
+	e = errno;
+	if (p)
+		record_alloc(p, nmemb * size, WIRE_KIND_CALLOC, ra); /* no overflow: it succeeded */
+	trk_tls_guard = 0;
+	errno = e;
+	return p;
+}
+
+/*
+ * do_realloc - realloc and reallocarray. size is the byte count (only used
+ * for the record); call performs the real function.
+ */
+static void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, const void *ra)
+{
+	struct trk_thr *t;
+	uint64_t fseq = 0;
+	size_t n, bytes;
+	uint32_t leaf;
+	bool overflow;
+	void *q;
+	int e = errno;
+
+	trk_tls_guard = 1;
+	t = trk_thr_get();
+	if (unlikely(!t)) {
+		atomic_fetch_add(&trk_g.dropped, 1);
+		errno = e;
+		q = kind == WIRE_KIND_REALLOC ? trk_g.real.realloc(ptr, size)
+					      : trk_g.real.reallocarray(ptr, nmemb, size);
+		trk_tls_guard = 0;
+		return q;
+	}
+	overflow = __builtin_mul_overflow(nmemb, size, &bytes);
+	/* unwind before the number is reserved: new nodes must come first */
+	n = trk_capture(t->frames, ra);
+	leaf = trk_tree_leaf(t, t->frames, n);
+	if (ptr)
+		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
+	errno = e;
+	q = kind == WIRE_KIND_REALLOC ? trk_g.real.realloc(ptr, size)
+				      : trk_g.real.reallocarray(ptr, nmemb, size);
+	e = errno;
+	trk_thr_lock(t);
+	if (ptr) {
+		/* freed: moved, or size 0 (glibc frees and returns NULL) */
+		bool freed = q != NULL || (!overflow && bytes == 0);
+		uint8_t *w = trk_ev_seq(t, 2 + 2 * WIRE_VARINT_MAX + ALLOC_EV_MAX,
+					freed ? WIRE_EV_FREE : WIRE_EV_NOP, fseq);
+
+		if (freed)
+			w += wire_put_varint(w, (uintptr_t)ptr);
+		trk_ev_end(t, w);
+	}
+	if (q)
+		put_alloc(t, kind, bytes, leaf, q);
+	trk_thr_unlock(t);
+	trk_tls_guard = 0;
+	errno = e;
+	return q;
+}
+
+void *trk_realloc_ra(void *ptr, size_t size, const void *ra)
+{
+	if (!hook_on())
+		return trk_g.real.realloc(ptr, size);
+	return do_realloc(ptr, 1, size, WIRE_KIND_REALLOC, ra);
+}
+
+void *trk_reallocarray_ra(void *ptr, size_t nmemb, size_t size, const void *ra)
+{
+	if (!hook_on())
+		return trk_g.real.reallocarray(ptr, nmemb, size);
+	return do_realloc(ptr, nmemb, size, WIRE_KIND_REALLOCARRAY, ra);
+}
+
+int trk_posix_memalign_ra(void **memptr, size_t alignment, size_t size, const void *ra)
+{
+	int ret, e;
+
+	if (!hook_on())
+		return trk_g.real.posix_memalign(memptr, alignment, size);
+	trk_tls_guard = 1;
+	ret = trk_g.real.posix_memalign(memptr, alignment, size);
+	e = errno;
+	if (ret == 0 && *memptr)
+		record_alloc(*memptr, size, WIRE_KIND_POSIX_MEMALIGN, ra);
+	trk_tls_guard = 0;
+	errno = e;
+	return ret;
+}
+
+/* ALIGNED_HOOK - a hook of the shape void *f(args) recorded as kind. */
+#define ALIGNED_HOOK(name, kind, size_expr, params, args)                          \
+	void *trk_##name##_ra params                                               \
+	{                                                                          \
+		void *p;                                                           \
+		int e;                                                             \
+                                                                                   \
+		if (!hook_on())                                                    \
+			return trk_g.real.name args;                               \
+		trk_tls_guard = 1;                                                 \
+		p = trk_g.real.name args;                                          \
+		e = errno;                                                         \
+		if (p)                                                             \
+			record_alloc(p, size_expr, kind, ra);                      \
+		trk_tls_guard = 0;                                                 \
+		errno = e;                                                         \
+		return p;                                                          \
+	}
+
+ALIGNED_HOOK(aligned_alloc, WIRE_KIND_ALIGNED_ALLOC, size,
+	     (size_t alignment, size_t size, const void *ra), (alignment, size))
+ALIGNED_HOOK(memalign, WIRE_KIND_MEMALIGN, size, (size_t alignment, size_t size, const void *ra),
+	     (alignment, size))
+ALIGNED_HOOK(valloc, WIRE_KIND_VALLOC, size, (size_t size, const void *ra), (size))
+ALIGNED_HOOK(pvalloc, WIRE_KIND_PVALLOC, size, (size_t size, const void *ra), (size))
+
+/* The exact-signature hooks: their own return address is the call site. */
+#define RA __builtin_return_address(0)
+
+void *trk_malloc(size_t size)
+{
+	return trk_malloc_ra(size, RA);
+}
+
+void trk_free(void *ptr)
+{
+	trk_free_ra(ptr, RA);
+}
+
+void *trk_calloc(size_t nmemb, size_t size)
+{
+	return trk_calloc_ra(nmemb, size, RA);
+}
+
+void *trk_realloc(void *ptr, size_t size)
+{
+	return trk_realloc_ra(ptr, size, RA);
+}
+
+void *trk_reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+	return trk_reallocarray_ra(ptr, nmemb, size, RA);
+}
+
+int trk_posix_memalign(void **memptr, size_t alignment, size_t size)
+{
+	return trk_posix_memalign_ra(memptr, alignment, size, RA);
+}
+
+void *trk_aligned_alloc(size_t alignment, size_t size)
+{
+	return trk_aligned_alloc_ra(alignment, size, RA);
+}
+
+void *trk_memalign(size_t alignment, size_t size)
+{
+	return trk_memalign_ra(alignment, size, RA);
+}
+
+void *trk_valloc(size_t size)
+{
+	return trk_valloc_ra(size, RA);
+}
+
+void *trk_pvalloc(size_t size)
+{
+	return trk_pvalloc_ra(size, RA);
+}

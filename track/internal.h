@@ -1,0 +1,312 @@
+/* track/internal.h - layouts and internal functions of the recording core */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-process state (STYLE.md rule 10 exception): everything lives in the
+ * one global trk_g, because the hooks are called with libc's signatures and
+ * cannot be passed a context.
+ *
+ *   hook --> unwind (no lock) --> tree lookup (lock-free, CAS insert)
+ *        --> per-thread buffer (own spin lock, only the timer contends)
+ *        --> full: WIRE_REC_CHUNK under the socket lock
+ *
+ * Lock order: module lock -> thread buffer lock -> socket lock. Nobody
+ * holds a buffer lock while unwinding or while calling the real allocator.
+ */
+#ifndef HEAPTAP_TRACK_INTERNAL_H
+#define HEAPTAP_TRACK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "track/track.h"
+#include "track/wire.h"
+
+#define TRK_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Session state, trk_g.state. */
+enum trk_state {
+	TRK_OFF = 0,	/* not started yet: hooks pass through */
+	TRK_ON = 1,	/* recording */
+	TRK_DONE = 2,	/* ended (stopped, exited, socket died, forked child) */
+};
+
+/* ---- trace tree (tree.c) ---------------------------------------------- */
+
+/*
+ * A node of the process-wide trace tree. Index 0 is the virtual root (its
+ * children are the outermost frames). Children form a singly linked list
+ * (child -> next -> next ...) that only grows at its head, by CAS; ip and
+ * parent are written before the node is published and never change.
+ */
+struct trk_node {
+	uintptr_t ip;		 /* return address - 1 (call site) */
+	uint32_t parent;	 /* 0 = child of the root */
+	_Atomic uint32_t child;	 /* newest child, 0 = none */
+	_Atomic uint32_t next;	 /* next older sibling, 0 = none */
+	_Atomic uint32_t hit;	 /* the child found last (cache), 0 = none */
+};
+
+#define TRK_NODE_BLOCK_SHIFT 16 /* 65536 nodes (1.5 MiB) per mmap'd block */
+#define TRK_NODE_BLOCK (1u << TRK_NODE_BLOCK_SHIFT)
+#define TRK_NODE_BLOCKS 16384	/* at most 2^30 nodes */
+
+/* ---- per-thread event buffer (buf.c) ---------------------------------- */
+
+#define TRK_BUF_SIZE (64 * 1024) /* event bytes per chunk */
+#define TRK_EV_MAX 64		 /* room an ordinary event needs at most */
+
+/*
+ * One thread's buffer. Mapped with mmap, never unmapped; once on the
+ * global list it stays there and is reused by a later thread after its
+ * owner exited. The owner appends under lock; the timer thread (and the
+ * thread ending the session) flush it under the same lock.
+ */
+struct trk_thr {
+	_Atomic int lock;	    /* spin lock: 0 free, 1 held */
+	_Atomic int exiting;	    /* key destructor ran; recycle when tid is gone */
+	_Atomic int in_use;	    /* owned by a thread (or the timer) */
+	uint32_t tid;		    /* owner's Linux thread id */
+	uint64_t first_seq;	    /* seq of the chunk's first event */
+	uint64_t last_seq;	    /* seq of the chunk's last event */
+	size_t len;		    /* event bytes in data */
+	struct trk_thr *next_all;   /* global list, set before publication */
+	struct trk_thr *next_free;  /* free list (under trk_g.free_lock) */
+	uintptr_t *frames;	    /* unwind scratch, TRK_DEPTH_MAX + 32 slots */
+	uint32_t spare_node;	    /* node index left from a lost insert race */
+	uint8_t data[TRK_BUF_SIZE];
+};
+
+/* ---- modules (modules.c) ---------------------------------------------- */
+
+/* One loaded module as last seen by dl_iterate_phdr. */
+struct trk_mod {
+	uintptr_t base;	    /* dlpi_addr */
+	const void *phdr;   /* dlpi_phdr: identity together with base */
+	uintptr_t lo, hi;   /* runtime address range of its PT_LOAD segments */
+	int seen;	    /* scratch for the rescan */
+};
+
+#define TRK_MODS_MAX 8192
+
+/* ---- the global state --------------------------------------------------- */
+
+struct trk_global {
+	_Atomic int state;		/* enum trk_state */
+	_Atomic int started;		/* trk_start ran once */
+	struct trk_real real;
+	int fd;				/* the socket, -1 when closed */
+	unsigned depth;
+	uint32_t flags;
+	void (*before_end)(void *arg, uint64_t *restored, uint64_t *left);
+	void *before_end_arg;
+	uint64_t start_mono_ns;
+	int statm_fd;			/* /proc/self/statm, opened at start */
+	long page_size;
+
+	_Atomic uint64_t seq;		/* the sequence counter */
+	_Atomic uint64_t dropped;	/* events lost (no memory, dead socket) */
+
+	/* trace tree */
+	_Atomic uint32_t next_node;	/* next free index (starts at 1) */
+	_Atomic(struct trk_node *) blocks[TRK_NODE_BLOCKS];
+	struct trk_node root;		/* node 0 */
+
+	/* thread buffers */
+	_Atomic(struct trk_thr *) threads; /* every buffer ever made */
+	pthread_mutex_t free_lock;
+	struct trk_thr *free_list;
+	pthread_key_t key;		/* destructor flushes a leaving thread */
+	int key_ok;
+
+	/* socket */
+	pthread_mutex_t sock_lock;
+	int ended;			/* END sent or socket dead: write nothing */
+
+	/* modules */
+	pthread_mutex_t mod_lock;
+	struct trk_mod *mods;		/* TRK_MODS_MAX entries, mmap'd */
+	unsigned nmods;
+	unsigned long long dl_adds, dl_subs; /* counters at the last scan */
+	_Atomic(const struct trk_range_set *) ranges; /* for lock-free lookup */
+
+	/* timer */
+	pthread_t timer;
+	int timer_ok;
+	struct trk_thr *timer_thr;	/* the timer's own buffer (module events) */
+};
+
+/* Sorted, immutable snapshot of the modules' address ranges. */
+struct trk_range_set {
+	size_t n;
+	struct { uintptr_t lo, hi; } r[];
+};
+
+extern struct trk_global trk_g TRK_HIDDEN;
+
+/* Thread-local state: a buffer pointer and a recursion guard. */
+extern __thread struct trk_thr *trk_tls_thr
+	__attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
+extern __thread int trk_tls_guard __attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
+
+/* ---- buf.c ---------------------------------------------------------------- */
+
+/* trk_thr_get - this thread's buffer, made or reused on first use; NULL if no memory. */
+struct trk_thr *trk_thr_get(void) TRK_HIDDEN;
+/* trk_thr_new - a buffer not bound to the calling thread's TLS (timer); NULL on no memory. */
+struct trk_thr *trk_thr_new(uint32_t tid) TRK_HIDDEN;
+/* trk_thr_flush_locked - send the buffer's events as one chunk; lock held. */
+void trk_thr_flush_locked(struct trk_thr *t) TRK_HIDDEN;
+/* trk_thr_flush_all - flush every buffer (spins on each lock). */
+void trk_thr_flush_all(void) TRK_HIDDEN;
+/* trk_thr_flush_idle - flush every buffer whose lock is free (timer tick). */
+void trk_thr_flush_idle(void) TRK_HIDDEN;
+/* trk_thr_key_init - create the pthread key; 0 or -errno. */
+int trk_thr_key_init(void) TRK_HIDDEN;
+
+static inline void trk_thr_lock(struct trk_thr *t)
+{
+	while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire)) {
+		while (atomic_load_explicit(&t->lock, memory_order_relaxed))
+			__builtin_ia32_pause();
+	}
+}
+
+static inline bool trk_thr_trylock(struct trk_thr *t)
+{
+	return !atomic_exchange_explicit(&t->lock, 1, memory_order_acquire);
+}
+
+static inline void trk_thr_unlock(struct trk_thr *t)
+{
+	atomic_store_explicit(&t->lock, 0, memory_order_release);
+}
+
+/*
+ * trk_ev_begin - with t locked: make room for need bytes (flushing), take
+ * the next sequence number and write op and seq delta. Returns the write
+ * position; the caller encodes the rest and calls trk_ev_end.
+ */
+static inline uint8_t *trk_ev_begin(struct trk_thr *t, size_t need, uint8_t op, uint64_t *seq_out)
+{
+	uint64_t seq;
+	uint8_t *p;
+
+	if (unlikely(t->len + need > TRK_BUF_SIZE))
+		trk_thr_flush_locked(t);
+	seq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
+	p = t->data + t->len;
+	*p++ = op;
+	if (t->len == 0) {
+		t->first_seq = seq;
+		*p++ = 0;
+	} else {
+		p += wire_put_varint(p, seq - t->last_seq);
+	}
+	t->last_seq = seq;
+	if (seq_out)
+		*seq_out = seq;
+	return p;
+}
+
+/* trk_ev_seq - write op and delta for a number taken earlier (realloc). */
+static inline uint8_t *trk_ev_seq(struct trk_thr *t, size_t need, uint8_t op, uint64_t seq)
+{
+	uint8_t *p;
+
+	if (unlikely(t->len + need > TRK_BUF_SIZE))
+		trk_thr_flush_locked(t);
+	p = t->data + t->len;
+	*p++ = op;
+	if (t->len == 0) {
+		t->first_seq = seq;
+		*p++ = 0;
+	} else {
+		p += wire_put_varint(p, seq - t->last_seq);
+	}
+	t->last_seq = seq;
+	return p;
+}
+
+static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)
+{
+	t->len = (size_t)(p - t->data);
+}
+
+/* ---- sock.c --------------------------------------------------------------- */
+
+/*
+ * trk_sock_send_locked - write a record (type, payload in iov parts) with
+ * MSG_NOSIGNAL; sock_lock held. A failed write marks the socket dead
+ * (ended, state DONE). Returns 0 or -errno.
+ */
+struct iovec;
+int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt) TRK_HIDDEN;
+/* trk_sock_write_raw - write bytes as they are (the stream header); 0 or -errno. */
+int trk_sock_write_raw(const void *data, size_t len) TRK_HIDDEN;
+/* trk_sock_send - the same, taking the socket lock. */
+int trk_sock_send(uint8_t type, const void *payload, size_t len) TRK_HIDDEN;
+
+/* ---- tree.c --------------------------------------------------------------- */
+
+/* trk_node_at - node by index (must exist). */
+static inline struct trk_node *trk_node_at(uint32_t idx)
+{
+	if (idx == 0)
+		return &trk_g.root;
+	return &atomic_load_explicit(&trk_g.blocks[idx >> TRK_NODE_BLOCK_SHIFT],
+				     memory_order_acquire)[idx & (TRK_NODE_BLOCK - 1)];
+}
+
+/*
+ * trk_tree_child - the child of parent with this ip, added (and announced
+ * as WIRE_EV_NODE through t) if missing. Returns its index, or 0 when no
+ * memory is left for nodes.
+ */
+uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip) TRK_HIDDEN;
+
+/*
+ * trk_tree_leaf - walk/insert ips[n-1] (outermost) ... ips[0] (innermost)
+ * from the root; returns the leaf index (0 for n == 0 or no memory).
+ */
+uint32_t trk_tree_leaf(struct trk_thr *t, const uintptr_t *ips, size_t n) TRK_HIDDEN;
+
+/* ---- unwind.c ------------------------------------------------------------- */
+
+/* trk_unwind_init - set libunwind's caching policy; once per process. */
+void trk_unwind_init(void) TRK_HIDDEN;
+
+/*
+ * trk_capture - capture the calling thread's stack into out (room for
+ * TRK_DEPTH_MAX + 32) as call sites (return address - 1), innermost first,
+ * starting at the frame that returns to ra; at most trk_g.depth frames.
+ * Returns the count (at least 1: ra itself when unwinding fails).
+ */
+size_t trk_capture(uintptr_t *out, const void *ra) TRK_HIDDEN;
+
+/* ---- modules.c ------------------------------------------------------------ */
+
+/* trk_mod_init - map the module table; 0 or -errno. */
+int trk_mod_init(void) TRK_HIDDEN;
+/* trk_mod_scan - compare with dl_iterate_phdr, send MODULE / MODULE_DEL through t. */
+void trk_mod_scan(struct trk_thr *t, bool force) TRK_HIDDEN;
+/* trk_mod_known - whether ip lies in a module announced (lock-free). */
+bool trk_mod_known(uintptr_t ip) TRK_HIDDEN;
+/* trk_mod_check - rescan if dl_iterate_phdr's counters moved; ip unknown. */
+void trk_mod_check(struct trk_thr *t) TRK_HIDDEN;
+
+/* ---- session.c / timer.c -------------------------------------------------- */
+
+uint64_t trk_now_ns(int clock) TRK_HIDDEN;
+/* trk_end - the end of a session: flush, before_end, END; closes the socket. */
+void trk_end(int reason) TRK_HIDDEN;
+/* trk_timer_start - start the timer thread; 0 or -errno. */
+int trk_timer_start(void) TRK_HIDDEN;
+/* trk_gettid - the calling thread's Linux tid. */
+uint32_t trk_gettid(void) TRK_HIDDEN;
+
+#endif /* HEAPTAP_TRACK_INTERNAL_H */

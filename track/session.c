@@ -1,0 +1,246 @@
+/* track/session.c - start and end of a recording session, the stream header */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs in the target. trk_g, defined here, is the per-process state (see
+ * internal.h). A session starts once per process: header, module list
+ * (sequence numbers 0 ...), timer thread, then the hooks record. It ends
+ * once, by whoever gets there first: the process exiting (preload's
+ * destructor), heaptap's STOP or EOF (timer thread), trk_stop from inject/,
+ * or a failed write (the socket is then dead and no END can go out).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "track/internal.h"
+
+struct trk_global trk_g = {
+	.state = TRK_OFF,
+	.fd = -1,
+	.statm_fd = -1,
+	.next_node = 1,
+	.free_lock = PTHREAD_MUTEX_INITIALIZER,
+	.sock_lock = PTHREAD_MUTEX_INITIALIZER,
+	.mod_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* The header is built here, not on the stack: it may be 64 KiB. */
+static uint8_t hdr_buf[WIRE_MAX_HEADER];
+
+uint64_t trk_now_ns(int clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void trk_set_real(const struct trk_real *real)
+{
+	trk_g.real = *real;
+}
+
+int trk_active(void)
+{
+	return atomic_load_explicit(&trk_g.state, memory_order_relaxed) == TRK_ON;
+}
+
+/* read_file - up to cap bytes of a /proc file with plain syscalls; length or -errno. */
+static ssize_t read_file(const char *path, uint8_t *buf, size_t cap)
+{
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (got < cap) {
+		ssize_t r = read(fd, buf + got, cap - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	return (ssize_t)got;
+}
+
+static int send_header(uint64_t realtime_ns)
+{
+	struct wire_header h = { 0 };
+	uint8_t exe[4096];
+	ssize_t exe_len, cmd_len;
+	size_t off = WIRE_HDR_FIXED, room;
+
+	exe_len = readlink("/proc/self/exe", (char *)exe, sizeof(exe));
+	if (exe_len < 0)
+		exe_len = 0;
+	off += wire_put_varint(hdr_buf + off, (uint64_t)exe_len);
+	memcpy(hdr_buf + off, exe, (size_t)exe_len);
+	off += (size_t)exe_len;
+	/* the command line gets what is left, its length as a 3-byte varint at most */
+	room = sizeof(hdr_buf) - off - 3;
+	cmd_len = read_file("/proc/self/cmdline", hdr_buf + off + 3, room);
+	if (cmd_len < 0)
+		cmd_len = 0;
+	{
+		uint8_t v[WIRE_VARINT_MAX];
+		size_t vl = wire_put_varint(v, (uint64_t)cmd_len);
+
+		memmove(hdr_buf + off + vl, hdr_buf + off + 3, (size_t)cmd_len);
+		memcpy(hdr_buf + off, v, vl);
+		off += vl + (size_t)cmd_len;
+	}
+
+	memcpy(h.magic, WIRE_MAGIC, sizeof(h.magic));
+	h.version = WIRE_VERSION;
+	h.header_len = (uint32_t)off;
+	h.flags = trk_g.flags;
+	h.pid = (uint32_t)getpid();
+	h.page_size = (uint32_t)trk_g.page_size;
+	h.start_realtime_ns = realtime_ns;
+	h.start_mono_ns = trk_g.start_mono_ns;
+	h.sample_bytes = 0;
+	memcpy(hdr_buf, &h, sizeof(h));
+	return trk_sock_write_raw(hdr_buf, off);
+}
+
+int trk_start(const struct trk_config *cfg)
+{
+	int expected = 0, saved_guard = trk_tls_guard, ret;
+	uint64_t realtime;
+
+	if (!atomic_compare_exchange_strong(&trk_g.started, &expected, 1)) {
+		close(cfg->fd);
+		return -EALREADY;
+	}
+	trk_tls_guard = 1; /* whatever libc allocates for us is not recorded */
+	trk_g.fd = cfg->fd;
+	trk_g.depth = cfg->depth ? cfg->depth : TRK_DEPTH_DEFAULT;
+	if (trk_g.depth > TRK_DEPTH_MAX)
+		trk_g.depth = TRK_DEPTH_MAX;
+	trk_g.flags = cfg->flags;
+	trk_g.before_end = cfg->before_end;
+	trk_g.before_end_arg = cfg->before_end_arg;
+	trk_g.page_size = sysconf(_SC_PAGESIZE);
+	realtime = trk_now_ns(CLOCK_REALTIME);
+	trk_g.start_mono_ns = trk_now_ns(CLOCK_MONOTONIC);
+	trk_g.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	trk_unwind_init();
+
+	ret = trk_thr_key_init();
+	if (ret < 0)
+		goto out_close;
+	ret = trk_mod_init();
+	if (ret < 0)
+		goto out_close;
+	trk_g.timer_thr = trk_thr_new(trk_gettid());
+	if (!trk_g.timer_thr) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	ret = send_header(realtime);
+	if (ret < 0)
+		goto out_close;
+	trk_mod_scan(trk_g.timer_thr, true);
+	trk_thr_lock(trk_g.timer_thr);
+	trk_thr_flush_locked(trk_g.timer_thr);
+	trk_thr_unlock(trk_g.timer_thr);
+	if (trk_g.ended) {
+		ret = -EPIPE;
+		goto out_close;
+	}
+	atomic_store(&trk_g.state, TRK_ON);
+	ret = trk_timer_start();
+	if (ret < 0) {
+		trk_end(WIRE_END_ERROR);
+		goto out;
+	}
+	ret = 0;
+	goto out;
+
+out_close:
+	pthread_mutex_lock(&trk_g.sock_lock);
+	trk_g.ended = 1;
+	close(trk_g.fd);
+	trk_g.fd = -1;
+	pthread_mutex_unlock(&trk_g.sock_lock);
+	atomic_store(&trk_g.state, TRK_DONE);
+out:
+	trk_tls_guard = saved_guard;
+	return ret;
+}
+
+void trk_end(int reason)
+{
+	int expected = TRK_ON, saved_guard = trk_tls_guard, saved_errno = errno;
+	uint64_t restored = 0, left = 0, total;
+	uint8_t p[5 * WIRE_VARINT_MAX];
+	size_t n = 0;
+
+	if (!atomic_compare_exchange_strong(&trk_g.state, &expected, TRK_DONE))
+		return;
+	trk_tls_guard = 1;
+	if (trk_g.before_end)
+		trk_g.before_end(trk_g.before_end_arg, &restored, &left);
+	trk_thr_flush_all();
+	total = atomic_load(&trk_g.seq);
+	n += wire_put_varint(p + n, total);
+	n += wire_put_varint(p + n, (uint64_t)reason);
+	n += wire_put_varint(p + n, restored);
+	n += wire_put_varint(p + n, left);
+	n += wire_put_varint(p + n, atomic_load(&trk_g.dropped));
+
+	pthread_mutex_lock(&trk_g.sock_lock);
+	{
+		struct iovec v = { .iov_base = p, .iov_len = n };
+
+		trk_sock_send_locked(WIRE_REC_END, &v, 1);
+	}
+	trk_g.ended = 1;
+	if (trk_g.fd >= 0) {
+		if (trk_g.timer_ok) {
+			/* the timer thread polls the fd: it closes it when it sees EOF */
+			shutdown(trk_g.fd, SHUT_RDWR);
+		} else {
+			close(trk_g.fd);
+			trk_g.fd = -1;
+		}
+	}
+	pthread_mutex_unlock(&trk_g.sock_lock);
+	trk_tls_guard = saved_guard;
+	errno = saved_errno;
+}
+
+void trk_stop(int reason)
+{
+	trk_end(reason);
+}
+
+void trk_after_fork_child(void)
+{
+	int saved_errno = errno;
+
+	/*
+	 * Only the forking thread exists here (it is not inside a hook); the
+	 * parent's timer thread was not copied. A lock some other parent
+	 * thread held at fork() stays held in the child, but with the state
+	 * DONE nothing takes our locks any more. Drop out, let go of the
+	 * socket.
+	 */
+	atomic_store(&trk_g.state, TRK_DONE);
+	trk_g.ended = 1;
+	trk_g.timer_ok = 0;
+	if (trk_g.fd >= 0)
+		close(trk_g.fd);
+	trk_g.fd = -1;
+	if (trk_g.statm_fd >= 0)
+		close(trk_g.statm_fd);
+	trk_g.statm_fd = -1;
+	errno = saved_errno;
+}

@@ -1,0 +1,97 @@
+/* track/sock.c - write framed records to the heaptap socket */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs in the target. Every write uses sendmsg with MSG_NOSIGNAL so a
+ * vanished heaptap never raises SIGPIPE; any failure other than EINTR marks
+ * the socket dead and the session over (hooks pass through from then on).
+ * Callers hold trk_g.sock_lock, so records of different threads never
+ * interleave byte-wise.
+ */
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "track/internal.h"
+
+#define HDR_IOV 8
+
+static int send_all(struct iovec *iov, int n)
+{
+	struct msghdr mh = { 0 };
+
+	while (n > 0) {
+		ssize_t w;
+
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)n;
+		w = sendmsg(trk_g.fd, &mh, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		/* skip what was written; a partial write resumes mid-iovec */
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt)
+{
+	struct iovec v[HDR_IOV + 1];
+	uint8_t hdr[1 + WIRE_VARINT_MAX];
+	size_t len = 0, hl = 0;
+	int i, ret;
+
+	if (trk_g.ended || trk_g.fd < 0)
+		return -EPIPE;
+	if (iovcnt > HDR_IOV)
+		return -EINVAL;
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (len > WIRE_MAX_RECORD)
+		return -EMSGSIZE;
+	hdr[hl++] = type;
+	hl += wire_put_varint(hdr + hl, len);
+	v[0].iov_base = hdr;
+	v[0].iov_len = hl;
+	for (i = 0; i < iovcnt; i++)
+		v[i + 1] = iov[i];
+	ret = send_all(v, iovcnt + 1);
+	if (ret < 0) {
+		/* heaptap went away: nothing more can be said, stop recording */
+		trk_g.ended = 1;
+		atomic_store(&trk_g.state, TRK_DONE);
+	}
+	return ret;
+}
+
+int trk_sock_write_raw(const void *data, size_t len)
+{
+	struct iovec v = { .iov_base = (void *)data, .iov_len = len };
+	int ret;
+
+	pthread_mutex_lock(&trk_g.sock_lock);
+	ret = trk_g.ended ? -EPIPE : send_all(&v, 1);
+	pthread_mutex_unlock(&trk_g.sock_lock);
+	return ret;
+}
+
+int trk_sock_send(uint8_t type, const void *payload, size_t len)
+{
+	struct iovec v = { .iov_base = (void *)payload, .iov_len = len };
+	int ret;
+
+	pthread_mutex_lock(&trk_g.sock_lock);
+	ret = trk_sock_send_locked(type, &v, 1);
+	pthread_mutex_unlock(&trk_g.sock_lock);
+	return ret;
+}

@@ -1,0 +1,189 @@
+/* track/timer.c - the timer thread: ticks, idle flushes, module checks, control */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs in the target, in a thread of its own that has every signal blocked
+ * (it is created with a full mask, so no signal of the program is ever
+ * delivered to it) and holds the recursion guard for its whole life, so
+ * nothing it does is recorded. Every TRK_TICK_NS it
+ *   - compares dl_iterate_phdr's counters and announces module changes,
+ *   - flushes every thread buffer it can lock (so a sequence gap left by an
+ *     idle thread closes within one tick),
+ *   - sends WIRE_REC_TICK (time since start, RSS, sequence counter).
+ * In between it polls the socket for control records from heaptap:
+ * WIRE_CTL_STOP ends the session (WIRE_END_STOP), so does EOF (heaptap
+ * died: the END cannot arrive, but inject/'s restore still runs).
+ * It is the only closer of the socket while it runs (see trk_end).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "track/internal.h"
+
+#define TRK_TICK_NS 10000000ull
+#define CTL_BUF 256
+
+struct ctl {
+	uint8_t buf[CTL_BUF];
+	size_t len;
+	uint64_t skip; /* bytes of an oversized record still to discard */
+};
+
+static uint64_t rss_bytes(void)
+{
+	char buf[128];
+	ssize_t n;
+	uint64_t v = 0;
+	int i = 0;
+
+	if (trk_g.statm_fd < 0)
+		return 0;
+	n = pread(trk_g.statm_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "size resident shared ...": the second number */
+	while (buf[i] && buf[i] != ' ')
+		i++;
+	while (buf[i] == ' ')
+		i++;
+	while (buf[i] >= '0' && buf[i] <= '9')
+		v = v * 10 + (uint64_t)(buf[i++] - '0');
+	return v * (uint64_t)trk_g.page_size;
+}
+
+static void tick(void)
+{
+	uint8_t p[3 * WIRE_VARINT_MAX];
+	size_t n = 0;
+	uint64_t seq;
+
+	trk_mod_check(trk_g.timer_thr);
+	trk_thr_flush_idle();
+	seq = atomic_load(&trk_g.seq);
+	n += wire_put_varint(p + n, trk_now_ns(CLOCK_MONOTONIC) - trk_g.start_mono_ns);
+	n += wire_put_varint(p + n, rss_bytes());
+	n += wire_put_varint(p + n, seq);
+	trk_sock_send(WIRE_REC_TICK, p, n);
+}
+
+/*
+ * read_ctl - read what heaptap sent and act on it. Returns 1 to go on,
+ * 0 when the session is over (STOP handled, EOF, error).
+ */
+static int read_ctl(struct ctl *c)
+{
+	ssize_t r = recv(trk_g.fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
+	size_t off = 0;
+
+	if (r < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (r == 0)
+		return 0;
+	c->len += (size_t)r;
+	while (off < c->len) {
+		const uint8_t *p = c->buf + off + 1, *end = c->buf + c->len;
+		uint64_t len;
+		uint8_t type;
+
+		if (c->skip) {
+			size_t k = c->len - off < c->skip ? c->len - off : (size_t)c->skip;
+
+			off += k;
+			c->skip -= k;
+			continue;
+		}
+		type = c->buf[off];
+		if (wire_get_varint(&p, end, &len) < 0) {
+			if (end - (c->buf + off) > 1 + WIRE_VARINT_MAX)
+				return 0; /* garbage: give up */
+			break;
+		}
+		if (type == WIRE_CTL_STOP)
+			return 0;
+		/* WIRE_CTL_SAMPLE and unknown types: not supported yet, skipped */
+		off = (size_t)(p - c->buf);
+		c->skip = len;
+	}
+	memmove(c->buf, c->buf + off, c->len - off);
+	c->len -= off;
+	return 1;
+}
+
+static void *timer_main(void *arg)
+{
+	struct ctl c = { .len = 0 };
+	uint64_t next;
+
+	(void)arg;
+	trk_tls_guard = 1;
+	trk_thr_lock(trk_g.timer_thr);
+	trk_thr_flush_locked(trk_g.timer_thr);
+	trk_g.timer_thr->tid = trk_gettid();
+	trk_thr_unlock(trk_g.timer_thr);
+	next = trk_now_ns(CLOCK_MONOTONIC) + TRK_TICK_NS;
+	while (atomic_load(&trk_g.state) == TRK_ON) {
+		uint64_t now = trk_now_ns(CLOCK_MONOTONIC);
+		struct pollfd pfd = { .fd = trk_g.fd, .events = POLLIN };
+		int ms = now >= next ? 0 : (int)((next - now + 999999) / 1000000);
+
+		if (poll(&pfd, 1, ms) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+			if (!read_ctl(&c)) {
+				trk_end(WIRE_END_STOP);
+				break;
+			}
+		}
+		now = trk_now_ns(CLOCK_MONOTONIC);
+		if (now >= next && atomic_load(&trk_g.state) == TRK_ON) {
+			tick();
+			next += TRK_TICK_NS;
+			if (next < now)
+				next = now + TRK_TICK_NS;
+		}
+	}
+	/*
+	 * Whoever ended the session may still be flushing: close only after
+	 * its END went out (trk_end sets ended last, under the socket lock).
+	 */
+	for (;;) {
+		struct timespec ms = { 0, 1000000 };
+
+		pthread_mutex_lock(&trk_g.sock_lock);
+		if (trk_g.ended)
+			break;
+		pthread_mutex_unlock(&trk_g.sock_lock);
+		nanosleep(&ms, NULL);
+	}
+	if (trk_g.fd >= 0)
+		close(trk_g.fd);
+	trk_g.fd = -1;
+	pthread_mutex_unlock(&trk_g.sock_lock);
+	return NULL;
+}
+
+int trk_timer_start(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	int ret;
+
+	ret = pthread_attr_init(&attr);
+	if (ret)
+		return -ret;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	trk_g.timer_ok = 1; /* before it runs: trk_end must leave it the fd */
+	ret = pthread_create(&trk_g.timer, &attr, timer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		trk_g.timer_ok = 0;
+		return -ret;
+	}
+	return 0;
+}
