@@ -1,0 +1,124 @@
+/* report/costs.c - costs per allocation info, trace and allocation function */
+/* SPDX-License-Identifier: MIT */
+/*
+ * From the merged counts of pass A and the snapshot of pass C. For a sampled
+ * info, counts of events are turned into estimated calls by the ratio of
+ * its estimated calls to its allocation events. A free never takes away
+ * more than was allocated: frees past the allocations of an info (a stream
+ * that started late) are ignored.
+ */
+#include <string.h>
+
+#include "report/internal.h"
+
+/* x allocation events of an info expressed in calls. */
+static uint64_t scale(uint64_t x, const struct rpt_acc *a)
+{
+	if (!a->allocs || a->calls == a->allocs)
+		return x;
+	return (uint64_t)((long double)x * (long double)a->calls / (long double)a->allocs + 0.5L);
+}
+
+void rpt_costs_add(struct rpt_costs *a, const struct rpt_costs *b)
+{
+	a->calls += b->calls;
+	a->bytes += b->bytes;
+	a->peak += b->peak;
+	a->peak_calls += b->peak_calls;
+	a->leaked += b->leaked;
+	a->leaked_calls += b->leaked_calls;
+	a->temporary += b->temporary;
+	a->temporary_bytes += b->temporary_bytes;
+}
+
+void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int64_t *live_b,
+		       const int64_t *live_c)
+{
+	uint64_t peak = d->sum.total.peak;
+	size_t i;
+
+	memset(&d->sum.total, 0, sizeof(d->sum.total));
+	for (i = 0; i < d->ninfos; i++) {
+		const struct rpt_acc *a = &acc[i];
+		struct rpt_costs *c = &d->info_cost[i];
+		uint64_t fb = d->free_bytes[i];
+		uint64_t fr = a->frees < a->allocs ? a->frees : a->allocs;
+		uint64_t tp = a->temps < a->allocs ? a->temps : a->allocs;
+		uint32_t t = d->infos[i].trace;
+		uint32_t kind = d->infos[i].kind;
+
+		memset(c, 0, sizeof(*c));
+		c->calls = a->calls;
+		c->bytes = a->weight;
+		c->leaked_calls = scale(a->allocs - fr, a);
+		/* fr * fb <= allocs * (weight / allocs) <= weight */
+		c->leaked = fr == a->allocs ? 0 : a->weight - fr * fb;
+		c->temporary = scale(tp, a);
+		c->temporary_bytes = tp * fb;
+		if (live_c[i] > 0) {
+			c->peak_calls = scale((uint64_t)live_c[i], a);
+			c->peak = live_b[i] > 0 ? (uint64_t)live_b[i] : 0;
+		}
+		if (t >= d->ntraces)
+			t = 0;
+		if (kind > WIRE_KIND_MAX)
+			kind = 0;
+		rpt_costs_add(&d->trace_cost[t], c);
+		rpt_costs_add(&d->funcs[kind], c);
+		rpt_costs_add(&d->sum.total, c);
+	}
+	/* The replay's peak is the reference; the per-info sums match it
+	 * exactly when nothing is sampled. */
+	d->sum.total.peak = peak;
+}
+
+uint64_t rpt_cost_of(const struct rpt_costs *k, enum rpt_cost c)
+{
+	switch (c) {
+	case RPT_COST_CALLS:
+		return k->calls;
+	case RPT_COST_PEAK:
+		return k->peak;
+	case RPT_COST_LEAKED:
+		return k->leaked;
+	case RPT_COST_TEMPORARY:
+		return k->temporary;
+	case RPT_COST_MAX:
+		break;
+	}
+	return 0;
+}
+
+const struct rpt_costs *rpt_function(const struct rpt_data *d, unsigned kind)
+{
+	if (kind > WIRE_KIND_MAX)
+		return NULL;
+	return &d->funcs[kind];
+}
+
+const struct rpt_costs *rpt_trace_costs(const struct rpt_data *d, uint32_t t)
+{
+	if (t >= d->ntraces)
+		return NULL;
+	return &d->trace_cost[t];
+}
+
+static const char *const kind_names[WIRE_KIND_MAX + 1] = {
+	[0] = "unknown",
+	[WIRE_KIND_MALLOC] = "malloc",
+	[WIRE_KIND_CALLOC] = "calloc",
+	[WIRE_KIND_REALLOC] = "realloc",
+	[WIRE_KIND_REALLOCARRAY] = "reallocarray",
+	[WIRE_KIND_POSIX_MEMALIGN] = "posix_memalign",
+	[WIRE_KIND_ALIGNED_ALLOC] = "aligned_alloc",
+	[WIRE_KIND_MEMALIGN] = "memalign",
+	[WIRE_KIND_VALLOC] = "valloc",
+	[WIRE_KIND_PVALLOC] = "pvalloc",
+};
+
+const char *rpt_function_name(unsigned kind)
+{
+	if (kind > WIRE_KIND_MAX || !kind_names[kind])
+		return "unknown";
+	return kind_names[kind];
+}

@@ -1,0 +1,115 @@
+/* report/internal.h - layouts shared by the files of report/ */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPTAP_REPORT_INTERNAL_H
+#define HEAPTAP_REPORT_INTERNAL_H
+
+#include <stdint.h>
+
+#include "report/report.h"
+#include "track/wire.h"
+
+#define RPT_MAX_THREADS 8
+
+/* What one replay range saw of one allocation info. */
+struct rpt_acc {
+	uint64_t allocs; /* allocation events */
+	uint64_t weight; /* bytes they stand for (size, or the sample weight) */
+	uint64_t calls;	 /* calls they stand for (1 each, or weight/size) */
+	uint64_t frees;	 /* free events (both kinds) */
+	uint64_t temps;	 /* REC_EV_FREE_TEMP events */
+};
+
+/* Where in the event stream: chunk index and position inside it. */
+struct rpt_pos {
+	size_t chunk;
+	size_t index;
+};
+
+/*
+ * One worker's contiguous range of event chunks [first_chunk, end_chunk).
+ * The heap numbers are relative: the range starts from heap 0, and the
+ * analysis adds the ranges up in order.
+ *
+ *   chunks:  | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+ *   ranges:  |<-- range 0 -->|<-- range 1 -->|   (one per worker)
+ */
+struct rpt_range {
+	const struct rpt_data *d;
+	size_t first_chunk, end_chunk;
+	size_t stop_chunk;	/* first chunk that failed to decode, else end_chunk */
+	int err;		/* its enum rec_err (positive), 0 if none */
+	int pass;		/* enum rpt_pass this worker runs */
+	struct rpt_acc *acc;	/* per allocinfo (pass A) */
+	uint64_t events;	/* events replayed */
+	uint64_t frees;
+	uint64_t weighted;	/* allocation events that carried a weight */
+	int64_t delta;		/* heap change over the range */
+	int64_t max_prefix;	/* highest heap seen, relative to the range start */
+	int has_max;		/* 0 until an allocation was seen */
+	uint64_t max_events;	/* events of the range applied at max_prefix */
+	struct rpt_pos max_pos; /* the event that reached it */
+	/* pass C: live bytes / allocations per allocinfo up to a position */
+	int64_t *live_bytes;
+	int64_t *live_count;
+	struct rpt_pos stop_at;
+};
+
+enum rpt_pass {
+	RPT_PASS_COUNT = 0, /* A: counts per info, heap assuming frees of `size` bytes */
+	RPT_PASS_HEAP,	    /* B: heap again with the mean weight per free (sampled) */
+	RPT_PASS_SNAPSHOT,  /* C: live bytes per info up to the global peak */
+};
+
+struct rpt_data {
+	const struct rec_reader *r;
+	const struct rec_allocinfo *infos;
+	size_t ninfos;
+	const struct rec_trace *traces;
+	size_t ntraces;
+	const struct rec_ip *ips;
+	size_t nips;
+	const struct rec_frame *frames;
+	size_t nframes;
+	const struct rec_module *modules;
+	size_t nmodules;
+	size_t nchunks;
+
+	struct rpt_summary sum;
+	char *command; /* owned; sum.command points here or into the reader */
+
+	uint64_t *free_bytes;	  /* per info: bytes one free takes away */
+	struct rpt_costs *info_cost;  /* per info */
+	struct rpt_costs *trace_cost; /* per trace */
+	struct rpt_costs funcs[WIRE_KIND_MAX + 1];
+
+	struct rpt_site *sites; /* sites with any cost */
+	size_t nsites;
+	uint32_t *site_first;	/* per site: first index into site_traces; nsites + 1 entries */
+	uint32_t *site_traces;	/* trace indices grouped by site */
+	const struct rpt_site **top[RPT_COST_MAX];
+	size_t ntop[RPT_COST_MAX];
+};
+
+/* replay.c: run one pass over one range (the pthread entry point). */
+void *rpt_replay_range(void *range);
+
+/* replay.c: run pass on every range, in threads when there are several. */
+void rpt_replay(struct rpt_range *ranges, size_t nranges, int pass);
+
+/* costs.c: per info, trace and function costs from the merged counts and the snapshot. */
+void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int64_t *live_bytes,
+		       const int64_t *live_count);
+
+/* sites.c: merge traces into call sites and sort the top lists. Returns 0 or -ENOMEM. */
+int rpt_sites_build(struct rpt_data *d);
+
+/* summary.c: fill the parts of d->sum taken from meta and ticks. Returns 0 or -ENOMEM. */
+int rpt_summary_meta(struct rpt_data *d);
+
+/* costs.c: add every field of b to a. */
+void rpt_costs_add(struct rpt_costs *a, const struct rpt_costs *b);
+
+/* json.c helpers used by the JSON writer */
+void rpt_json_string(FILE *f, const char *s);
+
+#endif /* HEAPTAP_REPORT_INTERNAL_H */

@@ -1,0 +1,184 @@
+/* report/replay.c - replay ranges of event chunks, in parallel threads */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Each worker owns one struct rpt_range and writes only into it; the reader
+ * allows concurrent rec_event_chunk() calls. A range stops at the first
+ * chunk that does not decode (the analysis then ignores every later range).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "report/internal.h"
+
+/* Calls one sampled allocation of size bytes with weight w stands for. */
+static uint64_t est_calls(uint64_t w, uint64_t size)
+{
+	uint64_t c;
+
+	if (size == 0)
+		return 1;
+	c = w / size;
+	if (w % size >= size - size / 2)
+		c++;
+	return c ? c : 1;
+}
+
+static void note_heap(struct rpt_range *g, int64_t heap, size_t chunk, size_t i)
+{
+	if (!g->has_max || heap > g->max_prefix) {
+		g->has_max = 1;
+		g->max_prefix = heap;
+		g->max_events = g->events + 1;
+		g->max_pos.chunk = chunk;
+		g->max_pos.index = i;
+	}
+}
+
+/* Pass A: counts per info; heap assuming a free takes its info's size. */
+static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n, size_t chunk,
+		       int64_t *heap)
+{
+	const struct rec_allocinfo *infos = g->d->infos;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct rec_event *e = &ev[i];
+		uint64_t size = infos[e->info].size;
+		struct rpt_acc *a = &g->acc[e->info];
+
+		if (e->op == REC_EV_ALLOC) {
+			uint64_t w = e->weight ? e->weight : size;
+
+			a->allocs++;
+			a->weight += w;
+			if (e->weight) {
+				g->weighted++;
+				a->calls += est_calls(w, size);
+			} else {
+				a->calls++;
+			}
+			*heap += (int64_t)w;
+			note_heap(g, *heap, chunk, i);
+		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
+			a->frees++;
+			if (e->op == REC_EV_FREE_TEMP)
+				a->temps++;
+			g->frees++;
+			*heap -= (int64_t)size;
+		}
+		g->events++;
+	}
+}
+
+/* Pass B: the heap again, a free taking the mean weight of its info. */
+static void pass_heap(struct rpt_range *g, const struct rec_event *ev, size_t n, size_t chunk,
+		      int64_t *heap)
+{
+	const struct rec_allocinfo *infos = g->d->infos;
+	const uint64_t *fb = g->d->free_bytes;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct rec_event *e = &ev[i];
+
+		if (e->op == REC_EV_ALLOC) {
+			*heap += (int64_t)(e->weight ? e->weight : infos[e->info].size);
+			note_heap(g, *heap, chunk, i);
+		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
+			*heap -= (int64_t)fb[e->info];
+		}
+		g->events++;
+	}
+}
+
+/* Pass C: live bytes and allocations per info, up to and including stop_at. */
+static int pass_snapshot(struct rpt_range *g, const struct rec_event *ev, size_t n, size_t chunk)
+{
+	const struct rec_allocinfo *infos = g->d->infos;
+	const uint64_t *fb = g->d->free_bytes;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct rec_event *e = &ev[i];
+
+		if (e->op == REC_EV_ALLOC) {
+			g->live_bytes[e->info] += (int64_t)(e->weight ? e->weight : infos[e->info].size);
+			g->live_count[e->info]++;
+		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
+			g->live_bytes[e->info] -= (int64_t)fb[e->info];
+			g->live_count[e->info]--;
+		}
+		if (chunk == g->stop_at.chunk && i == g->stop_at.index)
+			return 1;
+	}
+	return 0;
+}
+
+void *rpt_replay_range(void *arg)
+{
+	struct rpt_range *g = arg;
+	int64_t heap = 0;
+	size_t c;
+
+	g->stop_chunk = g->end_chunk;
+	g->err = 0;
+	g->events = 0;
+	g->frees = 0;
+	g->weighted = 0;
+	g->has_max = 0;
+	g->max_prefix = 0;
+	for (c = g->first_chunk; c < g->end_chunk; c++) {
+		struct rec_event *ev = NULL;
+		size_t n = 0;
+		uint64_t first = 0;
+		int ret, done = 0;
+
+		ret = rec_event_chunk(g->d->r, c, &ev, &n, &first);
+		if (ret < 0) {
+			free(ev);
+			g->stop_chunk = c;
+			g->err = -ret;
+			break;
+		}
+		switch (g->pass) {
+		case RPT_PASS_COUNT:
+			pass_count(g, ev, n, c, &heap);
+			break;
+		case RPT_PASS_HEAP:
+			pass_heap(g, ev, n, c, &heap);
+			break;
+		case RPT_PASS_SNAPSHOT:
+			done = pass_snapshot(g, ev, n, c);
+			break;
+		}
+		free(ev);
+		if (done)
+			break;
+	}
+	g->delta = heap;
+	return NULL;
+}
+
+void rpt_replay(struct rpt_range *ranges, size_t nranges, int pass)
+{
+	pthread_t tid[RPT_MAX_THREADS];
+	size_t started = 1, i;
+
+	for (i = 0; i < nranges; i++)
+		ranges[i].pass = pass;
+	/*
+	 * The caller's thread takes range 0, the others get a thread each; if
+	 * a thread cannot be made, the caller runs the rest itself.
+	 */
+	for (i = 1; i < nranges && i < RPT_MAX_THREADS; i++) {
+		if (pthread_create(&tid[i], NULL, rpt_replay_range, &ranges[i]))
+			break;
+		started = i + 1;
+	}
+	rpt_replay_range(&ranges[0]);
+	for (i = started; i < nranges; i++)
+		rpt_replay_range(&ranges[i]);
+	for (i = 1; i < started; i++)
+		pthread_join(tid[i], NULL);
+}

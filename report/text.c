@@ -1,0 +1,224 @@
+/* report/text.c - the report for people */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layout:
+ *
+ *   summary block (aligned "name  value" lines)
+ *   allocation functions table
+ *   four lists of call sites, each site followed by its costliest
+ *   backtraces (innermost frame first, inlined frames marked) and
+ *   "and N other backtraces"
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "report/internal.h"
+
+#define SZ 32
+
+static const char *const list_title[RPT_COST_MAX] = {
+	[RPT_COST_CALLS] = "MOST ALLOCATION CALLS",
+	[RPT_COST_PEAK] = "PEAK MEMORY (live at the heap peak)",
+	[RPT_COST_LEAKED] = "LEAKED MEMORY (not freed at the end)",
+	[RPT_COST_TEMPORARY] = "MOST TEMPORARY ALLOCATIONS",
+};
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_options *p)
+{
+	const struct rpt_summary *s = &d->sum;
+	double secs = (double)s->duration_ns / 1e9;
+	const char *est = s->estimated ? " (estimated)" : "";
+	char a[SZ], b[SZ];
+
+	if (p->path)
+		fprintf(f, "recording              %s\n", p->path);
+	fprintf(f, "command                %s\n", *s->command ? s->command : "(unknown)");
+	if (s->pid)
+		fprintf(f, "process                %" PRIu64 ", %s\n", s->pid,
+			s->attached ? "attached" : "launched");
+	fprintf(f, "recording state        %s%s%s\n", s->truncated ? "truncated: " : "complete",
+		s->truncated ? rec_strerror(s->truncated) : "",
+		s->attached && !s->pid ? ", attached" : "");
+	if (s->sampled)
+		fprintf(f, "sampling               every %" PRIu64 " bytes on average, numbers estimated\n",
+			s->sample_bytes);
+	fprintf(f, "duration               %.3f s\n", secs);
+	fprintf(f, "allocation calls       %" PRIu64 "%s (%.0f/s)\n", s->total.calls, est,
+		secs > 0 ? (double)s->total.calls / secs : 0.0);
+	fprintf(f, "temporary allocations  %" PRIu64 " (%.1f%% of calls)\n", s->total.temporary,
+		pct(s->total.temporary, s->total.calls));
+	fprintf(f, "peak heap              %s", rpt_format_size(s->total.peak, a, SZ));
+	if (s->peak_time_known)
+		fprintf(f, " at %.3f s", (double)s->peak_time_ns / 1e9);
+	fputs("\n", f);
+	fprintf(f, "peak RSS               %s\n", rpt_format_size(s->peak_rss, a, SZ));
+	fprintf(f, "total allocated        %s\n", rpt_format_size(s->total.bytes, a, SZ));
+	fprintf(f, "leaked at exit         %s in %" PRIu64 " allocations%s\n",
+		rpt_format_size(s->total.leaked, b, SZ), s->total.leaked_calls, est);
+	if (s->dropped_events)
+		fprintf(f, "invalid events         %" PRIu64 " (ignored)\n", s->dropped_events);
+}
+
+static void functions(FILE *f, const struct rpt_data *d)
+{
+	char a[SZ], b[SZ];
+	unsigned k;
+
+	fprintf(f, "\nALLOCATION FUNCTIONS\n  %-16s %12s %12s %12s\n", "function", "calls", "bytes",
+		"leaked");
+	for (k = 1; k <= WIRE_KIND_MAX + 1; k++) {
+		unsigned kind = k <= WIRE_KIND_MAX ? k : 0;
+		const struct rpt_costs *c = &d->funcs[kind];
+
+		if (!c->calls && !c->bytes)
+			continue;
+		fprintf(f, "  %-16s %12" PRIu64 " %12s %12s\n", rpt_function_name(kind), c->calls,
+			rpt_format_size(c->bytes, a, SZ), rpt_format_size(c->leaked, b, SZ));
+	}
+}
+
+/* "N calls, X" etc.: the costs of a site or trace for list c */
+static void cost_line(FILE *f, const struct rpt_costs *k, enum rpt_cost c)
+{
+	char a[SZ], b[SZ];
+
+	switch (c) {
+	case RPT_COST_CALLS:
+		fprintf(f, "%" PRIu64 " calls, %s allocated", k->calls, rpt_format_size(k->bytes, a, SZ));
+		break;
+	case RPT_COST_PEAK:
+		fprintf(f, "%s at peak in %" PRIu64 " allocations (%" PRIu64 " calls, %s in total)",
+			rpt_format_size(k->peak, a, SZ), k->peak_calls, k->calls,
+			rpt_format_size(k->bytes, b, SZ));
+		break;
+	case RPT_COST_LEAKED:
+		fprintf(f, "%s leaked in %" PRIu64 " allocations (%" PRIu64 " calls, %s in total)",
+			rpt_format_size(k->leaked, a, SZ), k->leaked_calls, k->calls,
+			rpt_format_size(k->bytes, b, SZ));
+		break;
+	case RPT_COST_TEMPORARY:
+		fprintf(f, "%" PRIu64 " temporary of %" PRIu64 " calls (%.1f%%), %s",
+			k->temporary, k->calls, pct(k->temporary, k->calls),
+			rpt_format_size(k->temporary_bytes, a, SZ));
+		break;
+	case RPT_COST_MAX:
+		break;
+	}
+}
+
+static void frame_line(FILE *f, const struct rpt_frame *fr, const char *indent)
+{
+	fputs(indent, f);
+	if (fr->function)
+		fputs(fr->function, f);
+	else
+		fprintf(f, "0x%" PRIx64, fr->ip);
+	if (fr->file)
+		fprintf(f, "  %s:%u", fr->file, fr->line);
+	if (fr->inlined)
+		fputs("  (inlined)", f);
+	if (fr->module && (!fr->function || !fr->file))
+		fprintf(f, "  in %s+0x%" PRIx64, fr->module, fr->offset);
+	fputs("\n", f);
+}
+
+static int backtrace(FILE *f, const struct rpt_data *d, uint32_t t, size_t max_frames)
+{
+	struct rpt_frame stack[64], *fr = stack;
+	size_t n, shown, i;
+
+	n = rpt_backtrace(d, t, stack, 64);
+	shown = max_frames && n > max_frames ? max_frames : n;
+	if (shown > 64) {
+		fr = calloc(shown, sizeof(*fr));
+		if (!fr)
+			return -ENOMEM;
+		rpt_backtrace(d, t, fr, shown);
+	}
+	if (!n)
+		fputs("      (no backtrace)\n", f);
+	for (i = 0; i < shown; i++)
+		frame_line(f, &fr[i], "      ");
+	if (shown < n)
+		fprintf(f, "      ... %zu more frames\n", n - shown);
+	if (fr != stack)
+		free(fr);
+	return 0;
+}
+
+static const char *site_name(const struct rpt_data *d, const struct rpt_site *s, char *buf, size_t len)
+{
+	struct rpt_frame fr;
+	uint32_t t;
+
+	if (!rpt_site_traces(d, s, RPT_COST_CALLS, &t, 1) || !rpt_backtrace(d, t, &fr, 1))
+		return "(unknown call site)";
+	if (fr.function)
+		return fr.function;
+	if (fr.module)
+		snprintf(buf, len, "0x%" PRIx64 " in %s+0x%" PRIx64, fr.ip, fr.module, fr.offset);
+	else
+		snprintf(buf, len, "0x%" PRIx64, fr.ip);
+	return buf;
+}
+
+static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct rpt_print_options *p)
+{
+	const struct rpt_site *const *top;
+	size_t n, total, i, j, nbt;
+	uint32_t *bt;
+	char name[512];
+	int ret = 0;
+
+	nbt = p->backtraces ? p->backtraces : 1;
+	bt = calloc(nbt, sizeof(*bt));
+	if (!bt)
+		return -ENOMEM;
+	top = rpt_top_sites(d, c, &total);
+	n = total < p->top ? total : p->top;
+	fprintf(f, "\n%s\n", list_title[c]);
+	if (!n)
+		fputs("  (none)\n", f);
+	for (i = 0; i < n && !ret; i++) {
+		const struct rpt_site *s = top[i];
+		size_t m = rpt_site_traces(d, s, c, bt, nbt);
+
+		fprintf(f, "%2zu. ", i + 1);
+		cost_line(f, &s->cost, c);
+		fprintf(f, "\n    at %s\n", site_name(d, s, name, sizeof(name)));
+		for (j = 0; j < m && !ret; j++) {
+			fputs("    ", f);
+			cost_line(f, &d->trace_cost[bt[j]], c);
+			fputs(" from:\n", f);
+			ret = backtrace(f, d, bt[j], p->max_frames);
+		}
+		if (s->ntraces > m)
+			fprintf(f, "    and %zu other backtraces\n", (size_t)s->ntraces - m);
+	}
+	if (total > n)
+		fprintf(f, "  ... and %zu other call sites\n", total - n);
+	free(bt);
+	return ret;
+}
+
+int rpt_write_text(FILE *f, const struct rpt_data *d, const struct rpt_print_options *p)
+{
+	unsigned c;
+	int ret = 0;
+
+	summary(f, d, p);
+	functions(f, d);
+	for (c = 0; c < RPT_COST_MAX && !ret; c++)
+		ret = list(f, d, (enum rpt_cost)c, p);
+	if (ret < 0)
+		return ret;
+	if (fflush(f) || ferror(f))
+		return -EIO;
+	return 0;
+}

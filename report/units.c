@@ -1,0 +1,25 @@
+/* report/units.c - sizes in human units */
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+
+#include "report/report.h"
+
+char *rpt_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return buf;
+	}
+	v /= 1024.0;
+	/* Move up a unit when one decimal would round to 1024.0. */
+	while (v >= 1023.95 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
+}
