@@ -1,0 +1,164 @@
+/* cli/cli.h - the heaptap command: commands, argument parsing and their helpers */
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli/ is the only folder that prints. Each command is one file
+ * (cmd_<name>.c) with a run function and a usage text, registered in the
+ * table of main.c; attach and detach slot in the same way. Helpers that a
+ * test can call without running a command are declared here too: argument
+ * parsing (which fills an error message instead of printing), output
+ * names, the library directory and the session directory.
+ *
+ * Exit codes: 0 success (record: the program's own status), 1 an error,
+ * 2 bad usage.
+ */
+#ifndef HEAPTAP_CLI_H
+#define HEAPTAP_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+#define CLI_PRELOAD_LIB "libheaptap_preload.so"
+#define CLI_EXT "htap"
+
+/* One command of the table in main.c. */
+struct cli_command {
+	const char *name;
+	const char *summary;		     /* one line for "heaptap --help" */
+	int (*run)(int argc, char **argv);   /* argv[0] is the command name; returns the exit code */
+	void (*usage)(FILE *f);		     /* the text of "heaptap NAME --help" */
+};
+
+/* The commands (cmd_record.c, cmd_report.c). */
+int cli_cmd_record(int argc, char **argv);
+void cli_usage_record(FILE *f);
+int cli_cmd_report(int argc, char **argv);
+void cli_usage_report(FILE *f);
+
+/*
+ * cli_msg - print "heaptap: " + the formatted message + "\n" to stderr in
+ * one write(2), so messages of concurrent processes do not interleave.
+ * errno is preserved.
+ */
+void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------ */
+/* Argument parsing. On bad usage these return -EINVAL and put one line  */
+/* (no "heaptap: " prefix, no newline) in err; they print nothing.       */
+
+struct cli_record_args {
+	const char *output; /* -o FILE, NULL = default name */
+	unsigned depth;	    /* --depth N, 0 = not given */
+	int help;	    /* --help seen */
+	int argc;	    /* the program and its arguments (argv[0] = PROGRAM) */
+	char **argv;
+};
+
+/* cli_record_parse - parse "record [-o FILE] [--depth N] [--] PROGRAM [ARGS...]". */
+int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err, size_t errlen);
+
+enum cli_format { CLI_FORMAT_TEXT = 0, CLI_FORMAT_JSON };
+
+struct cli_report_args {
+	const char *file;
+	enum cli_format format;
+	size_t top;	/* -n N, default 10 */
+	unsigned threads; /* --threads N, 0 = automatic */
+	int help;
+};
+
+/* cli_report_parse - parse "report [--format text|json] [-n N] FILE". */
+int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ */
+/* Output names (outname.c)                                             */
+
+/*
+ * cli_outname - write into buf the name "heaptap.COMM.PID.EXT" (attempt 0)
+ * or "heaptap.COMM.PID.N.EXT" (attempt N >= 1), inside dir when dir is not
+ * NULL. Characters of comm other than letters, digits and "._+-" become
+ * "_"; an empty comm is "prog". Returns 0, or -ENAMETOOLONG.
+ */
+int cli_outname(const char *dir, const char *comm, uint32_t pid, const char *ext, unsigned attempt,
+		char *buf, size_t len);
+
+/*
+ * cli_outname_free - the first cli_outname() from attempt `from` on that
+ * names no existing file; *attempt gets its number. Returns 0, -EEXIST
+ * after 10000 taken names, or another -errno of lstat().
+ */
+int cli_outname_free(const char *dir, const char *comm, uint32_t pid, const char *ext,
+		     unsigned from, unsigned *attempt, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Library directory (libdir.c)                                        */
+
+/*
+ * cli_libdir - find the directory holding lib: env_dir if set and not
+ * empty (and only there), else <dir of self_exe>/../lib (build tree), else
+ * <dir of self_exe>/../lib/heaptap (installed). Writes the directory to
+ * buf. Returns 0, -ENOENT if lib is in none of them, -ENAMETOOLONG.
+ */
+int cli_libdir(const char *env_dir, const char *self_exe, const char *lib, char *buf, size_t len);
+
+/* cli_find_libdir - cli_libdir() with $HEAPTAP_LIBDIR and /proc/self/exe. */
+int cli_find_libdir(const char *lib, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Session directory and socket (session.c)                            */
+
+struct cli_session {
+	char dir[4096];	 /* "" when not created */
+	char sock[108];	 /* socket path inside dir (sun_path size) */
+	int listen_fd;	 /* -1 when closed */
+};
+
+/*
+ * cli_session_open - create a private 0700 directory heaptap-XXXXXX under
+ * $TMPDIR (or /tmp) holding a listening AF_UNIX stream socket "sock".
+ * Returns 0, or -errno with everything undone.
+ */
+int cli_session_open(struct cli_session *s);
+
+/*
+ * cli_session_accept - wait for the connection of process pid (checked with
+ * SO_PEERCRED; connections of other processes are closed), watching pid:
+ * if it exits without connecting, returns -ECHILD with its wait status in
+ * *status. If it connected and already exited, returns 0 with *exited = 1
+ * and *status set (pid is then reaped). Returns 0 with *conn (close-on-exec)
+ * on success, or -errno. Once a connection is accepted the listening socket
+ * is closed and unlinked: processes the program starts later with the same
+ * environment find no one listening, and their library stays inert.
+ */
+int cli_session_accept(struct cli_session *s, pid_t pid, int *conn, int *exited, int *status);
+
+/* cli_session_close - close the socket, remove it and the directory. Idempotent. */
+void cli_session_close(struct cli_session *s);
+
+/* ------------------------------------------------------------------ */
+/* Launching (spawn.c)                                                 */
+
+/*
+ * cli_spawn - fork and exec argv[0] (searched in PATH) with the current
+ * environment plus the given NAME=VALUE overrides (NULL-terminated list; a
+ * variable of the same name is replaced), signal dispositions reset to
+ * default. Returns the pid once the exec succeeded, or -errno of the failed
+ * exec (the child is then reaped) or of fork.
+ */
+pid_t cli_spawn(char **argv, char *const *overrides);
+
+/*
+ * cli_preload_value - the LD_PRELOAD value with lib first and the old value
+ * (may be NULL) after it, into buf. Returns 0 or -ENAMETOOLONG.
+ */
+int cli_preload_value(const char *lib, const char *old, char *buf, size_t len);
+
+/* cli_exit_status - a wait status as an exit code: the status, or 128 + signal. */
+int cli_exit_status(int status);
+
+#endif /* HEAPTAP_CLI_H */

@@ -1,0 +1,380 @@
+/* cli/cmd_record.c - heaptap record: run a program with the tracking library, record it */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Steps, each undone on every path (goto cleanup, reverse order):
+ *
+ *   find libheaptap_preload.so -> session dir + listening socket ->
+ *   spawn PROGRAM (LD_PRELOAD, HEAPTAP_SOCKET, HEAPTAP_DEPTH) ->
+ *   accept its connection (or see it exit without one) -> itp_run into the
+ *   output file -> remove the session -> wait for the program -> exit with
+ *   its status.
+ *
+ * Signals. The program runs in heaptap's process group, so Ctrl+C on a
+ * terminal reaches both; heaptap does not pass such a signal on a second
+ * time. A SIGINT or SIGTERM sent to heaptap alone (kill(2): si_code is not
+ * SI_KERNEL) is passed on to the program. Either way heaptap keeps
+ * recording while the program winds down; if it has not ended after
+ * STOP_GRACE_S seconds, heaptap sets the interpreter's stop flag, which
+ * makes the library stop tracking and finish the stream, so the recording
+ * is complete, and then waits for the program. Globals here: the signal
+ * flags (STYLE.md rule 10).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "interpret/interpret.h"
+#include "recfile/recfile.h"
+#include "track/track.h"
+
+#define STOP_GRACE_S 2
+
+static volatile sig_atomic_t stop_flag;	  /* itp_options.stop */
+static volatile sig_atomic_t child_pid;	  /* where signals are passed on, 0 = none yet */
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	if (sig == SIGALRM) {
+		stop_flag = 1;
+	} else {
+		if (si->si_code != SI_KERNEL && child_pid > 0)
+			kill((pid_t)child_pid, sig);
+		alarm(STOP_GRACE_S);
+	}
+	errno = saved;
+}
+
+struct saved_signals {
+	struct sigaction intr, term, alrm, pipe;
+};
+
+static void install_signals(struct saved_signals *o)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: interrupt poll and read */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &o->intr);
+	sigaction(SIGTERM, &sa, &o->term);
+	sigaction(SIGALRM, &sa, &o->alrm);
+	/* A target that dies while we write a control record must not kill us. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &o->pipe);
+}
+
+static void restore_signals(const struct saved_signals *o)
+{
+	alarm(0);
+	sigaction(SIGINT, &o->intr, NULL);
+	sigaction(SIGTERM, &o->term, NULL);
+	sigaction(SIGALRM, &o->alrm, NULL);
+	sigaction(SIGPIPE, &o->pipe, NULL);
+}
+
+void cli_usage_record(FILE *f)
+{
+	fputs("usage: heaptap record [-o FILE] [--depth N] [--] PROGRAM [ARGS...]\n"
+	      "\n"
+	      "Run PROGRAM with the heaptap tracking library preloaded and record every\n"
+	      "allocation with its call stack until PROGRAM exits. heaptap exits with\n"
+	      "PROGRAM's exit status (128 + signal if it was killed).\n"
+	      "\n"
+	      "options:\n"
+	      "  -o, --output FILE  write the recording to FILE (never overwritten); default\n"
+	      "                     heaptap.COMM.PID.htap in the working directory\n"
+	      "      --depth N      keep at most N frames per call stack (1-256, default 64)\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "See heaptap-record(1).\n",
+	      f);
+}
+
+int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err, size_t errlen)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	err[0] = '\0';
+	optind = 0; /* full reset (GNU), so the parser can run more than once */
+	opterr = 0;
+	/* "+": stop at PROGRAM, its own options are not ours */
+	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg) {
+				snprintf(err, errlen, "-o needs a file name");
+				return -EINVAL;
+			}
+			a->output = optarg;
+			break;
+		case 'd': {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
+			    v > TRK_DEPTH_MAX) {
+				snprintf(err, errlen, "--depth '%s': not a number from 1 to %u", optarg,
+					 TRK_DEPTH_MAX);
+				return -EINVAL;
+			}
+			a->depth = (unsigned)v;
+			break;
+		}
+		case 'h':
+			a->help = 1;
+			return 0;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			if (optopt)
+				snprintf(err, errlen, "unknown option '-%c'", optopt);
+			else
+				snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		snprintf(err, errlen, "no program to record");
+		return -EINVAL;
+	}
+	a->argc = argc - optind;
+	a->argv = argv + optind;
+	return 0;
+}
+
+/* The program's comm (what ps shows), else the base name of prog. */
+static void read_comm(pid_t pid, const char *prog, char *buf, size_t len)
+{
+	char path[64];
+	const char *base;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, (int)len, f)) {
+			buf[strcspn(buf, "\n")] = '\0';
+			fclose(f);
+			if (*buf)
+				return;
+		} else {
+			fclose(f);
+		}
+	}
+	base = strrchr(prog, '/');
+	base = base ? base + 1 : prog;
+	snprintf(buf, len, "%.15s", base); /* the kernel keeps 15 characters */
+}
+
+static void on_log(int level, const char *msg, size_t len, void *arg)
+{
+	static const char *const what[] = { "library", "library warning", "library error" };
+
+	(void)arg;
+	if (level < 0 || level > 2)
+		level = 2;
+	cli_msg("record: %s: %.*s", what[level], (int)(len > 1000 ? 1000 : len), msg);
+}
+
+/*
+ * Interpret the stream on conn into a new file: opt_out if given, else the
+ * first free default name (another process may take a name between our
+ * check and the create; the writer's O_EXCL then fails and the next name is
+ * tried). out gets the name used.
+ */
+static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog, char *out,
+		     size_t outlen, struct itp_result *res)
+{
+	struct itp_options opt;
+	char comm[64];
+	unsigned attempt = 0;
+	int ret;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.stop = &stop_flag;
+	opt.log = on_log;
+	/* FIXME(#3) live status line: opt.status / opt.status_arg */
+	opt.status = NULL;
+	read_comm(pid, prog, comm, sizeof(comm));
+	for (;;) {
+		if (opt_out) {
+			snprintf(out, outlen, "%s", opt_out);
+		} else {
+			ret = cli_outname_free(NULL, comm, (uint32_t)pid, CLI_EXT, attempt, &attempt,
+					       out, outlen);
+			if (ret < 0) {
+				cli_msg("record: choose an output name: %s", strerror(-ret));
+				return -1;
+			}
+		}
+		opt.output = out;
+		memset(res, 0, sizeof(*res));
+		ret = itp_run(conn, &opt, res);
+		if (ret == -ITP_E_OUTPUT && res->rec_error == REC_E_EXISTS && !opt_out) {
+			attempt++;
+			continue;
+		}
+		return ret;
+	}
+}
+
+/* Say what the interpreter could not do; the recording may still hold data. */
+static void report_itp(const char *out, const struct itp_result *res)
+{
+	const char *what = itp_strerror(res->err);
+
+	if (res->err == ITP_E_OUTPUT)
+		cli_msg("record: %s: %s%s%s", out, rec_strerror(res->rec_error),
+			res->detail[0] ? ": " : "", res->detail);
+	else if (res->err == ITP_E_IO)
+		cli_msg("record: reading the event stream: %s", strerror(res->sys_errno));
+	else
+		cli_msg("record: event stream: %s%s%s", what, res->detail[0] ? ": " : "",
+			res->detail);
+}
+
+int cli_cmd_record(int argc, char **argv)
+{
+	struct cli_record_args a;
+	struct cli_session s = { .dir = "", .sock = "", .listen_fd = -1 };
+	struct saved_signals old;
+	struct itp_result res;
+	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], preload[PATH_MAX * 2];
+	char env_preload[PATH_MAX * 2 + 16], env_sock[256], env_depth[64];
+	char out[PATH_MAX];
+	char *overrides[4];
+	const char *prog;
+	struct stat st;
+	int ret, conn = -1, exited = 0, status = 0, n = 0, code = CLI_EXIT_FAIL;
+	int signals_set = 0, have_child = 0;
+	pid_t pid = -1;
+
+	ret = cli_record_parse(argc, argv, &a, err, sizeof(err));
+	if (ret < 0) {
+		cli_msg("record: %s (see heaptap record --help)", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (a.help) {
+		cli_usage_record(stdout);
+		return CLI_EXIT_OK;
+	}
+	prog = a.argv[0];
+	if (a.output && lstat(a.output, &st) == 0) {
+		cli_msg("record: %s: %s", a.output, strerror(EEXIST));
+		return CLI_EXIT_FAIL;
+	}
+	ret = cli_find_libdir(CLI_PRELOAD_LIB, libdir, sizeof(libdir));
+	if (ret < 0) {
+		const char *env = getenv("HEAPTAP_LIBDIR");
+
+		if (env && *env)
+			cli_msg("record: HEAPTAP_LIBDIR=%s: no %s there", env, CLI_PRELOAD_LIB);
+		else
+			cli_msg("record: cannot find %s (looked in ../lib and ../lib/heaptap beside "
+				"heaptap; set HEAPTAP_LIBDIR)", CLI_PRELOAD_LIB);
+		return CLI_EXIT_FAIL;
+	}
+	snprintf(lib, sizeof(lib), "%s/%s", libdir, CLI_PRELOAD_LIB);
+	if (cli_preload_value(lib, getenv("LD_PRELOAD"), preload, sizeof(preload)) < 0) {
+		cli_msg("record: LD_PRELOAD: %s", strerror(ENAMETOOLONG));
+		return CLI_EXIT_FAIL;
+	}
+
+	ret = cli_session_open(&s);
+	if (ret < 0) {
+		cli_msg("record: session directory: %s", strerror(-ret));
+		return CLI_EXIT_FAIL;
+	}
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload);
+	snprintf(env_sock, sizeof(env_sock), "HEAPTAP_SOCKET=%s", s.sock);
+	overrides[n++] = env_preload;
+	overrides[n++] = env_sock;
+	if (a.depth) {
+		snprintf(env_depth, sizeof(env_depth), "HEAPTAP_DEPTH=%u", a.depth);
+		overrides[n++] = env_depth;
+	}
+	overrides[n] = NULL;
+
+	stop_flag = 0;
+	child_pid = 0;
+	install_signals(&old);
+	signals_set = 1;
+	pid = cli_spawn(a.argv, overrides);
+	if (pid < 0) {
+		cli_msg("record: %s: %s", prog, strerror(-pid));
+		goto out_session;
+	}
+	child_pid = pid;
+	have_child = 1;
+
+	ret = cli_session_accept(&s, pid, &conn, &exited, &status);
+	if (ret == -ECHILD) {
+		have_child = 0; /* reaped */
+		cli_msg("record: %s did not load the tracking library (statically linked?)", prog);
+		goto out_session;
+	}
+	if (ret < 0) {
+		cli_msg("record: waiting for %s to connect: %s", prog, strerror(-ret));
+		kill(pid, SIGTERM);
+		goto out_session;
+	}
+	if (exited)
+		have_child = 0;
+
+	ret = interpret(conn, a.output, pid, prog, out, sizeof(out), &res);
+	if (ret < 0 && !(res.err == ITP_E_OUTPUT && lstat(out, &st) < 0))
+		report_itp(out, &res);
+	if (res.err == ITP_E_OUTPUT && lstat(out, &st) < 0) {
+		/* Nothing was written: the library sees the socket close and
+		 * goes inert; the program runs on to its end. */
+		cli_msg("record: %s: %s", out, rec_strerror(res.rec_error));
+		code = CLI_EXIT_FAIL;
+	} else {
+		if (res.events_dropped)
+			cli_msg("record: warning: the library lost %llu events",
+				(unsigned long long)res.events_dropped);
+		cli_msg("recorded %llu allocations to %s",
+			(unsigned long long)res.final.alloc_calls, out);
+		cli_msg("run \"heaptap report %s\"", out);
+		code = CLI_EXIT_OK;
+	}
+
+out_session:
+	if (conn >= 0)
+		close(conn);
+	cli_session_close(&s);
+	if (have_child) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		exited = 1;
+	}
+	if (signals_set)
+		restore_signals(&old);
+	/* The program's status when it ran and a recording exists. */
+	if (code == CLI_EXIT_OK && exited)
+		code = cli_exit_status(status);
+	return code;
+}

@@ -1,0 +1,180 @@
+/* cli/cmd_report.c - heaptap report: summary and top call sites of a recording */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reads the recording only through recfile/ and report/. A recording cut
+ * short gives one warning line and the report of what it holds; a file that
+ * is not a recording gives one error line and exit 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "recfile/recfile.h"
+#include "report/report.h"
+
+#define DEFAULT_TOP 10
+#define BACKTRACES_PER_SITE 5
+#define TEXT_MAX_FRAMES 32
+
+void cli_usage_report(FILE *f)
+{
+	fputs("usage: heaptap report [--format text|json] [-n N] FILE\n"
+	      "\n"
+	      "Print the summary of a recording (calls, temporary allocations, peak heap,\n"
+	      "peak RSS, leaks) and the top call sites by allocation calls, peak memory,\n"
+	      "leaked memory and temporary allocations, with their backtraces.\n"
+	      "\n"
+	      "options:\n"
+	      "  -f, --format FMT   text (default) or json\n"
+	      "  -n, --top N        call sites per list (default 10)\n"
+	      "      --threads N    threads reading the events (default: one per CPU)\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "See heaptap-report(1) for the JSON schema.\n",
+	      f);
+}
+
+static int parse_count(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || s[0] == '+' || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err, size_t errlen)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "top", required_argument, NULL, 'n' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long v;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->top = DEFAULT_TOP;
+	err[0] = '\0';
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":f:n:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "text")) {
+				a->format = CLI_FORMAT_TEXT;
+			} else if (!strcmp(optarg, "json")) {
+				a->format = CLI_FORMAT_JSON;
+			} else {
+				snprintf(err, errlen, "unknown format '%s' (text or json)", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'n':
+			if (parse_count(optarg, 1000000, &v) < 0) {
+				snprintf(err, errlen, "-n '%s': not a number from 0 to 1000000", optarg);
+				return -EINVAL;
+			}
+			a->top = v;
+			break;
+		case 't':
+			if (parse_count(optarg, 64, &v) < 0 || v == 0) {
+				snprintf(err, errlen, "--threads '%s': not a number from 1 to 64", optarg);
+				return -EINVAL;
+			}
+			a->threads = (unsigned)v;
+			break;
+		case 'h':
+			a->help = 1;
+			return 0;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			if (optopt)
+				snprintf(err, errlen, "unknown option '-%c'", optopt);
+			else
+				snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		snprintf(err, errlen, "no recording given");
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		snprintf(err, errlen, "one recording at a time ('%s' is one too many)", argv[optind + 1]);
+		return -EINVAL;
+	}
+	a->file = argv[optind];
+	return 0;
+}
+
+int cli_cmd_report(int argc, char **argv)
+{
+	struct cli_report_args a;
+	struct rpt_options ro = { 0 };
+	struct rpt_print_options po;
+	struct rec_reader *r = NULL;
+	struct rpt_data *d = NULL;
+	char err[256];
+	int ret, rerr = 0, code = CLI_EXIT_FAIL;
+
+	ret = cli_report_parse(argc, argv, &a, err, sizeof(err));
+	if (ret < 0) {
+		cli_msg("report: %s (see heaptap report --help)", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (a.help) {
+		cli_usage_report(stdout);
+		return CLI_EXIT_OK;
+	}
+	r = rec_open(a.file, &rerr);
+	if (!r) {
+		if (rerr == REC_E_IO || rerr == -REC_E_IO)
+			cli_msg("report: %s: %s", a.file, strerror(errno));
+		else if (rerr == REC_E_MAGIC || rerr == -REC_E_MAGIC)
+			cli_msg("report: %s: not a heaptap recording", a.file);
+		else
+			cli_msg("report: %s: %s", a.file, rec_strerror(rerr));
+		return CLI_EXIT_FAIL;
+	}
+	ro.threads = a.threads;
+	ret = rpt_analyze(r, &ro, &d);
+	if (ret < 0) {
+		cli_msg("report: %s: %s", a.file, strerror(-ret));
+		goto out_close;
+	}
+	if (rpt_get_summary(d)->truncated)
+		cli_msg("report: %s: recording is truncated (%s); reporting what it holds", a.file,
+			rec_strerror(rpt_get_summary(d)->truncated));
+
+	memset(&po, 0, sizeof(po));
+	po.path = a.file;
+	po.top = a.top;
+	po.backtraces = BACKTRACES_PER_SITE;
+	po.max_frames = TEXT_MAX_FRAMES;
+	if (a.format == CLI_FORMAT_JSON)
+		ret = rpt_write_json(stdout, d, &po);
+	else
+		ret = rpt_write_text(stdout, d, &po);
+	if (ret < 0) {
+		cli_msg("report: writing the report: %s", strerror(-ret));
+		goto out_free;
+	}
+	code = CLI_EXIT_OK;
+out_free:
+	rpt_free(d);
+out_close:
+	rec_close(r);
+	return code;
+}
