@@ -137,7 +137,7 @@ static int site(FILE *f, const struct rpt_data *d, const struct rpt_site *s, enu
 
 	if (nbt > 64)
 		nbt = 64;
-	n = rpt_site_traces(d, s, c, bt, nbt);
+	n = rpt_site_traces(d, s, c, bt, nbt, NULL);
 	fputs("    {", f);
 	if (s->ip < d->nips)
 		fprintf(f, "\"ip\": \"0x%" PRIx64 "\", ", d->ips[s->ip].ip);

@@ -118,11 +118,12 @@ const char *rpt_function_name(unsigned kind);
 const struct rpt_site *const *rpt_top_sites(const struct rpt_data *d, enum rpt_cost c, size_t *n);
 
 /*
- * rpt_site_traces - the traces merged into site s, costliest by c first.
- * Writes at most max trace indices to out and returns how many it wrote.
+ * rpt_site_traces - the traces merged into site s that have a non-zero cost
+ * c, costliest first. Writes at most max trace indices to out and returns
+ * how many it wrote; *total (may be NULL) gets how many there are.
  */
 size_t rpt_site_traces(const struct rpt_data *d, const struct rpt_site *s, enum rpt_cost c,
-		       uint32_t *out, size_t max);
+		       uint32_t *out, size_t max, size_t *total);
 
 /* rpt_trace_costs - the costs of trace t (an index of rec_traces()); NULL if out of range. */
 const struct rpt_costs *rpt_trace_costs(const struct rpt_data *d, uint32_t t);

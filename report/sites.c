@@ -153,20 +153,27 @@ const struct rpt_site *const *rpt_top_sites(const struct rpt_data *d, enum rpt_c
 }
 
 size_t rpt_site_traces(const struct rpt_data *d, const struct rpt_site *s, enum rpt_cost c,
-		       uint32_t *out, size_t max)
+		       uint32_t *out, size_t max, size_t *total)
 {
 	struct trace_cmp tc = { d, c };
-	size_t si, n, i;
+	size_t si, n = 0, i, first, end;
 	uint32_t *tmp;
 
+	if (total)
+		*total = 0;
 	if (s < d->sites || s >= d->sites + d->nsites)
 		return 0;
 	si = (size_t)(s - d->sites);
-	n = d->site_first[si + 1] - d->site_first[si];
-	tmp = malloc((n + 1) * sizeof(*tmp));
+	first = d->site_first[si];
+	end = d->site_first[si + 1];
+	tmp = malloc((end - first + 1) * sizeof(*tmp));
 	if (!tmp)
 		return 0;
-	memcpy(tmp, d->site_traces + d->site_first[si], n * sizeof(*tmp));
+	for (i = first; i < end; i++)
+		if (rpt_cost_of(&d->trace_cost[d->site_traces[i]], c))
+			tmp[n++] = d->site_traces[i];
+	if (total)
+		*total = n;
 	qsort_r(tmp, n, sizeof(*tmp), cmp_trace, &tc);
 	if (n > max)
 		n = max;

@@ -157,7 +157,7 @@ static const char *site_name(const struct rpt_data *d, const struct rpt_site *s,
 	struct rpt_frame fr;
 	uint32_t t;
 
-	if (!rpt_site_traces(d, s, RPT_COST_CALLS, &t, 1) || !rpt_backtrace(d, t, &fr, 1))
+	if (!rpt_site_traces(d, s, RPT_COST_CALLS, &t, 1, NULL) || !rpt_backtrace(d, t, &fr, 1))
 		return "(unknown call site)";
 	if (fr.function)
 		return fr.function;
@@ -171,7 +171,7 @@ static const char *site_name(const struct rpt_data *d, const struct rpt_site *s,
 static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct rpt_print_options *p)
 {
 	const struct rpt_site *const *top;
-	size_t n, total, i, j, nbt;
+	size_t n, total, i, j, nbt, all;
 	uint32_t *bt;
 	char name[512];
 	int ret = 0;
@@ -187,7 +187,7 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 		fputs("  (none)\n", f);
 	for (i = 0; i < n && !ret; i++) {
 		const struct rpt_site *s = top[i];
-		size_t m = rpt_site_traces(d, s, c, bt, nbt);
+		size_t m = rpt_site_traces(d, s, c, bt, nbt, &all);
 
 		fprintf(f, "%2zu. ", i + 1);
 		cost_line(f, &s->cost, c);
@@ -198,8 +198,8 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 			fputs(" from:\n", f);
 			ret = backtrace(f, d, bt[j], p->max_frames);
 		}
-		if (s->ntraces > m)
-			fprintf(f, "    and %zu other backtraces\n", (size_t)s->ntraces - m);
+		if (all > m)
+			fprintf(f, "    and %zu other backtrace%s\n", all - m, all - m > 1 ? "s" : "");
 	}
 	if (total > n)
 		fprintf(f, "  ... and %zu other call sites\n", total - n);

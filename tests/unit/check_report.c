@@ -316,16 +316,23 @@ START_TEST(test_traces_and_backtrace)
 	d = analyze(r, 2);
 	top = rpt_top_sites(d, RPT_COST_CALLS, &n);
 	/* by calls: T2 (A0 x3 + A4 = 4 calls) before T4 (A1 x2) */
-	m = rpt_site_traces(d, top[0], RPT_COST_CALLS, bt, 4);
+	m = rpt_site_traces(d, top[0], RPT_COST_CALLS, bt, 4, &n);
 	ck_assert_uint_eq(m, 2);
+	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(bt[0], 2);
 	ck_assert_uint_eq(bt[1], 4);
 	ck_assert_uint_eq(rpt_trace_costs(d, 2)->calls, 4);
 	ck_assert_uint_eq(rpt_trace_costs(d, 4)->calls, 2);
 	/* by leaked: T4 (200) before T2 (108) */
-	m = rpt_site_traces(d, top[0], RPT_COST_LEAKED, bt, 1);
+	m = rpt_site_traces(d, top[0], RPT_COST_LEAKED, bt, 1, &n);
 	ck_assert_uint_eq(m, 1);
+	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(bt[0], 4);
+	/* by temporary: only T2 has any */
+	m = rpt_site_traces(d, top[0], RPT_COST_TEMPORARY, bt, 4, &n);
+	ck_assert_uint_eq(m, 1);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(bt[0], 2);
 
 	/* T4: I0 (inl_fn inlined, fnA), I1 fnB, I2 main */
 	n = rpt_backtrace(d, 4, fr, 8);
