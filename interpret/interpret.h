@@ -42,6 +42,23 @@ struct itp_status {
 	uint64_t output_bytes;	/* recording bytes written so far */
 };
 
+/* Things the stream got wrong that did not end it (each a counted warning). */
+struct itp_counters {
+	uint64_t unknown_frees;	  /* frees of pointers never seen allocated */
+	uint64_t unknown_traces;  /* allocations naming a node never sent (given trace 0) */
+	uint64_t unknown_parents; /* nodes naming a parent never sent (given parent 0) */
+	uint64_t bad_nodes;	  /* nodes with index 0 or an index sent before (ignored) */
+	uint64_t reused_ptrs;	  /* allocations of a pointer still live (the old block leaks) */
+	uint64_t null_allocs;	  /* allocations returning pointer 0 (ignored) */
+	uint64_t unknown_module_dels; /* MODULE_DEL of a base with no loaded module */
+	uint64_t late_events;	  /* events whose seq was already passed (applied late) */
+	uint64_t skipped_seqs;	  /* sequence numbers never seen (gaps skipped) */
+	uint64_t gap_skips;	  /* times the reorder window overflowed and a gap was skipped */
+	uint64_t unknown_records; /* records of an unknown type (skipped) */
+	uint64_t build_id_mismatch; /* modules whose file on disk has another build-id (not symbolized) */
+	uint64_t unsymbolized_ips; /* ips left without a function name */
+};
+
 struct itp_options {
 	const char *output;	/* recording path, created (never overwritten) */
 	const char *sysroot;	/* prefix for module paths (e.g. "/proc/PID/root"); NULL = none */
@@ -56,6 +73,13 @@ struct itp_options {
 	/* Called from itp_run about every 250 ms (live status line); may be NULL. */
 	void (*status)(const struct itp_status *st, void *arg);
 	void *status_arg;
+	/*
+	 * Called for each WIRE_REC_LOG record, message not NUL-terminated
+	 * (len bytes, already stripped of control characters); may be NULL.
+	 */
+	void (*log)(int level, const char *msg, size_t len, void *arg);
+	/* Bytes of pending out-of-order events before a gap is skipped; 0 = 256 MiB. */
+	size_t reorder_limit;
 };
 
 struct itp_result {
@@ -70,6 +94,10 @@ struct itp_result {
 	int end_reason;		 /* enum wire_end_reason, 0 if no END record came */
 	uint64_t unknown_frees;	 /* frees of pointers never seen allocated */
 	uint64_t slots_restored, slots_left; /* from the END record (attach mode) */
+	uint64_t events_dropped; /* from the END record: events the library lost */
+	struct itp_counters warn; /* see struct itp_counters */
+	uint64_t symbolize_ns;	 /* time spent resolving and symbolizing ips */
+	uint64_t ips;		 /* distinct ips */
 };
 
 /*

@@ -1,0 +1,179 @@
+/* interpret/apply.c - apply one event, in order, to the maps and the recording */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Called by order.c for every event once every event with a smaller
+ * sequence number was applied or skipped. Whatever the target got wrong
+ * (a free of an unknown pointer, an allocation naming an unknown trace node)
+ * is counted in res->warn and does not end the stream: attached sessions
+ * see frees of memory allocated before the attach. Only a writer failure or
+ * a table growing past its cap ends it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "interpret/internal.h"
+
+static int table_fail(struct itp_ctx *c, int rc, const char *what)
+{
+	if (rc == -E2BIG)
+		return itp_fail(c, ITP_E_CORRUPT, "too many %s (more than %u)", what, ITP_MAX_TABLE);
+	return itp_fail(c, ITP_E_NOMEM, "out of memory tracking %s", what);
+}
+
+static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
+{
+	struct itp_ptr p = { .ptr = e->c, .seq = e->seq, .weight = e->d, .slot = slot };
+	uint32_t trace = 0;
+	int created, replaced, rc;
+
+	if (!e->c) {
+		c->res->warn.null_allocs++;
+		return 0;
+	}
+	if (e->b && !itp_map_get(&c->nodes, e->b, &trace)) {
+		c->res->warn.unknown_traces++;
+		trace = 0;
+	}
+	rc = itp_infos_find(&c->infos, e->a, trace, e->kind, &p.info, &created);
+	if (rc)
+		return table_fail(c, rc, "allocation infos");
+	if (created) {
+		uint32_t idx;
+
+		rc = rec_put_allocinfo(c->w, e->a, trace, e->kind, &idx);
+		if (rc)
+			return itp_out_fail(c, rc, "allocation info");
+	}
+	rc = itp_ptrmap_put(&c->ptrs, &p, &replaced);
+	if (rc)
+		return table_fail(c, rc, "live pointers");
+	if (replaced)
+		c->res->warn.reused_ptrs++;
+	rc = rec_put_alloc(c->w, p.info, e->d);
+	if (rc)
+		return itp_out_fail(c, rc, "allocation");
+	c->threads[slot].last_alloc_seq = e->seq;
+	c->st.alloc_calls++;
+	c->st.heap_bytes += e->d ? e->d : e->a;
+	if (c->st.heap_bytes > c->st.peak_bytes)
+		c->st.peak_bytes = c->st.heap_bytes;
+	return 0;
+}
+
+static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
+{
+	struct itp_ptr p;
+	uint64_t bytes;
+	int temp, rc;
+
+	c->st.free_calls++;
+	if (!e->c)
+		return 0;
+	if (!itp_ptrmap_take(&c->ptrs, e->c, &p)) {
+		c->res->warn.unknown_frees++;
+		return 0;
+	}
+	/* temporary: its thread allocated nothing else in between */
+	temp = c->threads[p.slot].last_alloc_seq == p.seq;
+	rc = rec_put_free(c->w, p.info, temp);
+	if (rc)
+		return itp_out_fail(c, rc, "free");
+	bytes = p.weight ? p.weight : c->infos.v[p.info].size;
+	c->st.heap_bytes = c->st.heap_bytes > bytes ? c->st.heap_bytes - bytes : 0;
+	return 0;
+}
+
+static int ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx)
+{
+	int rc;
+
+	if (itp_map_get(&c->ipmap, ip, idx))
+		return 0;
+	if (c->nips >= ITP_MAX_TABLE)
+		return table_fail(c, -E2BIG, "instruction pointers");
+	if (c->nips == c->ips_cap) {
+		size_t ncap = c->ips_cap ? c->ips_cap * 2 : 4096;
+		struct itp_ipinfo *v = realloc(c->ips, ncap * sizeof(*v));
+
+		if (!v)
+			return table_fail(c, -ENOMEM, "instruction pointers");
+		c->ips = v;
+		c->ips_cap = ncap;
+	}
+	rc = rec_put_ip(c->w, ip, idx);
+	if (rc)
+		return itp_out_fail(c, rc, "instruction pointer");
+	if (*idx != c->nips)
+		return itp_fail(c, ITP_E_OUTPUT, "recording gave ip index %u, expected %zu", *idx,
+				c->nips);
+	if (itp_map_put(&c->ipmap, ip, *idx))
+		return table_fail(c, -ENOMEM, "instruction pointers");
+	c->ips[c->nips++] = (struct itp_ipinfo){ .ip = ip, .seq = seq };
+	return 0;
+}
+
+static int apply_node(struct itp_ctx *c, const struct itp_ev *e)
+{
+	uint32_t parent = 0, ip, idx;
+	int rc;
+
+	if (!e->a || itp_map_get(&c->nodes, e->a, &idx)) {
+		c->res->warn.bad_nodes++;
+		return 0;
+	}
+	if (c->st.traces >= ITP_MAX_TABLE)
+		return table_fail(c, -E2BIG, "trace nodes");
+	if (e->b && !itp_map_get(&c->nodes, e->b, &parent)) {
+		c->res->warn.unknown_parents++;
+		parent = 0;
+	}
+	rc = ip_index(c, e->c, e->seq, &ip);
+	if (rc)
+		return rc;
+	rc = rec_put_trace(c->w, parent, ip, &idx);
+	if (rc)
+		return itp_out_fail(c, rc, "trace node");
+	if (itp_map_put(&c->nodes, e->a, idx))
+		return table_fail(c, -ENOMEM, "trace nodes");
+	c->st.traces++;
+	return 0;
+}
+
+static int apply_module(struct itp_ctx *c, struct itp_module *m)
+{
+	int rc;
+
+	rc = rec_put_module(c->w, m->path, m->base, m->hi > m->base ? m->hi - m->base : 0,
+			    m->build_id, m->build_id_len, &m->rec_idx);
+	if (rc) {
+		itp_module_free(m);
+		return itp_out_fail(c, rc, "module");
+	}
+	rc = itp_modules_add(&c->mods, m);
+	if (rc) {
+		itp_module_free(m);
+		return table_fail(c, rc, "modules");
+	}
+	return 0;
+}
+
+int itp_apply(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
+{
+	switch (e->op) {
+	case WIRE_EV_ALLOC:
+	case WIRE_EV_ALLOC_W:
+		return apply_alloc(c, slot, e);
+	case WIRE_EV_FREE:
+		return apply_free(c, e);
+	case WIRE_EV_NODE:
+		return apply_node(c, e);
+	case WIRE_EV_MODULE:
+		return apply_module(c, (struct itp_module *)(uintptr_t)e->a);
+	case WIRE_EV_MODULE_DEL:
+		if (itp_modules_del(&c->mods, e->a, e->seq))
+			c->res->warn.unknown_module_dels++;
+		return 0;
+	default:
+		return 0;
+	}
+}

@@ -1,0 +1,318 @@
+/* interpret/internal.h - layouts shared by the files of interpret/ */
+/* SPDX-License-Identifier: MIT */
+/*
+ * One struct itp_ctx holds a whole session: the input buffer, the reorder
+ * heap of pending chunks, the maps (raw trace node -> recording trace,
+ * ip -> ip index, (size, trace, kind) -> allocinfo, pointer -> live block,
+ * tid -> thread slot), the module list, the tick queue and the counters.
+ * Nothing here is shared between threads; itp_run is single-threaded.
+ */
+#ifndef HEAPTAP_INTERPRET_INTERNAL_H
+#define HEAPTAP_INTERPRET_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "interpret/interpret.h"
+#include "recfile/recfile.h"
+#include "track/wire.h"
+
+#define ITP_READ_BLOCK (1u << 20)		    /* bytes asked of one read() */
+#define ITP_BUF_SIZE (4u << 20)			    /* input buffer: > 2 records + a block */
+#define ITP_REORDER_LIMIT ((size_t)256 << 20)	    /* default pending bytes before a gap is skipped */
+#define ITP_MAX_TABLE (1u << 28)		    /* cap on nodes, ips, allocinfos, threads */
+#define ITP_MAX_LIVE ((uint64_t)1 << 30)	    /* cap on live pointers */
+#define ITP_MAX_SEGS 256			    /* PT_LOAD entries of one module */
+#define ITP_MAX_BUILD_ID 255
+#define ITP_MAX_PATH 4096
+#define ITP_MAX_TICKS_QUEUED (1u << 20)
+#define ITP_MAX_INLINE 64			    /* links of one symbol chain */
+
+/* ---------------------------------------------------------------- */
+/* u64 -> u32 hash map, open addressing, linear probing (map.c)      */
+
+struct itp_map {
+	uint64_t *keys;
+	uint32_t *vals; /* value + 1; 0 marks an empty slot */
+	size_t cap;	/* power of two, or 0 */
+	size_t n;
+};
+
+static inline uint64_t itp_hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* itp_map_get - 1 and *val when key is present, else 0. */
+static inline int itp_map_get(const struct itp_map *m, uint64_t key, uint32_t *val)
+{
+	size_t mask, i;
+
+	if (!m->cap)
+		return 0;
+	mask = m->cap - 1;
+	for (i = itp_hash64(key) & mask;; i = (i + 1) & mask) {
+		if (!m->vals[i])
+			return 0;
+		if (m->keys[i] == key) {
+			*val = m->vals[i] - 1;
+			return 1;
+		}
+	}
+}
+
+/* itp_map_put - set key to val (val < UINT32_MAX). Returns 0 or -ENOMEM. */
+int itp_map_put(struct itp_map *m, uint64_t key, uint32_t val);
+void itp_map_free(struct itp_map *m);
+
+/* ---------------------------------------------------------------- */
+/* allocation infos, deduplicated (infos.c)                          */
+
+struct itp_info {
+	uint64_t size;
+	uint32_t trace;
+	uint32_t kind;
+};
+
+struct itp_infos {
+	struct itp_info *v; /* by recording allocinfo index */
+	size_t n, vcap;
+	uint32_t *tab;	    /* index + 1, 0 = empty */
+	size_t cap;
+};
+
+/*
+ * itp_infos_find - index of (size, trace, kind); *created is 1 when it is new
+ * (the caller then writes it). Returns 0 or -ENOMEM / -E2BIG.
+ */
+int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t kind,
+		   uint32_t *idx, int *created);
+void itp_infos_free(struct itp_infos *t);
+
+/* ---------------------------------------------------------------- */
+/* live pointers (ptrmap.c)                                          */
+
+struct itp_ptr {
+	uint64_t ptr;	 /* 0 = empty slot (a NULL block is never inserted) */
+	uint64_t seq;	 /* sequence number of the allocation */
+	uint64_t weight; /* bytes it stands for; 0 = its size */
+	uint32_t info;	 /* allocinfo index */
+	uint32_t slot;	 /* thread slot of the allocating thread */
+};
+
+struct itp_ptrmap {
+	struct itp_ptr *v;
+	size_t cap; /* power of two, or 0 */
+	size_t n;
+};
+
+/* itp_ptrmap_put - insert or replace; *replaced says a live entry was overwritten. */
+int itp_ptrmap_put(struct itp_ptrmap *m, const struct itp_ptr *e, int *replaced);
+/* itp_ptrmap_take - remove ptr, copying it to *out; 1 if found, else 0. */
+int itp_ptrmap_take(struct itp_ptrmap *m, uint64_t ptr, struct itp_ptr *out);
+void itp_ptrmap_free(struct itp_ptrmap *m);
+
+/* ---------------------------------------------------------------- */
+/* modules (modules.c)                                               */
+
+struct itp_seg {
+	uint64_t vaddr, memsz, flags;
+};
+
+struct itp_module {
+	char *path;
+	uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t base;	     /* load bias */
+	uint64_t lo, hi;     /* [lo, hi): runtime addresses covered by PT_LOAD */
+	struct itp_seg *seg;
+	size_t nseg;
+	uint64_t seq_add;    /* sequence number of its MODULE event */
+	uint64_t seq_del;    /* of its MODULE_DEL, UINT64_MAX while loaded */
+	uint32_t rec_idx;    /* recording module index */
+};
+
+struct itp_modules {
+	struct itp_module **v;
+	size_t n, cap;
+	/* built at the end by itp_modules_index() */
+	uint32_t *by_lo;     /* module indices sorted by lo */
+	uint64_t *max_hi;    /* prefix maximum of hi along by_lo */
+};
+
+/* itp_module_free - free one decoded module. Accepts NULL. */
+void itp_module_free(struct itp_module *m);
+int itp_modules_add(struct itp_modules *t, struct itp_module *m);
+/* itp_modules_del - mark the newest loaded module at base removed; 0 or -ENOENT. */
+int itp_modules_del(struct itp_modules *t, uint64_t base, uint64_t seq);
+/* itp_modules_index - prepare itp_modules_find; 0 or -ENOMEM. */
+int itp_modules_index(struct itp_modules *t);
+/*
+ * itp_modules_find - the module containing ip at seq, else the newest one
+ * containing it at any time; its index in t->v, or -1.
+ */
+long itp_modules_find(const struct itp_modules *t, uint64_t ip, uint64_t seq);
+void itp_modules_free(struct itp_modules *t);
+
+/* ---------------------------------------------------------------- */
+/* decoded events and pending chunks (parse.c, reorder.c)            */
+
+struct itp_ev {
+	uint64_t seq;
+	uint64_t a, b, c, d; /* per op, see parse.c */
+	uint32_t op;	     /* enum wire_ev_op */
+	uint32_t kind;	     /* ALLOC: enum wire_kind */
+};
+
+struct itp_chunk {
+	struct itp_ev *ev;
+	size_t n, pos;
+	uint32_t slot; /* thread slot of the chunk's tid */
+	size_t bytes;  /* accounted in itp_ctx.pending_bytes */
+};
+
+struct itp_heap {
+	struct itp_chunk **v; /* min-heap by v[i]->ev[v[i]->pos].seq */
+	size_t n, cap;
+};
+
+int itp_heap_push(struct itp_heap *h, struct itp_chunk *c);
+/* itp_heap_fix_top - restore the heap after the top chunk's key grew. */
+void itp_heap_fix_top(struct itp_heap *h);
+void itp_heap_pop(struct itp_heap *h);
+static inline uint64_t itp_heap_min(const struct itp_heap *h)
+{
+	return h->n ? h->v[0]->ev[h->v[0]->pos].seq : UINT64_MAX;
+}
+/* itp_chunk_free - free a chunk and any module it still owns. Accepts NULL. */
+void itp_chunk_free(struct itp_chunk *c);
+
+struct itp_tick {
+	uint64_t time_ns, rss, seq;
+};
+
+struct itp_thread {
+	uint64_t last_alloc_seq; /* UINT64_MAX before its first allocation */
+};
+
+struct itp_ipinfo {
+	uint64_t ip;
+	uint64_t seq; /* sequence number of the first node that named it */
+};
+
+/* ---------------------------------------------------------------- */
+/* the session                                                       */
+
+struct itp_ctx {
+	const struct itp_options *opt;
+	struct itp_result *res;
+	struct rec_writer *w;
+
+	/* input */
+	int have_header;
+	int ended;		/* WIRE_REC_END seen */
+	struct wire_header hdr;
+	char *exe, *cmdline;	/* cmdline with args joined by spaces */
+
+	/* decoded events of the chunk being parsed */
+	struct itp_ev *scratch;
+	size_t scratch_cap;
+
+	/* ordering */
+	uint64_t next_seq;	/* every smaller seq is applied or skipped */
+	struct itp_heap heap;
+	size_t pending_bytes, reorder_limit;
+	struct itp_tick *ticks; /* FIFO ring */
+	size_t tick_head, tick_n, tick_cap;
+	uint64_t tick_wait;	/* seq of the oldest queued tick, UINT64_MAX if none */
+
+	/* state */
+	struct itp_map nodes;	/* raw node index -> recording trace index */
+	struct itp_map ipmap;	/* ip -> ip index */
+	struct itp_ipinfo *ips;
+	size_t nips, ips_cap;
+	struct itp_infos infos;
+	struct itp_ptrmap ptrs;
+	struct itp_map tids;	/* tid -> thread slot */
+	struct itp_thread *threads;
+	size_t nthreads, threads_cap;
+	struct itp_modules mods;
+
+	/* numbers */
+	struct itp_status st;
+	uint64_t peak_rss;
+	uint64_t total_seq;	/* from END, else 0 */
+	uint64_t events_dropped;
+};
+
+/* itp_fail - record the first error (err > 0) with a printf-style detail; returns -err. */
+int itp_fail(struct itp_ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* itp_out_fail - record a writer failure (rc is a negative rec_err); returns -ITP_E_OUTPUT. */
+int itp_out_fail(struct itp_ctx *c, int rc, const char *what);
+
+/* ctx.c */
+int itp_ctx_init(struct itp_ctx *c, const struct itp_options *opt, struct itp_result *res);
+void itp_ctx_free(struct itp_ctx *c);
+
+/*
+ * parse.c: itp_parse - consume whole records (and first the header) from
+ * [buf, buf + len); *used gets the bytes consumed (a record cut by the end of
+ * buf is left for the next call). Returns 0, or a negative enum itp_err after
+ * which nothing more may be fed.
+ */
+int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used);
+
+/* order.c */
+int itp_order_chunk(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev, size_t n);
+int itp_order_tick(struct itp_ctx *c, const struct itp_tick *t);
+/* itp_order_drain - apply what is ready; with skip_gaps, everything pending. */
+int itp_order_drain(struct itp_ctx *c, int skip_gaps);
+int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot);
+
+/* apply.c: apply one event in order; module events pass ownership of ev->a. */
+int itp_apply(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev);
+
+/* dwarf_scopes.c: function address ranges of each CU seen, to find scopes fast */
+struct itp_fn_range {
+	uint64_t lo, hi;	/* [lo, hi) in DWARF addresses */
+	uint64_t die_off;	/* the DW_TAG_subprogram */
+};
+
+struct itp_cu_fns {
+	struct itp_fn_range *r; /* sorted by lo */
+	size_t n;
+};
+
+struct itp_cu_cache {
+	struct itp_map by_off;	/* CU DIE offset -> index in v */
+	struct itp_cu_fns *v;
+	size_t n, cap;
+};
+
+#define ITP_MAX_DEPTH 256 /* nesting of scopes followed below a function */
+
+#ifdef _LIBDW_H
+/*
+ * itp_dwarf_scopes - the scopes containing pc (a DWARF address) in cu, from
+ * the out-of-line subprogram (path[0]) inwards through lexical blocks and
+ * inlined subroutines. Returns how many were stored (0 if no function
+ * covers pc). The first call for a CU indexes its functions into cc.
+ */
+int itp_dwarf_scopes(struct itp_cu_cache *cc, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *path, int max);
+#endif
+void itp_cu_cache_free(struct itp_cu_cache *cc);
+
+/* symbolize.c: resolve modules and symbols of every ip, write them. */
+int itp_symbolize(struct itp_ctx *c);
+
+/* meta.c */
+int itp_meta_start(struct itp_ctx *c);
+int itp_meta_end(struct itp_ctx *c);
+
+/* demangle.cc: malloc'd demangled C++ name, or NULL if not a mangled name. */
+char *itp_demangle(const char *name);
+
+#endif /* HEAPTAP_INTERPRET_INTERNAL_H */

@@ -1,0 +1,395 @@
+/* interpret/parse.c - bounded parser of the event stream (track/wire.h) */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Input is untrusted: every length is compared with the bytes left before it
+ * is used, every count is capped, every sequence number is checked for
+ * overflow. A record is parsed only once all of it is in the buffer; one cut
+ * by the end of the buffer waits for the next read. A chunk is decoded whole
+ * into c->scratch and handed to order.c; if it turns out corrupt, the events
+ * decoded before the fault are still handed over, then the stream ends.
+ *
+ * Decoded event fields (struct itp_ev):
+ *   ALLOC/ALLOC_W  a = size, b = raw trace, c = ptr, d = weight (0: ALLOC)
+ *   FREE           c = ptr
+ *   NODE           a = raw index, b = raw parent, c = ip
+ *   MODULE         a = (uintptr_t) struct itp_module * (owned by the event)
+ *   MODULE_DEL     a = base
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interpret/internal.h"
+
+#define GET(p, end, v)                                                                             \
+	do {                                                                                       \
+		if (wire_get_varint(&(p), (end), &(v)))                                            \
+			goto bad_varint;                                                           \
+	} while (0)
+
+static char *dup_bytes(const uint8_t *p, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	if (!s)
+		return NULL;
+	memcpy(s, p, n);
+	s[n] = 0;
+	return s;
+}
+
+/* header: fixed part, then varint exe_len + exe, varint cmd_len + cmdline */
+static int parse_header(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
+{
+	const uint8_t *p, *end;
+	uint64_t exe_len, cmd_len;
+	size_t i;
+
+	*used = 0;
+	if (len < WIRE_HDR_FIXED)
+		return 0;
+	memcpy(&c->hdr, buf, WIRE_HDR_FIXED);
+	if (memcmp(c->hdr.magic, WIRE_MAGIC, 8))
+		return itp_fail(c, ITP_E_HEADER, "bad stream magic (not a heaptap event stream)");
+	if (c->hdr.version != WIRE_VERSION)
+		return itp_fail(c, ITP_E_HEADER, "unsupported stream version %u (expected %u)",
+				c->hdr.version, WIRE_VERSION);
+	if (c->hdr.header_len < WIRE_HDR_FIXED + 2 || c->hdr.header_len > WIRE_MAX_HEADER)
+		return itp_fail(c, ITP_E_HEADER, "stream header length %u out of range [%u, %u]",
+				c->hdr.header_len, WIRE_HDR_FIXED + 2, WIRE_MAX_HEADER);
+	if (len < c->hdr.header_len)
+		return 0;
+	p = buf + WIRE_HDR_FIXED;
+	end = buf + c->hdr.header_len;
+	if (wire_get_varint(&p, end, &exe_len) || exe_len > (uint64_t)(end - p))
+		return itp_fail(c, ITP_E_HEADER, "stream header: exe length past the header");
+	c->exe = dup_bytes(p, exe_len);
+	p += exe_len;
+	if (wire_get_varint(&p, end, &cmd_len) || cmd_len > (uint64_t)(end - p))
+		return itp_fail(c, ITP_E_HEADER, "stream header: cmdline length past the header");
+	/* args are NUL-separated (and maybe NUL-terminated): join with spaces */
+	while (cmd_len && !p[cmd_len - 1])
+		cmd_len--;
+	c->cmdline = dup_bytes(p, cmd_len);
+	if (!c->exe || !c->cmdline)
+		return itp_fail(c, ITP_E_NOMEM, "out of memory reading the stream header");
+	for (i = 0; i < cmd_len; i++)
+		if (!c->cmdline[i])
+			c->cmdline[i] = ' ';
+	c->have_header = 1;
+	c->res->pid = c->hdr.pid;
+	c->res->flags = c->hdr.flags;
+	/* exe is shown on a terminal by the command layer: no control bytes */
+	for (i = 0; c->exe[i] && i + 1 < sizeof(c->res->exe); i++) {
+		unsigned char ch = (unsigned char)c->exe[i];
+
+		c->res->exe[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	c->res->exe[i] = 0;
+	*used = c->hdr.header_len;
+	return itp_meta_start(c);
+}
+
+/* MODULE payload after the delta; on success *out owns a new module */
+static int parse_module(struct itp_ctx *c, const uint8_t **pp, const uint8_t *end,
+			struct itp_module **out)
+{
+	const uint8_t *p = *pp;
+	struct itp_module *m = calloc(1, sizeof(*m));
+	uint64_t nseg, bid_len, path_len, lo = UINT64_MAX, hi = 0;
+	size_t i;
+	int ret;
+
+	if (!m)
+		return itp_fail(c, ITP_E_NOMEM, "out of memory decoding a module");
+	m->seq_del = UINT64_MAX;
+	GET(p, end, m->base);
+	GET(p, end, nseg);
+	if (nseg > ITP_MAX_SEGS) {
+		ret = itp_fail(c, ITP_E_CORRUPT, "module with %llu segments (at most %u)",
+			       (unsigned long long)nseg, ITP_MAX_SEGS);
+		goto out_free;
+	}
+	m->seg = calloc(nseg ? nseg : 1, sizeof(*m->seg));
+	if (!m->seg) {
+		ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a module");
+		goto out_free;
+	}
+	m->nseg = nseg;
+	for (i = 0; i < nseg; i++) {
+		struct itp_seg *s = &m->seg[i];
+		uint64_t a, b;
+
+		GET(p, end, s->vaddr);
+		GET(p, end, s->memsz);
+		GET(p, end, s->flags);
+		if (__builtin_add_overflow(m->base, s->vaddr, &a) ||
+		    __builtin_add_overflow(a, s->memsz, &b)) {
+			ret = itp_fail(c, ITP_E_CORRUPT, "module segment wraps the address space");
+			goto out_free;
+		}
+		if (a < lo)
+			lo = a;
+		if (b > hi)
+			hi = b;
+	}
+	m->lo = nseg ? lo : 0;
+	m->hi = nseg ? hi : 0;
+	GET(p, end, bid_len);
+	if (bid_len > ITP_MAX_BUILD_ID || bid_len > (uint64_t)(end - p)) {
+		ret = itp_fail(c, ITP_E_CORRUPT, "module build-id length %llu out of bounds",
+			       (unsigned long long)bid_len);
+		goto out_free;
+	}
+	if (bid_len) {
+		m->build_id = malloc(bid_len);
+		if (!m->build_id) {
+			ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a module");
+			goto out_free;
+		}
+		memcpy(m->build_id, p, bid_len);
+		m->build_id_len = bid_len;
+		p += bid_len;
+	}
+	GET(p, end, path_len);
+	if (path_len > ITP_MAX_PATH || path_len > (uint64_t)(end - p)) {
+		ret = itp_fail(c, ITP_E_CORRUPT, "module path length %llu out of bounds",
+			       (unsigned long long)path_len);
+		goto out_free;
+	}
+	if (memchr(p, 0, path_len)) {
+		ret = itp_fail(c, ITP_E_CORRUPT, "module path contains a NUL byte");
+		goto out_free;
+	}
+	m->path = dup_bytes(p, path_len);
+	if (!m->path) {
+		ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a module");
+		goto out_free;
+	}
+	p += path_len;
+	*pp = p;
+	*out = m;
+	return 0;
+
+bad_varint:
+	ret = itp_fail(c, ITP_E_CORRUPT, "module event: truncated or overlong varint");
+out_free:
+	itp_module_free(m);
+	return ret;
+}
+
+static int scratch_room(struct itp_ctx *c, size_t n)
+{
+	size_t ncap;
+	struct itp_ev *v;
+
+	if (n < c->scratch_cap)
+		return 0;
+	ncap = c->scratch_cap ? c->scratch_cap * 2 : 4096;
+	v = realloc(c->scratch, ncap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->scratch = v;
+	c->scratch_cap = ncap;
+	return 0;
+}
+
+static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t tid, seq, delta;
+	uint32_t slot;
+	size_t n = 0;
+	int ret = 0, rc;
+
+	if (wire_get_varint(&p, end, &tid) || wire_get_varint(&p, end, &seq))
+		return itp_fail(c, ITP_E_CORRUPT, "chunk: truncated tid or first_seq");
+	rc = itp_thread_slot(c, tid, &slot);
+	if (rc)
+		return itp_fail(c, rc == -E2BIG ? ITP_E_CORRUPT : ITP_E_NOMEM,
+				"chunk: cannot track thread %llu (too many threads?)",
+				(unsigned long long)tid);
+	while (p < end) {
+		struct itp_ev *ev;
+		uint64_t v;
+
+		if (scratch_room(c, n)) {
+			ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a chunk");
+			break;
+		}
+		ev = &c->scratch[n];
+		ev->op = *p++;
+		ev->kind = 0;
+		ev->a = ev->b = ev->c = ev->d = 0;
+		GET(p, end, delta);
+		if (n && !delta) {
+			ret = itp_fail(c, ITP_E_CORRUPT,
+				       "chunk of thread %llu: sequence number %llu repeated",
+				       (unsigned long long)tid, (unsigned long long)seq);
+			break;
+		}
+		if (__builtin_add_overflow(seq, delta, &seq)) {
+			ret = itp_fail(c, ITP_E_CORRUPT,
+				       "chunk of thread %llu: sequence number overflows",
+				       (unsigned long long)tid);
+			break;
+		}
+		ev->seq = seq;
+		switch (ev->op) {
+		case WIRE_EV_ALLOC:
+		case WIRE_EV_ALLOC_W:
+			if (p >= end)
+				goto bad_varint;
+			ev->kind = *p++;
+			GET(p, end, ev->a);
+			GET(p, end, ev->b);
+			GET(p, end, ev->c);
+			if (ev->op == WIRE_EV_ALLOC_W)
+				GET(p, end, ev->d);
+			break;
+		case WIRE_EV_FREE:
+			GET(p, end, ev->c);
+			break;
+		case WIRE_EV_NODE:
+			GET(p, end, ev->a);
+			GET(p, end, ev->b);
+			GET(p, end, ev->c);
+			break;
+		case WIRE_EV_NOP:
+			break;
+		case WIRE_EV_MODULE: {
+			struct itp_module *m = NULL;
+
+			ret = parse_module(c, &p, end, &m);
+			if (ret)
+				goto out_order;
+			m->seq_add = seq;
+			ev->a = (uintptr_t)m;
+			break;
+		}
+		case WIRE_EV_MODULE_DEL:
+			GET(p, end, v);
+			ev->a = v;
+			break;
+		default:
+			/* events carry no length: an unknown op cannot be skipped */
+			ret = itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: unknown event op %u",
+				       (unsigned long long)tid, ev->op);
+			goto out_order;
+		}
+		n++;
+	}
+	goto out_order;
+
+bad_varint:
+	ret = itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: event cut short or overlong varint",
+		       (unsigned long long)tid);
+out_order:
+	/* hand over what was decoded before any fault, then report the fault */
+	rc = n ? itp_order_chunk(c, slot, c->scratch, n) : 0;
+	return ret ? ret : rc;
+}
+
+static int parse_tick(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
+{
+	struct itp_tick t;
+
+	if (wire_get_varint(&p, end, &t.time_ns) || wire_get_varint(&p, end, &t.rss) ||
+	    wire_get_varint(&p, end, &t.seq))
+		return itp_fail(c, ITP_E_CORRUPT, "tick record cut short");
+	return itp_order_tick(c, &t);
+}
+
+static int parse_end(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t v[5];
+	size_t i;
+
+	for (i = 0; i < 5; i++)
+		if (wire_get_varint(&p, end, &v[i]))
+			return itp_fail(c, ITP_E_CORRUPT, "end record cut short");
+	c->ended = 1;
+	c->total_seq = v[0];
+	c->res->end_reason = v[1] <= WIRE_END_ERROR ? (int)v[1] : WIRE_END_ERROR;
+	c->res->slots_restored = v[2];
+	c->res->slots_left = v[3];
+	c->res->events_dropped = v[4];
+	return 0;
+}
+
+static void parse_log(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
+{
+	char msg[512];
+	size_t n = 0;
+	int level;
+
+	if (p >= end)
+		return;
+	level = *p++;
+	for (; p < end && n + 1 < sizeof(msg); p++)
+		msg[n++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
+	msg[n] = 0;
+	if (level >= WIRE_LOG_ERROR && c->w)
+		rec_put_meta(c->w, "library_error", msg);
+	if (c->opt->log)
+		c->opt->log(level, msg, n, c->opt->status_arg);
+}
+
+int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	int ret;
+
+	*used = 0;
+	if (!c->have_header) {
+		size_t n;
+
+		ret = parse_header(c, buf, len, &n);
+		if (ret || !n)
+			return ret;
+		p += n;
+	}
+	while (p < end && !c->ended) {
+		const uint8_t *q = p + 1, *payload;
+		uint64_t rlen;
+		unsigned type = *p;
+
+		if (wire_get_varint(&q, end, &rlen)) {
+			/* an incomplete varint waits, an overlong one is corrupt */
+			if (end - (p + 1) >= WIRE_VARINT_MAX)
+				return itp_fail(c, ITP_E_CORRUPT,
+						"record length is not a valid varint");
+			break;
+		}
+		if (rlen > WIRE_MAX_RECORD)
+			return itp_fail(c, ITP_E_CORRUPT, "record of %llu bytes (at most %u)",
+					(unsigned long long)rlen, WIRE_MAX_RECORD);
+		if (rlen > (uint64_t)(end - q))
+			break;
+		payload = q;
+		q += rlen;
+		switch (type) {
+		case WIRE_REC_CHUNK:
+			ret = parse_chunk(c, payload, q);
+			break;
+		case WIRE_REC_TICK:
+			ret = parse_tick(c, payload, q);
+			break;
+		case WIRE_REC_END:
+			ret = parse_end(c, payload, q);
+			break;
+		case WIRE_REC_LOG:
+			parse_log(c, payload, q);
+			ret = 0;
+			break;
+		default:
+			c->res->warn.unknown_records++;
+			ret = 0;
+			break;
+		}
+		if (ret)
+			return ret;
+		p = q;
+	}
+	*used = (size_t)(p - buf);
+	return 0;
+}

@@ -1,0 +1,209 @@
+/* interpret/run.c - itp_run: read the socket, feed the parser, finish the recording */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loop reads big blocks into one buffer and parses records in place; a
+ * record cut by the end of a read is moved to the front and completed by
+ * the next read (records are at most WIRE_MAX_RECORD, the buffer holds
+ * several). poll() wakes it at least every 250 ms while the stream is idle,
+ * to call the status callback, flush the writer about once a second (so a
+ * crash of heaptap leaves a readable file) and notice opt->stop.
+ *
+ * Whatever ends the stream (END, EOF, an error), the end is the same: drain
+ * the reorder window skipping gaps, symbolize, write the final metadata and
+ * close the recording, so it holds everything applied up to that point.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "interpret/internal.h"
+
+#define TICK_MS 250
+#define FLUSH_NS 1000000000ull
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void report_status(struct itp_ctx *c)
+{
+	struct stat sb;
+
+	if (c->opt->output && !stat(c->opt->output, &sb))
+		c->st.output_bytes = (uint64_t)sb.st_size;
+	if (c->opt->status)
+		c->opt->status(&c->st, c->opt->status_arg);
+}
+
+static void send_stop(int fd)
+{
+	uint8_t msg[2] = { WIRE_CTL_STOP, 0 };
+
+	/* best effort: on a pipe (tests) or a closed peer this just fails */
+	(void)!send(fd, msg, sizeof(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static int read_loop(struct itp_ctx *c, int fd)
+{
+	const struct itp_options *opt = c->opt;
+	uint8_t *buf = malloc(ITP_BUF_SIZE);
+	size_t len = 0, used;
+	uint64_t t, last_status, last_flush, deadline = 0, total = 0;
+	unsigned stop_ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000;
+	int stop_sent = 0, ret = 0, rc;
+
+	if (!buf)
+		return itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
+	last_status = last_flush = now_ns();
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int timeout = TICK_MS;
+		ssize_t n;
+
+		t = now_ns();
+		if (opt->stop && *opt->stop && !stop_sent) {
+			send_stop(fd);
+			stop_sent = 1;
+			deadline = t + (uint64_t)stop_ms * 1000000ull;
+		}
+		if (stop_sent) {
+			if (t >= deadline) {
+				ret = itp_fail(c, ITP_E_TRUNCATED,
+					       "no end record within %u ms after asking to stop",
+					       stop_ms);
+				break;
+			}
+			if ((deadline - t) / 1000000ull < (uint64_t)timeout)
+				timeout = (int)((deadline - t) / 1000000ull) + 1;
+		}
+		if (t - last_status >= (uint64_t)TICK_MS * 1000000ull) {
+			report_status(c);
+			last_status = t;
+		}
+		if (c->w && t - last_flush >= FLUSH_NS) {
+			rc = rec_writer_flush(c->w);
+			if (rc) {
+				ret = itp_out_fail(c, rc, "a periodic flush");
+				break;
+			}
+			last_flush = t;
+		}
+		rc = poll(&pfd, 1, timeout);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			c->res->sys_errno = errno;
+			ret = itp_fail(c, ITP_E_IO, "poll on the event socket: %s", strerror(errno));
+			break;
+		}
+		if (!rc)
+			continue;
+		n = read(fd, buf + len, ITP_BUF_SIZE - len);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			if (errno == ECONNRESET) /* the target died: same as EOF */
+				n = 0;
+			else {
+				c->res->sys_errno = errno;
+				ret = itp_fail(c, ITP_E_IO, "reading the event socket: %s",
+					       strerror(errno));
+				break;
+			}
+		}
+		if (!n) {
+			if (!c->have_header)
+				ret = itp_fail(c, ITP_E_HEADER,
+					       "stream ended after %llu bytes, before its header was complete",
+					       (unsigned long long)(total + len));
+			else if (len)
+				ret = itp_fail(c, ITP_E_TRUNCATED,
+					       "stream ended inside a record (%zu bytes left over)", len);
+			break;
+		}
+		len += (size_t)n;
+		ret = itp_parse(c, buf, len, &used);
+		if (ret)
+			break;
+		memmove(buf, buf + used, len - used);
+		len -= used;
+		total += used;
+		if (c->ended)
+			break;
+	}
+	free(buf);
+	return ret;
+}
+
+/* the end, whatever ended the stream */
+static void finish(struct itp_ctx *c)
+{
+	uint64_t t0;
+	int rc;
+
+	if (c->res->err == ITP_E_OUTPUT || !c->w)
+		return;
+	if (itp_order_drain(c, 1))
+		return;
+	if (c->ended && c->total_seq > c->next_seq) {
+		/* numbers taken but never sent (lost events) */
+		c->res->warn.skipped_seqs += c->total_seq - c->next_seq;
+		c->next_seq = c->total_seq;
+	}
+	if (c->have_header && !c->ended)
+		itp_fail(c, ITP_E_TRUNCATED, "stream ended without an end record");
+	t0 = now_ns();
+	rc = itp_symbolize(c);
+	c->res->symbolize_ns = now_ns() - t0;
+	if (rc && c->res->err == ITP_E_OUTPUT)
+		return;
+	if (c->have_header)
+		itp_meta_end(c);
+}
+
+int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
+{
+	struct itp_result dummy;
+	struct itp_ctx c;
+	int rerr = 0, rc;
+
+	if (!res)
+		res = &dummy;
+	memset(res, 0, sizeof(*res));
+	if (!opt || !opt->output) {
+		res->err = ITP_E_OUTPUT;
+		res->rec_error = REC_E_RANGE;
+		strcpy(res->detail, "no output path given");
+		return -ITP_E_OUTPUT;
+	}
+	itp_ctx_init(&c, opt, res);
+	c.w = rec_writer_create(opt->output, &rerr);
+	if (!c.w) {
+		res->rec_error = rerr < 0 ? -rerr : rerr;
+		itp_fail(&c, ITP_E_OUTPUT, "cannot create %s: %s", opt->output, rec_strerror(rerr));
+		goto out_free;
+	}
+	read_loop(&c, fd);
+	finish(&c);
+	rc = rec_writer_close(c.w);
+	c.w = NULL;
+	if (rc)
+		itp_out_fail(&c, rc, "the end of the recording");
+	res->final = c.st;
+	res->unknown_frees = res->warn.unknown_frees;
+	res->ips = c.nips;
+	report_status(&c);
+	res->final.output_bytes = c.st.output_bytes;
+out_free:
+	itp_ctx_free(&c);
+	return res->err ? -res->err : 0;
+}

@@ -1,0 +1,4 @@
+# tests/unit/interpret.cmake - Check suite of interpret/ (unit.interpret)
+heaptap_unit_test(interpret
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_interpret_wire.c
+  LIBS heaptap_interpret Threads::Threads ${CMAKE_DL_LIBS})
