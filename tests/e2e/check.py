@@ -27,9 +27,11 @@
 # Site names must not call one another, so that each backtrace belongs to
 # at most one site line. A name matches a frame's function when equal to
 # it, or to it without its parameter list ("ns::f<int>" matches
-# "ns::f<int>(unsigned long)").
+# "ns::f<int>(unsigned long)"), without its return type ("int* ns::f<int>")
+# and without ABI tags ("ns::g[abi:cxx11]").
 import json
 import os
+import re
 import sys
 
 ADDITIVE = ("calls", "bytes", "leaked", "temporary")
@@ -86,7 +88,9 @@ def name_matches(function, name):
         return False
     if function == name:
         return True
-    bare = strip_params(function)
+    # ABI tags are part of the demangled name but not of what a reader types:
+    # "cx::grow_string[abi:cxx11]()" is cx::grow_string
+    bare = re.sub(r"\[abi:[^\]]*\]", "", strip_params(function))
     return bare == name or strip_return_type(bare) == name
 
 
@@ -97,23 +101,35 @@ def num(d, key):
     return int(v or 0)
 
 
+UNLISTED = "<backtraces the report does not list>"
+
+
 def units(report):
     """Yield (costs, frames) that partition every allocation of the recording.
 
-    A site of the report is one call site (innermost ip) whose backtraces
-    are listed; each backtrace carries its own costs and its whole frame
-    list. A site without a backtrace list is taken as one unit.
+    A site of the report ("allocations" list: every call site when -n is
+    large enough) is one innermost instruction pointer; it lists some of
+    its backtraces ("traces" says how many it has), each with its own
+    costs and whole frame list. Each listed backtrace is a unit; what the
+    listed ones leave of the site's costs is one more unit whose only
+    frame is UNLISTED (main() reports it: those allocations cannot be
+    attributed).
     """
     sites = report.get("allocations")
     if sites is None:
         sites = report.get("sites", [])
     for s in sites:
-        traces = s.get("backtraces", s.get("traces"))
-        if traces:
-            for t in traces:
-                yield t, t.get("frames", [])
-        else:
+        traces = s.get("backtraces") or []
+        if not traces:
             yield s, s.get("frames", [])
+            continue
+        for t in traces:
+            yield t, t.get("frames", [])
+        if len(traces) < int(s.get("traces", len(traces))):
+            rest = {k: num(s, k) - sum(num(t, k) for t in traces) for k in NUMS}
+            inner = (s.get("frames") or [{}])[0].get("function")
+            yield rest, [{"function": UNLISTED, "site": inner, "listed": len(traces),
+                          "traces": int(s["traces"])}]
 
 
 def parse_expect(path):
@@ -163,6 +179,9 @@ def main():
     names = [n for (t, n, _) in rows if t in ("site", "absent")]
 
     def owned(frames):
+        # the unlisted rest of a site is reported once below, not as "other"
+        if frames and frames[0].get("function") == UNLISTED:
+            return True
         return any(frames_through(frames, n) for n in names)
 
     for typ, name, kv in rows:
@@ -231,6 +250,12 @@ def main():
         elif typ == "nomodule":
             bad = [describe(f) for (_, fr) in us for f in fr if name in (f.get("module") or "")]
             check(not bad, "nomodule %s: report has frames in it: %s" % (name, bad[:4]))
+
+    for c, fr in us:
+        if fr and fr[0].get("function") == UNLISTED and num(c, "calls"):
+            check(False, "the call site at %s has %d backtraces, the JSON lists %d: %d calls "
+                  "cannot be attributed to a function" % (fr[0]["site"], fr[0]["traces"],
+                                                          fr[0]["listed"], num(c, "calls")))
 
     other = {k: 0 for k in NUMS}
     nother = 0
