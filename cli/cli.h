@@ -68,6 +68,7 @@ struct cli_report_args {
 	const char *file;
 	enum cli_format format;
 	size_t top;	/* -n N, default 10 */
+	size_t backtraces; /* -b N backtraces per call site, default 5, 0 = all */
 	unsigned threads; /* --threads N, 0 = automatic */
 	int help;
 };

@@ -6,6 +6,7 @@
  * is not a recording gives one error line and exit 1.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@
 
 void cli_usage_report(FILE *f)
 {
-	fputs("usage: heaptap report [--format text|json] [-n N] FILE\n"
+	fputs("usage: heaptap report [--format text|json] [-n N] [-b N] FILE\n"
 	      "\n"
 	      "Print the summary of a recording (calls, temporary allocations, peak heap,\n"
 	      "peak RSS, leaks) and the top call sites by allocation calls, peak memory,\n"
@@ -30,6 +31,7 @@ void cli_usage_report(FILE *f)
 	      "options:\n"
 	      "  -f, --format FMT   text (default) or json\n"
 	      "  -n, --top N        call sites per list (default 10)\n"
+	      "  -b, --backtraces N backtraces shown per call site (default 5, 0 = all)\n"
 	      "      --threads N    threads reading the events (default: one per CPU)\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
@@ -55,6 +57,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "top", required_argument, NULL, 'n' },
+		{ "backtraces", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -64,10 +67,11 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 
 	memset(a, 0, sizeof(*a));
 	a->top = DEFAULT_TOP;
+	a->backtraces = BACKTRACES_PER_SITE;
 	err[0] = '\0';
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:n:b:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "text")) {
@@ -85,6 +89,13 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 				return -EINVAL;
 			}
 			a->top = v;
+			break;
+		case 'b':
+			if (parse_count(optarg, 1000000000, &v) < 0) {
+				snprintf(err, errlen, "-b '%s': not a number (0 = all)", optarg);
+				return -EINVAL;
+			}
+			a->backtraces = v ? v : SIZE_MAX;
 			break;
 		case 't':
 			if (parse_count(optarg, 64, &v) < 0 || v == 0) {
@@ -161,7 +172,7 @@ int cli_cmd_report(int argc, char **argv)
 	memset(&po, 0, sizeof(po));
 	po.path = a.file;
 	po.top = a.top;
-	po.backtraces = BACKTRACES_PER_SITE;
+	po.backtraces = a.backtraces;
 	po.max_frames = TEXT_MAX_FRAMES;
 	if (a.format == CLI_FORMAT_JSON)
 		ret = rpt_write_json(stdout, d, &po);

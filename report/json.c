@@ -131,12 +131,15 @@ static int frames(FILE *f, const struct rpt_data *d, uint32_t t)
 static int site(FILE *f, const struct rpt_data *d, const struct rpt_site *s, enum rpt_cost c,
 		size_t nbt)
 {
-	uint32_t bt[64];
+	uint32_t *bt;
 	size_t n, i;
-	int ret;
+	int ret = 0;
 
-	if (nbt > 64)
-		nbt = 64;
+	if (nbt > s->ntraces)
+		nbt = s->ntraces;
+	bt = calloc(nbt + 1, sizeof(*bt));
+	if (!bt)
+		return -ENOMEM;
 	n = rpt_site_traces(d, s, c, bt, nbt, NULL);
 	fputs("    {", f);
 	if (s->ip < d->nips)
@@ -147,7 +150,7 @@ static int site(FILE *f, const struct rpt_data *d, const struct rpt_site *s, enu
 	fprintf(f, ", \"traces\": %u, ", s->ntraces);
 	ret = frames(f, d, n ? bt[0] : 0);
 	if (ret < 0)
-		return ret;
+		goto out;
 	fputs(", \"backtraces\": [", f);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ", {" : "{", f);
@@ -155,11 +158,13 @@ static int site(FILE *f, const struct rpt_data *d, const struct rpt_site *s, enu
 		fputs(", ", f);
 		ret = frames(f, d, bt[i]);
 		if (ret < 0)
-			return ret;
+			goto out;
 		fputs("}", f);
 	}
 	fputs("]}", f);
-	return 0;
+out:
+	free(bt);
+	return ret;
 }
 
 static int list(FILE *f, const struct rpt_data *d, const char *key, enum rpt_cost c,

@@ -153,7 +153,7 @@ size_t rpt_backtrace(const struct rpt_data *d, uint32_t t, struct rpt_frame *out
 struct rpt_print_options {
 	const char *path;	/* the recording's name, shown in the text header; may be NULL */
 	size_t top;		/* call sites per list */
-	size_t backtraces;	/* backtraces per call site (text: more are counted as "and N others") */
+	size_t backtraces;	/* backtraces per call site, SIZE_MAX = all (text counts the rest) */
 	size_t max_frames;	/* frames per backtrace in text (0 = all); JSON always has all */
 };
 

@@ -172,14 +172,10 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 {
 	const struct rpt_site *const *top;
 	size_t n, total, i, j, nbt, all;
-	uint32_t *bt;
+	uint32_t *bt = NULL;
 	char name[512];
 	int ret = 0;
 
-	nbt = p->backtraces ? p->backtraces : 1;
-	bt = calloc(nbt, sizeof(*bt));
-	if (!bt)
-		return -ENOMEM;
 	top = rpt_top_sites(d, c, &total);
 	n = total < p->top ? total : p->top;
 	fprintf(f, "\n%s\n", list_title[c]);
@@ -187,7 +183,15 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 		fputs("  (none)\n", f);
 	for (i = 0; i < n && !ret; i++) {
 		const struct rpt_site *s = top[i];
-		size_t m = rpt_site_traces(d, s, c, bt, nbt, &all);
+		size_t m;
+
+		nbt = p->backtraces ? p->backtraces : 1;
+		if (nbt > s->ntraces)
+			nbt = s->ntraces;
+		bt = calloc(nbt + 1, sizeof(*bt));
+		if (!bt)
+			return -ENOMEM;
+		m = rpt_site_traces(d, s, c, bt, nbt, &all);
 
 		fprintf(f, "%2zu. ", i + 1);
 		cost_line(f, &s->cost, c);
@@ -200,10 +204,11 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 		}
 		if (all > m)
 			fprintf(f, "    and %zu other backtrace%s\n", all - m, all - m > 1 ? "s" : "");
+		free(bt);
+		bt = NULL;
 	}
 	if (total > n)
 		fprintf(f, "  ... and %zu other call sites\n", total - n);
-	free(bt);
 	return ret;
 }
 
