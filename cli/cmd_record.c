@@ -118,7 +118,7 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 	optind = 0; /* full reset (GNU), so the parser can run more than once */
 	opterr = 0;
 	/* "+": stop at PROGRAM, its own options are not ours */
-	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (!*optarg) {
