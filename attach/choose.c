@@ -1,0 +1,126 @@
+/* attach/choose.c - rank the target's threads by what /proc says they are doing */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Nothing is stopped here: /proc/PID/task/TID/syscall tells, for a thread
+ * off the CPU, the syscall it sleeps in and its arguments, and "running"
+ * for a thread on a CPU. Ranking, best first:
+ *   0  blocked in a transparently restarted syscall; among those futex,
+ *      nanosleep and clock_nanosleep first (pure waits, nothing in flight),
+ *      then read/poll/wait, then I/O that may be mid-transfer
+ *   1  running user code
+ * Threads in EINTR-returning, mask-swapping or unknown syscalls are not
+ * candidates at all (see arch/x86_64.c).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "attach/internal.h"
+
+static int sys_pref(long sysno)
+{
+	switch (sysno) {
+	case SYS_futex:
+	case SYS_nanosleep:
+	case SYS_clock_nanosleep:
+	case SYS_pause:
+		return 0;
+	case SYS_read:
+	case SYS_readv:
+	case SYS_poll:
+	case SYS_ppoll:
+	case SYS_select:
+	case SYS_wait4:
+	case SYS_waitid:
+	case SYS_accept:
+	case SYS_accept4:
+	case SYS_recvfrom:
+	case SYS_recvmsg:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct att_cand *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Classify one thread from its syscall file. */
+static enum att_sysclass classify(pid_t pid, pid_t tid, long *sysno, unsigned long args[6])
+{
+	char path[96], buf[512];
+	bool running;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	if (att_read_file(path, buf, sizeof(buf)) < 0)
+		return ATT_SC_GONE;
+	if (att_parse_syscall(buf, sysno, args, &running) < 0)
+		return ATT_SC_UNKNOWN;
+	return att_arch_sysclass(*sysno, args);
+}
+
+enum att_reason att_choose_thread(struct att_ctx *ctx)
+{
+	char path[64];
+	struct dirent *de;
+	struct att_cand c;
+	unsigned threads = 0;
+	bool prefer_seen = false;
+	enum att_sysclass prefer_class = ATT_SC_GONE;
+	long prefer_sys = -1;
+	DIR *d;
+	char *end;
+
+	ctx->ncand = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)ctx->pid);
+	d = opendir(path);
+	if (!d)
+		return att_fail(ctx, ATT_E_EXITED, errno, "%s", path);
+	while ((de = readdir(d)) != NULL) {
+		memset(&c, 0, sizeof(c));
+		c.tid = (pid_t)strtol(de->d_name, &end, 10);
+		if (*end || c.tid <= 0)
+			continue;
+		threads++;
+		c.sysclass = classify(ctx->pid, c.tid, &c.sysno, c.sysargs);
+		if (ctx->prefer_tid && c.tid == ctx->prefer_tid) {
+			prefer_seen = true;
+			prefer_class = c.sysclass;
+			prefer_sys = c.sysno;
+		}
+		if (c.sysclass != ATT_SC_RESTART && c.sysclass != ATT_SC_USER)
+			continue;
+		if (ctx->prefer_tid && c.tid != ctx->prefer_tid)
+			continue;
+		c.rank = c.sysclass == ATT_SC_RESTART ? sys_pref(c.sysno) : 10;
+		if (ctx->ncand < ATT_MAX_CAND)
+			ctx->cand[ctx->ncand++] = c;
+	}
+	closedir(d);
+	ctx->st.threads = threads;
+	ctx->st.candidates = (unsigned)ctx->ncand;
+	if (threads == 0)
+		return att_fail(ctx, ATT_E_EXITED, 0, "no threads left");
+	if (ctx->prefer_tid && !prefer_seen)
+		return att_fail(ctx, ATT_E_THREAD_UNSAFE, ESRCH, "thread %d is not in process %d",
+				(int)ctx->prefer_tid, (int)ctx->pid);
+	if (ctx->prefer_tid && ctx->ncand == 0) {
+		ctx->failed_tid = ctx->prefer_tid;
+		return att_fail(ctx, ATT_E_THREAD_UNSAFE, 0, "thread %d is in %s (syscall %ld)",
+				(int)ctx->prefer_tid, att_arch_sysname(prefer_sys), prefer_sys);
+	}
+	(void)prefer_class;
+	if (ctx->ncand == 0)
+		return att_fail(ctx, ATT_E_NO_THREAD, 0, "%u threads, none interruptible", threads);
+	qsort(ctx->cand, ctx->ncand, sizeof(ctx->cand[0]), cand_cmp);
+	return ATT_OK;
+}

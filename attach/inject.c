@@ -1,0 +1,198 @@
+/* attach/inject.c - load a library into the seized thread's process and call its start function */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sequence, each step undone in reverse on failure:
+ *
+ *   stage           make lib visible in the target      -> att_unstage
+ *   att_call_begin  save regs/xstate/mask/errno, block  -> att_call_end
+ *   mmap            scratch page for the strings        -> munmap
+ *   write           path, symbol, argument into it
+ *   dlopen          (RTLD_NOW)                          (never undone: rule 5)
+ *   dlsym           the start function
+ *   start(arg)
+ *
+ * Scratch page layout:  [ target path \0 | start symbol \0 | argument \0 ]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "attach/internal.h"
+
+#define GLIBC_RTLD_DLOPEN 0x80000000	/* __libc_dlopen_mode wants it */
+#define RTLD_NOW_VALUE 2
+
+struct funcs {
+	uint64_t dlopen, dlerror, dlsym, mmap, munmap;
+	bool libc_mode;			/* __libc_dlopen_mode / __libc_dlsym (glibc < 2.34) */
+};
+
+static enum att_reason find_funcs(struct att_ctx *ctx, struct funcs *f)
+{
+	enum att_reason why;
+
+	memset(f, 0, sizeof(*f));
+	why = att_libc_symbol(ctx, "mmap", &f->mmap);
+	if (!why)
+		why = att_libc_symbol(ctx, "munmap", &f->munmap);
+	if (why)
+		return why;
+	if (att_libc_symbol(ctx, "dlopen", &f->dlopen) == ATT_OK) {
+		why = att_libc_symbol(ctx, "dlsym", &f->dlsym);
+		if (!why)
+			why = att_libc_symbol(ctx, "dlerror", &f->dlerror);
+		return why;
+	}
+	/* FIXME(#4): glibc < 2.34 with libdl.so.2 loaded could use its dlopen/dlerror */
+	f->libc_mode = true;
+	why = att_libc_symbol(ctx, "__libc_dlopen_mode", &f->dlopen);
+	if (!why)
+		why = att_libc_symbol(ctx, "__libc_dlsym", &f->dlsym);
+	ctx->detail[0] = '\0';
+	return why;
+}
+
+/* Text of the target's dlerror(), or "" (f->dlerror 0 or the call failed). */
+static void remote_dlerror(struct att_ctx *ctx, const struct funcs *f, char *buf, size_t cap)
+{
+	uint64_t msg = 0;
+
+	buf[0] = '\0';
+	if (!f->dlerror || att_call_raw(ctx, f->dlerror, NULL, 0, &msg) != ATT_OK || !msg)
+		return;
+	if (att_mem_read_str(ctx->thr.tid, msg, buf, cap) < 0)
+		buf[0] = '\0';
+}
+
+enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
+			   const char *arg, struct att_inject_result *res)
+{
+	struct att_inject_result r = { 0 };
+	char tpath[PATH_MAX], err_text[400];
+	size_t lp, ls, la, size;
+	uint64_t scratch = 0, ret = 0, args[6];
+	enum att_reason why;
+	struct funcs f;
+	char *buf = NULL;
+	int err;
+
+	if (res)
+		memset(res, 0, sizeof(*res));
+	if (!ctx->have_thr || ctx->thr.state != ATT_TS_STOPPED)
+		return att_fail(ctx, ATT_E_STATE, 0, "no stopped thread (att_seize first)");
+	if (!lib_path || !start_symbol || !arg)
+		return att_fail(ctx, ATT_E_STATE, EINVAL, "NULL argument");
+	ctx->detail[0] = '\0';
+	ctx->err = 0;
+	why = find_funcs(ctx, &f);
+	if (why)
+		return why;
+	why = att_stage(ctx, lib_path, tpath, sizeof(tpath), &r.staged);
+	if (why)
+		return why;
+
+	why = att_call_begin(ctx);
+	if (why)
+		goto out_end;
+
+	lp = strlen(tpath) + 1;
+	ls = strlen(start_symbol) + 1;
+	la = strlen(arg) + 1;
+	size = (lp + ls + la + 4095) & ~(size_t)4095;
+	args[0] = 0;
+	args[1] = size;
+	args[2] = PROT_READ | PROT_WRITE;
+	args[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	args[4] = (uint64_t)-1;
+	args[5] = 0;
+	why = att_call_raw(ctx, f.mmap, args, 6, &ret);
+	if (why)
+		goto out_end;
+	if (ret == (uint64_t)-1 || ret == 0) {
+		why = att_fail(ctx, ATT_E_REMOTE_MMAP, 0, "mmap of %zu bytes returned %#" PRIx64, size, ret);
+		goto out_end;
+	}
+	scratch = ret;
+	ctx->st.scratch = scratch;
+	if (att_fault(ctx, "scratch")) {
+		why = ATT_E_FAULT;
+		goto out_unmap;
+	}
+
+	buf = calloc(1, lp + ls + la);
+	if (!buf) {
+		why = att_fail(ctx, ATT_E_NOMEM, ENOMEM, "scratch buffer");
+		goto out_unmap;
+	}
+	memcpy(buf, tpath, lp);
+	memcpy(buf + lp, start_symbol, ls);
+	memcpy(buf + lp + ls, arg, la);
+	err = att_mem_write(ctx->thr.tid, scratch, buf, lp + ls + la);
+	free(buf);
+	if (err) {
+		why = att_fail(ctx, ATT_E_MEMORY, -err, "write scratch page at %#" PRIx64, scratch);
+		goto out_unmap;
+	}
+	if (att_fault(ctx, "write")) {
+		why = ATT_E_FAULT;
+		goto out_unmap;
+	}
+
+	args[0] = scratch;
+	args[1] = RTLD_NOW_VALUE | (f.libc_mode ? GLIBC_RTLD_DLOPEN : 0);
+	why = att_call_raw(ctx, f.dlopen, args, 2, &r.handle);
+	if (why)
+		goto out_unmap;
+	if (!r.handle) {
+		remote_dlerror(ctx, &f, err_text, sizeof(err_text));
+		why = att_fail(ctx, ATT_E_DLOPEN, 0, "%s", err_text[0] ? err_text : tpath);
+		goto out_unmap;
+	}
+	if (att_fault(ctx, "dlopen")) {
+		why = ATT_E_FAULT;
+		goto out_unmap;
+	}
+
+	args[0] = r.handle;
+	args[1] = scratch + lp;
+	why = att_call_raw(ctx, f.dlsym, args, 2, &r.start_addr);
+	if (why)
+		goto out_unmap;
+	if (!r.start_addr) {
+		remote_dlerror(ctx, &f, err_text, sizeof(err_text));
+		why = att_fail(ctx, ATT_E_DLSYM, 0, "%s", err_text[0] ? err_text : start_symbol);
+		goto out_unmap;
+	}
+	if (att_fault(ctx, "dlsym") || att_fault(ctx, "start")) {
+		why = ATT_E_FAULT;
+		goto out_unmap;
+	}
+
+	args[0] = scratch + lp + ls;
+	why = att_call_raw(ctx, r.start_addr, args, 1, &ret);
+	if (why)
+		goto out_unmap;
+	r.start_ret = (int)(uint32_t)ret;
+	if (r.start_ret != 0)
+		why = att_fail(ctx, ATT_E_START, 0, "%s returned %d", start_symbol, r.start_ret);
+
+out_unmap:
+	if (scratch && ctx->thr.state == ATT_TS_STOPPED) {
+		enum att_reason w;
+
+		args[0] = scratch;
+		args[1] = size;
+		w = att_call_raw(ctx, f.munmap, args, 2, &ret);
+		if (w && why == ATT_OK)
+			why = w;
+	}
+out_end:
+	att_call_end(ctx, &why);
+	att_unstage(ctx);
+	if (res)
+		*res = r;
+	return why;
+}

@@ -1,0 +1,234 @@
+/* attach/internal.h - layouts and helpers shared by the attacher's files */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPTAP_ATTACH_INTERNAL_H
+#define HEAPTAP_ATTACH_INTERNAL_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "attach/attach.h"
+
+#define ATT_HELD_MAX 8		/* signals held while a thread runs our calls */
+#define ATT_XSTATE_MAX 16384	/* XSAVE area, generous for AMX */
+#define ATT_MAX_CAND 256	/* threads ranked per choice */
+#define ATT_STOP_TIMEOUT_MS 1000
+#define ATT_CALL_TIMEOUT_MS 5000
+#define ATT_SEIZE_ROUNDS 50	/* choice rounds before ATT_E_NO_SAFE_THREAD */
+#define ATT_ROUND_PAUSE_MS 10	/* the target runs this long between rounds */
+#define ATT_MAX_FRAMES 128
+#define ATT_RETURN_ADDR 0UL	/* return address of remote calls: faults with rip 0 */
+
+/* What we know of one thread's ptrace state. */
+enum att_state {
+	ATT_TS_UNTRACED = 0,	/* not seized by us */
+	ATT_TS_SEIZED,		/* seized, PTRACE_INTERRUPT sent, stop not seen yet */
+	ATT_TS_STOPPED,		/* in a ptrace stop we can work in */
+	ATT_TS_CALLING,		/* running a remote call of ours */
+	ATT_TS_GONE,		/* exited (or reaped): nothing left to undo */
+};
+
+/* One waitpid status, classified (wait.c). */
+enum att_event {
+	ATT_EV_TIMEOUT = 0,	/* no status before the deadline */
+	ATT_EV_INTERRUPT_STOP,	/* PTRACE_EVENT_STOP after PTRACE_INTERRUPT */
+	ATT_EV_GROUP_STOP,	/* PTRACE_EVENT_STOP with a stop signal: job control stop */
+	ATT_EV_SIGNAL_STOP,	/* signal-delivery-stop: a signal is about to be delivered */
+	ATT_EV_SYSCALL_STOP,	/* syscall-stop (SIGTRAP|0x80); we never ask for these */
+	ATT_EV_EXEC,		/* PTRACE_EVENT_EXEC */
+	ATT_EV_OTHER_EVENT,	/* another PTRACE_EVENT_* */
+	ATT_EV_EXITED,		/* exited or killed */
+	ATT_EV_ERROR,		/* waitpid failed (ECHILD: no longer ours) */
+};
+
+/* What the thread is doing, as /proc/PID/task/TID/syscall tells (arch decides). */
+enum att_sysclass {
+	ATT_SC_RESTART = 0,	/* blocked in a syscall restarted transparently: best */
+	ATT_SC_USER,		/* running user code (or "running") */
+	ATT_SC_EINTR,		/* syscall returns EINTR when interrupted: never */
+	ATT_SC_MASKSWAP,	/* syscall with a temporary signal mask: never */
+	ATT_SC_UNKNOWN,		/* unknown syscall: never */
+	ATT_SC_GONE,		/* thread vanished while reading */
+};
+
+/* Saved register state of a thread. */
+struct att_regs {
+	struct user_regs_struct gp;
+	struct user_fpregs_struct fp;	/* fallback when NT_X86_XSTATE is not offered */
+	size_t xstate_len;		/* 0: xstate not saved, fp used */
+	uint64_t mask;			/* PTRACE_GETSIGMASK */
+	unsigned char xstate[ATT_XSTATE_MAX] __attribute__((aligned(64)));
+};
+
+/* One thread of the target. */
+struct att_thread {
+	pid_t tid;
+	enum att_state state;
+	enum att_sysclass sysclass;
+	long sysno;			/* -1: user code */
+	unsigned long sysargs[6];
+	bool at_signal_stop;		/* current stop is a signal-delivery-stop (injection possible) */
+	bool group_stop_seen;		/* a job control stop happened while we held it */
+	bool regs_saved;		/* saved holds its state; must be put back */
+	bool mask_changed;		/* we changed its signal mask */
+	bool errno_saved;
+	bool interrupting;		/* we sent PTRACE_INTERRUPT to end a call that hung */
+	uint64_t errno_addr;
+	int errno_value;
+	int last_sig;			/* signal of the last signal stop */
+	uint64_t fault_addr;		/* si_addr of a crash in a call */
+	unsigned nheld;
+	siginfo_t held[ATT_HELD_MAX];
+	struct att_regs saved;
+	uint64_t t_interrupt;		/* monotonic ns at PTRACE_INTERRUPT */
+};
+
+/* A candidate thread as ranked by att_choose_thread. */
+struct att_cand {
+	pid_t tid;
+	enum att_sysclass sysclass;
+	long sysno;
+	unsigned long sysargs[6];
+	int rank;
+};
+
+/* One line of /proc/PID/maps. */
+struct att_map {
+	uint64_t start, end, offset;
+	char perms[5];
+	char path[PATH_MAX];
+};
+
+struct att_maps {
+	struct att_map *v;
+	size_t n, cap;
+};
+
+struct att_ctx {
+	pid_t pid;
+	uid_t uid;			/* target's effective uid */
+	gid_t gid;
+	char comm[32];
+	/* last failure */
+	int err;
+	pid_t failed_tid;
+	char detail[512];
+	/* HEAPTAP_FAULT */
+	char fault[32];
+	bool preflight_ok;
+	pid_t prefer_tid;
+	/* choice */
+	struct att_cand cand[ATT_MAX_CAND];
+	size_t ncand;
+	/* the hijacked thread */
+	struct att_thread thr;
+	bool have_thr;
+	/* libc of the target */
+	bool libc_known;
+	char libc_path[PATH_MAX];	/* path inside the target */
+	char libc_open[PATH_MAX + 64];	/* how we open it: /proc/PID/map_files/... */
+	uint64_t libc_bias;
+	/* staged copy of the library */
+	char stage_dir[PATH_MAX];	/* host view, "" if none */
+	char stage_file[PATH_MAX];
+	struct att_stats st;
+	unsigned stop_timeout_ms;
+	unsigned call_timeout_ms;
+};
+
+/* ---- ctx.c ---- */
+/* Record a failure: errno value (0 if none) and printf-style detail. Returns why. */
+enum att_reason att_fail(struct att_ctx *ctx, enum att_reason why, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+uint64_t att_now_ns(void);
+void att_sleep_ms(unsigned ms);
+
+/* ---- fault.c ---- */
+/* True when HEAPTAP_FAULT names step; records ATT_E_FAULT's detail. */
+bool att_fault(struct att_ctx *ctx, const char *step);
+
+/* ---- procfs.c ---- */
+/* Read a small /proc file into buf (NUL-terminated). Returns length or -errno. */
+ssize_t att_read_file(const char *path, char *buf, size_t cap);
+/* Value after "key:" in a /proc/PID/status text, or NULL. */
+const char *att_status_field(const char *status, const char *key);
+/* Fields of /proc/PID/stat: state letter and flags. Returns 0 or -errno. */
+int att_parse_stat(const char *text, char *state, unsigned long *flags, pid_t *ppid);
+/* Parse a /proc/.../syscall line. Returns 0 or -EINVAL; sysno -1 for "running"/user code. */
+int att_parse_syscall(const char *text, long *sysno, unsigned long args[6], bool *running);
+/* Yama ptrace_scope decision: 0 allowed, else ATT_E_YAMA. */
+enum att_reason att_yama_check(int scope, bool descendant, bool cap_sys_ptrace);
+/* True if we hold CAP_SYS_PTRACE in our effective set. */
+bool att_have_cap_ptrace(void);
+/* Read /proc/PID/maps. Returns 0 or -errno. */
+int att_maps_read(pid_t pid, struct att_maps *m);
+void att_maps_free(struct att_maps *m);
+/* Mapping containing addr, or NULL. */
+const struct att_map *att_maps_find(const struct att_maps *m, uint64_t addr);
+/* Lowest mapping with file offset 0 whose path's base name starts with prefix, or NULL. */
+const struct att_map *att_maps_module(const struct att_maps *m, const char *prefix);
+/* Check the 64-byte ELF header bytes: 0, ATT_E_EXE (not ELF) or ATT_E_ARCH; what gets text. */
+enum att_reason att_check_ehdr(const unsigned char *h, size_t len, char *what, size_t cap);
+
+/* ---- elfsym.c ---- */
+/* Value of a defined dynamic symbol in the ELF file at path. Returns 0 or -ENOENT/-errno. */
+int att_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *first_vaddr);
+
+/* ---- arch/x86_64.c ---- */
+enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6]);
+/* Prepare gp for a call of fn(args) with the return address at *ret_slot. */
+void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_t *args,
+			 unsigned nargs, uint64_t *ret_slot);
+uint64_t att_arch_ret(const struct user_regs_struct *gp);
+uint64_t att_arch_pc(const struct user_regs_struct *gp);
+uint64_t att_arch_sp(const struct user_regs_struct *gp);
+const char *att_arch_sysname(long sysno);
+
+/* ---- wait.c ---- */
+/* Wait for a status of thr up to timeout_ms; classify it. *status raw. */
+enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned timeout_ms, int *status);
+enum att_phase { ATT_PH_STOPPING, ATT_PH_CALLING };
+enum att_disp { ATT_D_DONE, ATT_D_AGAIN, ATT_D_FAIL };
+/* Act on one event in a phase. ATT_D_DONE: reached the awaited stop. */
+enum att_disp att_dispatch(struct att_ctx *ctx, struct att_thread *thr, enum att_phase ph,
+			   enum att_event ev, int status, enum att_reason *why);
+
+/* ---- seize.c ---- */
+/* Detach thr (delivering held signals). Safe in any state. */
+void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr);
+
+/* ---- unwind.c ---- */
+/* 0 if thr's stack has no forbidden frame, else -1 with why filled. */
+int att_stack_check(struct att_ctx *ctx, struct att_thread *thr, const struct att_maps *maps,
+		    char *why, size_t cap);
+
+/* ---- regs.c ---- */
+enum att_reason att_regs_save(struct att_ctx *ctx, struct att_thread *thr);
+enum att_reason att_regs_restore(struct att_ctx *ctx, struct att_thread *thr);
+enum att_reason att_mask_block(struct att_ctx *ctx, struct att_thread *thr);
+
+/* ---- mem.c ---- */
+int att_mem_write(pid_t tid, uint64_t addr, const void *buf, size_t len);
+int att_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
+/* Read a NUL-terminated string of at most cap-1 bytes. Returns 0 or -errno. */
+int att_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap);
+
+/* ---- call.c ---- */
+/* One remote call; regs must be saved. */
+enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
+			     uint64_t *ret);
+/* Save regs, block the mask, save errno: the state remote calls need. */
+enum att_reason att_call_begin(struct att_ctx *ctx);
+/* Put errno, mask and registers back. Keeps the first failure in *why. */
+void att_call_end(struct att_ctx *ctx, enum att_reason *why);
+
+/* ---- stage.c ---- */
+/* Path of lib as the target sees it, staging a copy if needed (tpath out). */
+enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, size_t cap, int *staged);
+void att_unstage(struct att_ctx *ctx);
+
+#endif /* HEAPTAP_ATTACH_INTERNAL_H */

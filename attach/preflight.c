@@ -1,0 +1,222 @@
+/* attach/preflight.c - may we attach to PID? answered from /proc, nothing stopped */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attach/internal.h"
+
+#define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+
+static void read_comm(pid_t pid, char *buf, size_t cap)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	n = att_read_file(path, buf, cap);
+	if (n <= 0) {
+		snprintf(buf, cap, "?");
+		return;
+	}
+	if (buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
+/* Is pid a descendant of ours (Yama scope 1)? */
+static bool is_descendant(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long flags;
+	pid_t ppid;
+	char state;
+	int depth;
+
+	for (depth = 0; depth < 4096 && pid > 1; depth++) {
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		if (att_read_file(path, buf, sizeof(buf)) < 0 ||
+		    att_parse_stat(buf, &state, &flags, &ppid) < 0)
+			return false;
+		if (ppid == getpid())
+			return true;
+		pid = ppid;
+	}
+	return false;
+}
+
+static enum att_reason check_ids(struct att_ctx *ctx, const char *status, bool cap)
+{
+	unsigned long r, e, s, f;
+	const char *v = att_status_field(status, "Uid");
+	char path[64];
+	struct stat sb;
+	uid_t me = geteuid();
+
+	if (!v || sscanf(v, "%lu %lu %lu %lu", &r, &e, &s, &f) != 4)
+		return att_fail(ctx, ATT_E_NO_PROCESS, 0, "no Uid line in /proc/%d/status",
+				(int)ctx->pid);
+	ctx->uid = (uid_t)e;
+	v = att_status_field(status, "Gid");
+	if (v && sscanf(v, "%*u %lu", &f) == 1)
+		ctx->gid = (gid_t)f;
+	else
+		ctx->gid = (gid_t)-1;
+	if (cap)
+		return ATT_OK;
+	/* kernel ptrace_may_access(): our uid must equal all of the target's */
+	if (r != me || e != me || s != me)
+		return att_fail(ctx, ATT_E_OTHER_USER, EPERM, "process uid %lu, heaptap uid %lu", e,
+				(unsigned long)me);
+	/*
+	 * A non-dumpable process has its /proc/PID files owned by root
+	 * (proc(5), /proc/pid; the directory itself keeps the real uid on
+	 * this kernel, so look at a file): for a process of our uid that differs.
+	 */
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
+	if (stat(path, &sb) == 0 && sb.st_uid != ctx->uid)
+		return att_fail(ctx, ATT_E_NOT_DUMPABLE, EPERM, "/proc/%d/status is owned by uid %lu",
+				(int)ctx->pid, (unsigned long)sb.st_uid);
+	return ATT_OK;
+}
+
+static enum att_reason check_yama(struct att_ctx *ctx, bool cap)
+{
+	char buf[32];
+	int scope;
+
+	/* no file: Yama is not built into this kernel, nothing to check */
+	if (att_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) < 0)
+		return ATT_OK;
+	scope = atoi(buf);
+	if (att_yama_check(scope, scope == 1 && is_descendant(ctx->pid), cap) != ATT_OK)
+		return att_fail(ctx, ATT_E_YAMA, EPERM, "ptrace_scope is %d%s", scope,
+				scope == 1 ? " (descendants only)"
+				: scope == 2 ? " (CAP_SYS_PTRACE only)" : " (no attach)");
+	return ATT_OK;
+}
+
+static enum att_reason check_exe(struct att_ctx *ctx)
+{
+	unsigned char h[64];
+	char path[64], what[128];
+	ssize_t n;
+	int fd, err;
+	enum att_reason why;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)ctx->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		return att_fail(ctx, err == ENOENT ? ATT_E_ZOMBIE : ATT_E_EXE, err, "open %s", path);
+	}
+	n = pread(fd, h, sizeof(h), 0);
+	err = errno;
+	close(fd);
+	if (n < 0)
+		return att_fail(ctx, ATT_E_EXE, err, "read %s", path);
+	why = att_check_ehdr(h, (size_t)n, what, sizeof(what));
+	if (why)
+		return att_fail(ctx, why, 0, "%s", what);
+	return ATT_OK;
+}
+
+static enum att_reason check_maps(struct att_ctx *ctx)
+{
+	struct att_maps maps;
+	bool libc, loader;
+	int ret;
+
+	ret = att_maps_read(ctx->pid, &maps);
+	if (ret)
+		return att_fail(ctx, ret == -ENOENT || ret == -ESRCH ? ATT_E_NO_PROCESS : ATT_E_EXE,
+				-ret, "read /proc/%d/maps", (int)ctx->pid);
+	libc = att_maps_module(&maps, "libc.so") || att_maps_module(&maps, "libc-2.") ||
+	       att_maps_module(&maps, "ld-musl");
+	loader = att_maps_module(&maps, "ld-linux") || att_maps_module(&maps, "ld-musl") ||
+		 att_maps_module(&maps, "ld64.so") || att_maps_module(&maps, "ld-2.");
+	att_maps_free(&maps);
+	if (libc)
+		return ATT_OK;
+	if (loader)
+		return att_fail(ctx, ATT_E_TOO_EARLY, 0, "dynamic loader mapped, libc not yet");
+	return att_fail(ctx, ATT_E_STATIC, 0, "no dynamic loader nor libc in /proc/%d/maps",
+			(int)ctx->pid);
+}
+
+enum att_reason att_preflight(struct att_ctx *ctx)
+{
+	char path[64], status[8192], stat[1024], tracer[32];
+	unsigned long flags;
+	unsigned long long ign;
+	const char *v;
+	ssize_t n;
+	pid_t tgid, tpid;
+	char state;
+	bool cap;
+	enum att_reason why;
+
+	ctx->preflight_ok = false;
+	ctx->detail[0] = '\0';
+	ctx->err = 0;
+	if (ctx->pid <= 0)
+		return att_fail(ctx, ATT_E_BAD_PID, 0, "pid %d", (int)ctx->pid);
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)ctx->pid);
+	if (ctx->pid == getpid() || access(path, F_OK) == 0)
+		return att_fail(ctx, ATT_E_SELF, 0, "pid %d is heaptap", (int)ctx->pid);
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
+	n = att_read_file(path, status, sizeof(status));
+	if (n < 0)
+		return att_fail(ctx, ATT_E_NO_PROCESS, (int)-n, "%s", path);
+	v = att_status_field(status, "Tgid");
+	tgid = v ? (pid_t)atoi(v) : 0;
+	if (tgid != ctx->pid)
+		return att_fail(ctx, ATT_E_NOT_TGID, 0, "thread of process %d", (int)tgid);
+	v = att_status_field(status, "Name");
+	if (v)
+		sscanf(v, "%31[^\n]", ctx->comm);
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)ctx->pid);
+	n = att_read_file(path, stat, sizeof(stat));
+	if (n < 0)
+		return att_fail(ctx, ATT_E_NO_PROCESS, (int)-n, "%s", path);
+	if (att_parse_stat(stat, &state, &flags, NULL) < 0)
+		return att_fail(ctx, ATT_E_NO_PROCESS, 0, "cannot parse %s", path);
+	if (flags & PF_KTHREAD)
+		return att_fail(ctx, ATT_E_KERNEL_THREAD, 0, "%s", ctx->comm);
+	if (state == 'Z' || state == 'X' || state == 'x')
+		return att_fail(ctx, ATT_E_ZOMBIE, 0, "state %c", state);
+
+	v = att_status_field(status, "TracerPid");
+	tpid = v ? (pid_t)atoi(v) : 0;
+	if (tpid > 0) {
+		read_comm(tpid, tracer, sizeof(tracer));
+		return att_fail(ctx, ATT_E_TRACED, EPERM, "traced by %d (%s)", (int)tpid, tracer);
+	}
+	/* decided: refuse a stopped target rather than continue it; see docs/attach.md */
+	if (state == 'T' || state == 't')
+		return att_fail(ctx, ATT_E_STOPPED, 0, "state %c", state);
+
+	cap = att_have_cap_ptrace();
+	why = check_ids(ctx, status, cap);
+	if (why)
+		return why;
+	why = check_yama(ctx, cap);
+	if (why)
+		return why;
+	why = check_exe(ctx);
+	if (why)
+		return why;
+	why = check_maps(ctx);
+	if (why)
+		return why;
+	v = att_status_field(status, "SigIgn");
+	if (v && sscanf(v, "%llx", &ign) == 1 && (ign >> (SIGSEGV - 1)) & 1)
+		return att_fail(ctx, ATT_E_SEGV_IGNORED, 0, "SigIgn %llx", ign);
+	ctx->preflight_ok = true;
+	return ATT_OK;
+}

@@ -1,0 +1,285 @@
+/* attach/seize.c - stop one safe thread (seize, interrupt, vet), and let it go again */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Only the thread we will use is ever seized: PTRACE_SEIZE attaches to a
+ * single tid without stopping it, PTRACE_INTERRUPT stops just that one.
+ * Candidates are tried best first (choose.c); each is stopped, its
+ * registers and stack checked, and let go at once if unsafe. No
+ * PTRACE_O_EXITKILL: if heaptap dies, the kernel detaches and the target
+ * runs on. PTRACE_O_TRACEEXEC reports an execve as an event instead of a
+ * plain SIGTRAP.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "attach/internal.h"
+
+#define ERESTARTSYS 512
+#define ERESTARTNOINTR 513
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
+
+enum try_result { TRY_OK, TRY_NEXT, TRY_FATAL };
+
+/* Await a stop after PTRACE_INTERRUPT. */
+static enum att_reason await_stop(struct att_ctx *ctx, struct att_thread *thr, unsigned timeout_ms)
+{
+	enum att_reason why = ATT_OK;
+	enum att_event ev;
+	enum att_disp d;
+	int status;
+
+	do {
+		ev = att_wait(ctx, thr, timeout_ms, &status);
+		d = att_dispatch(ctx, thr, ATT_PH_STOPPING, ev, status, &why);
+	} while (d == ATT_D_AGAIN);
+	return d == ATT_D_DONE ? ATT_OK : why;
+}
+
+/* Put a queued-up signal back on the thread (it stays pending until delivered). */
+static void requeue(struct att_ctx *ctx, struct att_thread *thr, siginfo_t *si)
+{
+	if (syscall(SYS_rt_tgsigqueueinfo, ctx->pid, thr->tid, si->si_signo, si) < 0)
+		syscall(SYS_tgkill, ctx->pid, thr->tid, si->si_signo);	/* loses si_value */
+}
+
+void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr)
+{
+	enum att_reason why;
+	unsigned i, first = 0;
+	long sig = 0;
+
+	if (thr->state == ATT_TS_UNTRACED || thr->state == ATT_TS_GONE)
+		return;
+	if (thr->state == ATT_TS_SEIZED || thr->state == ATT_TS_CALLING) {
+		/* PTRACE_DETACH needs a stop */
+		if (ptrace(PTRACE_INTERRUPT, thr->tid, 0, 0) < 0 && errno == ESRCH) {
+			thr->state = ATT_TS_GONE;
+			return;
+		}
+		why = await_stop(ctx, thr, 10000);
+		if (why && thr->state != ATT_TS_STOPPED)
+			return;	/* gone, or still not stopped: our exit detaches it */
+	}
+	if (thr->regs_saved || thr->mask_changed) {
+		why = ATT_OK;
+		att_call_end(ctx, &why);
+	}
+	/*
+	 * Held signals: injection on restart only works from a
+	 * signal-delivery-stop (ptrace(2), "Signal injection and
+	 * suppression"), where SETSIGINFO makes it exact. Others are queued
+	 * back with rt_tgsigqueueinfo, which keeps si_value for sigqueue's
+	 * SI_QUEUE and tgkill's SI_TKILL codes.
+	 */
+	if (thr->nheld && thr->at_signal_stop &&
+	    ptrace(PTRACE_SETSIGINFO, thr->tid, 0, &thr->held[0]) == 0) {
+		sig = thr->held[0].si_signo;
+		first = 1;
+	}
+	for (i = first; i < thr->nheld; i++)
+		requeue(ctx, thr, &thr->held[i]);
+	thr->nheld = 0;
+	if (ptrace(PTRACE_DETACH, thr->tid, 0, (void *)sig) < 0 && errno != ESRCH) {
+		att_fail(ctx, ATT_E_PTRACE, errno, "PTRACE_DETACH thread %d", (int)thr->tid);
+		return;
+	}
+	thr->state = ATT_TS_UNTRACED;
+}
+
+void att_release(struct att_ctx *ctx)
+{
+	if (!ctx->have_thr)
+		return;
+	att_thread_detach(ctx, &ctx->thr);
+	ctx->st.pause_ns = att_now_ns() - ctx->thr.t_interrupt;
+	ctx->have_thr = false;
+	att_unstage(ctx);
+}
+
+static bool process_alive(pid_t pid)
+{
+	char path[64], buf[1024], state;
+	unsigned long flags;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (att_read_file(path, buf, sizeof(buf)) < 0 || att_parse_stat(buf, &state, &flags, NULL))
+		return false;
+	return state != 'Z' && state != 'X';
+}
+
+/* The stop registers tell what the thread really was in; reject mask-swapping syscalls. */
+static int check_stop_regs(struct att_thread *thr, char *why, size_t cap)
+{
+	struct user_regs_struct gp;
+	unsigned long args[6];
+	long rax, nr;
+
+	if (ptrace(PTRACE_GETREGS, thr->tid, 0, &gp) < 0) {
+		snprintf(why, cap, "PTRACE_GETREGS: %s", strerror(errno));
+		return -1;
+	}
+	nr = (long)gp.orig_rax;
+	rax = (long)gp.rax;
+	thr->sysno = nr;
+	if (nr < 0)
+		return 0;
+	if (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR || rax == -ERESTARTNOHAND ||
+	    rax == -ERESTART_RESTARTBLOCK) {
+		args[0] = gp.rdi;
+		args[1] = gp.rsi;
+		args[2] = gp.rdx;
+		args[3] = gp.r10;
+		args[4] = gp.r8;
+		args[5] = gp.r9;
+		if (att_arch_sysclass(nr, args) != ATT_SC_RESTART) {
+			snprintf(why, cap, "stopped in %s (syscall %ld), not safe to restart",
+				 att_arch_sysname(nr), nr);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c, enum att_reason *why)
+{
+	struct att_thread *thr = &ctx->thr;
+	struct att_maps maps;
+	char reason[96], path[64], status[4096], tracer[32];
+	const char *v;
+	uint64_t t0, t1;
+	int err, rc;
+
+	memset(thr, 0, sizeof(*thr));
+	thr->tid = c->tid;
+	thr->sysno = c->sysno;
+	thr->sysclass = c->sysclass;
+	if (ptrace(PTRACE_SEIZE, c->tid, 0,
+		   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC)) < 0) {
+		err = errno;
+		if (err == ESRCH)
+			return TRY_NEXT;	/* the thread exited meanwhile */
+		ctx->failed_tid = c->tid;
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
+		if (err == EPERM && att_read_file(path, status, sizeof(status)) > 0 &&
+		    (v = att_status_field(status, "TracerPid")) && atoi(v) > 0) {
+			snprintf(path, sizeof(path), "/proc/%d/comm", atoi(v));
+			if (att_read_file(path, tracer, sizeof(tracer)) <= 0)
+				snprintf(tracer, sizeof(tracer), "?");
+			tracer[strcspn(tracer, "\n")] = '\0';
+			*why = att_fail(ctx, ATT_E_TRACED, err, "traced by %d (%s)", atoi(v), tracer);
+		} else {
+			*why = att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SEIZE thread %d", (int)c->tid);
+		}
+		return TRY_FATAL;
+	}
+	thr->state = ATT_TS_SEIZED;
+	ctx->have_thr = true;
+	if (att_fault(ctx, "seize")) {
+		*why = ATT_E_FAULT;
+		goto out_detach_fatal;
+	}
+	t0 = att_now_ns();
+	thr->t_interrupt = t0;
+	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0) {
+		err = errno;
+		if (err == ESRCH) {
+			thr->state = ATT_TS_GONE;
+			ctx->have_thr = false;
+			return TRY_NEXT;
+		}
+		*why = att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_INTERRUPT thread %d", (int)c->tid);
+		goto out_detach_fatal;
+	}
+	*why = await_stop(ctx, thr, ctx->stop_timeout_ms);
+	if (*why) {
+		if (thr->state == ATT_TS_GONE && process_alive(ctx->pid)) {
+			ctx->have_thr = false;
+			return TRY_NEXT;
+		}
+		goto out_detach_fatal;
+	}
+	t1 = att_now_ns();
+	ctx->st.stop_ns = t1 - t0;
+	if (att_fault(ctx, "interrupt")) {
+		*why = ATT_E_FAULT;
+		goto out_detach_fatal;
+	}
+	rc = check_stop_regs(thr, reason, sizeof(reason));
+	if (rc == 0) {
+		rc = att_maps_read(ctx->pid, &maps);
+		if (rc) {
+			snprintf(reason, sizeof(reason), "read maps: %s", strerror(-rc));
+		} else {
+			rc = att_stack_check(ctx, thr, &maps, reason, sizeof(reason));
+			att_maps_free(&maps);
+		}
+	}
+	ctx->st.unwind_ns = att_now_ns() - t1;
+	if (rc) {
+		att_thread_detach(ctx, thr);
+		ctx->have_thr = false;
+		ctx->st.rejected++;
+		snprintf(ctx->st.reject_why, sizeof(ctx->st.reject_why), "%d: %s", (int)c->tid, reason);
+		if (att_now_ns() - t0 > ctx->st.max_reject_ns)
+			ctx->st.max_reject_ns = att_now_ns() - t0;
+		return TRY_NEXT;
+	}
+	if (att_fault(ctx, "choose")) {
+		*why = ATT_E_FAULT;
+		goto out_detach_fatal;
+	}
+	ctx->st.tid = c->tid;
+	ctx->st.syscall = thr->sysno;
+	return TRY_OK;
+
+out_detach_fatal:
+	att_thread_detach(ctx, thr);
+	ctx->have_thr = false;
+	return TRY_FATAL;
+}
+
+enum att_reason att_seize(struct att_ctx *ctx)
+{
+	enum att_reason why = ATT_OK;
+	unsigned round;
+	size_t i;
+	bool had_cand = false;
+
+	if (!ctx->preflight_ok || ctx->have_thr)
+		return att_fail(ctx, ATT_E_STATE, 0, "att_seize needs a passed preflight and no held thread");
+	ctx->st.rejected = 0;
+	for (round = 0; round < ATT_SEIZE_ROUNDS; round++) {
+		ctx->st.rounds = round + 1;
+		if (round > 0)
+			att_sleep_ms(ATT_ROUND_PAUSE_MS);
+		if (!process_alive(ctx->pid))
+			return att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+		why = att_choose_thread(ctx);
+		if (why == ATT_E_NO_THREAD || why == ATT_E_THREAD_UNSAFE)
+			continue;	/* states change: look again after a pause */
+		if (why)
+			return why;
+		had_cand = true;
+		for (i = 0; i < ctx->ncand; i++) {
+			switch (try_thread(ctx, &ctx->cand[i], &why)) {
+			case TRY_OK:
+				return ATT_OK;
+			case TRY_FATAL:
+				return why;
+			case TRY_NEXT:
+				break;
+			}
+		}
+	}
+	if (!had_cand)
+		return why;	/* ATT_E_NO_THREAD or ATT_E_THREAD_UNSAFE, detail from the last look */
+	return att_fail(ctx, ATT_E_NO_SAFE_THREAD, 0, "%u rounds, %u threads let go; last: %s",
+			ctx->st.rounds, ctx->st.rejected, ctx->st.reject_why);
+}

@@ -1,0 +1,230 @@
+/* attach/wait.c - wait for a traced thread with a deadline; classify and dispatch its stops */
+/* SPDX-License-Identifier: MIT */
+/*
+ * One wait function turns a waitpid status into an enum att_event, and one
+ * dispatcher acts on it according to the phase:
+ *
+ *   STOPPING (after PTRACE_INTERRUPT): we await the PTRACE_EVENT_STOP. A
+ *     signal-delivery-stop that comes first is delivered at once with its
+ *     siginfo untouched (PTRACE_CONT with the signal): exactly once, where
+ *     it would have gone. The interrupt is still pending and traps right
+ *     after, inside the handler's frame, so the stack check sees a signal
+ *     frame and lets that thread go. A group-stop means the process is
+ *     being stopped by job control: we give up and leave it stopped.
+ *
+ *   CALLING (our function runs): we await the SIGSEGV at the return
+ *     address. Asynchronous signals are blocked, so only SIGSTOP (not
+ *     blockable) can still arrive: it is held (siginfo saved, not delivered
+ *     now) and delivered at release. A group-stop is let pass and marked:
+ *     the kernel puts the thread back into the stop when we detach
+ *     (__ptrace_unlink re-arms JOBCTL_STOP_PENDING). A synchronous signal
+ *     at another address is a crash of the call.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach/internal.h"
+
+#ifndef PTRACE_EVENT_STOP
+#define PTRACE_EVENT_STOP 128
+#endif
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static bool is_sync_signal(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGTRAP || sig == SIGSYS;
+}
+
+enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned timeout_ms, int *status)
+{
+	uint64_t deadline = att_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	struct timespec nap = { 0, 20000 };
+	int st = 0, sig, event;
+	pid_t r;
+
+	(void)ctx;
+	for (;;) {
+		r = waitpid(thr->tid, &st, __WALL | WNOHANG);
+		if (r == thr->tid)
+			break;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			*status = 0;
+			return ATT_EV_ERROR;
+		}
+		if (att_now_ns() >= deadline)
+			return ATT_EV_TIMEOUT;
+		/* back off from 20 us to 1 ms: quick stops are seen quickly */
+		nanosleep(&nap, NULL);
+		if (nap.tv_nsec < 1000000)
+			nap.tv_nsec *= 2;
+	}
+	*status = st;
+	if (WIFEXITED(st) || WIFSIGNALED(st))
+		return ATT_EV_EXITED;
+	if (!WIFSTOPPED(st))
+		return ATT_EV_ERROR;
+	sig = WSTOPSIG(st);
+	event = (unsigned)st >> 16;
+	if (event == PTRACE_EVENT_STOP)
+		return is_stop_signal(sig) ? ATT_EV_GROUP_STOP : ATT_EV_INTERRUPT_STOP;
+	if (event == PTRACE_EVENT_EXEC)
+		return ATT_EV_EXEC;
+	if (event)
+		return ATT_EV_OTHER_EVENT;
+	if (sig == (SIGTRAP | 0x80))
+		return ATT_EV_SYSCALL_STOP;
+	return ATT_EV_SIGNAL_STOP;
+}
+
+/* Resume thr with sig; ESRCH means it is gone. */
+static int resume(struct att_thread *thr, int sig)
+{
+	if (ptrace(PTRACE_CONT, thr->tid, 0, (void *)(long)sig) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Keep a signal for release; when full, queue it back now (it stays pending, blocked). */
+static void hold(struct att_ctx *ctx, struct att_thread *thr, const siginfo_t *si)
+{
+	if (thr->nheld < ATT_HELD_MAX) {
+		thr->held[thr->nheld++] = *si;
+		ctx->st.held_signals++;
+		return;
+	}
+	if (syscall(SYS_rt_tgsigqueueinfo, ctx->pid, thr->tid, si->si_signo, si) < 0)
+		syscall(SYS_tgkill, ctx->pid, thr->tid, si->si_signo);
+}
+
+static enum att_disp gone(struct att_ctx *ctx, struct att_thread *thr, enum att_reason *why)
+{
+	thr->state = ATT_TS_GONE;
+	thr->regs_saved = false;
+	thr->mask_changed = false;
+	ctx->failed_tid = thr->tid;
+	*why = att_fail(ctx, ATT_E_EXITED, 0, "thread %d", (int)thr->tid);
+	return ATT_D_FAIL;
+}
+
+static enum att_disp disp_stopping(struct att_ctx *ctx, struct att_thread *thr, enum att_event ev,
+				   int status, enum att_reason *why)
+{
+	int sig = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+
+	switch (ev) {
+	case ATT_EV_INTERRUPT_STOP:
+		thr->state = ATT_TS_STOPPED;
+		thr->at_signal_stop = false;
+		return ATT_D_DONE;
+	case ATT_EV_SIGNAL_STOP:
+		/* deliver now, exactly once, siginfo unchanged (see file header) */
+		ctx->st.delivered_signals++;
+		return resume(thr, sig) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+	case ATT_EV_GROUP_STOP:
+		thr->state = ATT_TS_STOPPED;
+		thr->at_signal_stop = false;
+		thr->group_stop_seen = true;
+		ctx->failed_tid = thr->tid;
+		*why = att_fail(ctx, ATT_E_STOPPED, 0, "stopped by signal %d during attach", sig);
+		return ATT_D_FAIL;
+	case ATT_EV_EXEC:
+		thr->state = ATT_TS_STOPPED;
+		thr->at_signal_stop = false;
+		*why = att_fail(ctx, ATT_E_EXEC, 0, "thread %d", (int)thr->tid);
+		return ATT_D_FAIL;
+	case ATT_EV_SYSCALL_STOP:
+	case ATT_EV_OTHER_EVENT:
+		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+	case ATT_EV_EXITED:
+	case ATT_EV_ERROR:
+		return gone(ctx, thr, why);
+	case ATT_EV_TIMEOUT:
+		ctx->failed_tid = thr->tid;
+		*why = att_fail(ctx, ATT_E_STOP_TIMEOUT, 0, "thread %d", (int)thr->tid);
+		return ATT_D_FAIL;
+	}
+	return ATT_D_AGAIN;
+}
+
+static enum att_disp disp_calling(struct att_ctx *ctx, struct att_thread *thr, enum att_event ev,
+				  int status, enum att_reason *why)
+{
+	int sig = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+	struct user_regs_struct gp;
+	siginfo_t si;
+
+	switch (ev) {
+	case ATT_EV_SIGNAL_STOP:
+		memset(&si, 0, sizeof(si));
+		if (ptrace(PTRACE_GETSIGINFO, thr->tid, 0, &si) < 0 ||
+		    ptrace(PTRACE_GETREGS, thr->tid, 0, &gp) < 0)
+			return gone(ctx, thr, why);
+		if (is_sync_signal(sig)) {
+			thr->state = ATT_TS_STOPPED;
+			thr->at_signal_stop = true;
+			if (sig == SIGSEGV && att_arch_pc(&gp) == ATT_RETURN_ADDR)
+				return ATT_D_DONE;
+			thr->last_sig = sig;
+			thr->fault_addr = att_arch_pc(&gp);
+			ctx->failed_tid = thr->tid;
+			*why = att_fail(ctx, ATT_E_CALL_FAULT, 0, "signal %d (%s) at pc %#llx, address %p",
+					sig, strsignal(sig), (unsigned long long)att_arch_pc(&gp),
+					si.si_addr);
+			return ATT_D_FAIL;
+		}
+		hold(ctx, thr, &si);
+		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+	case ATT_EV_GROUP_STOP:
+		thr->group_stop_seen = true;
+		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+	case ATT_EV_INTERRUPT_STOP:
+		if (thr->interrupting) {
+			/* the call hung and we stopped it: back in our hands, mid-call */
+			thr->interrupting = false;
+			thr->state = ATT_TS_STOPPED;
+			thr->at_signal_stop = false;
+			*why = att_fail(ctx, ATT_E_CALL_TIMEOUT, 0, "thread %d", (int)thr->tid);
+			return ATT_D_FAIL;
+		}
+		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+	case ATT_EV_SYSCALL_STOP:
+	case ATT_EV_OTHER_EVENT:
+		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+	case ATT_EV_EXEC:
+		/* the old program is gone: its saved registers mean nothing now */
+		thr->state = ATT_TS_STOPPED;
+		thr->at_signal_stop = false;
+		thr->regs_saved = false;
+		thr->mask_changed = false;
+		thr->errno_saved = false;
+		*why = att_fail(ctx, ATT_E_EXEC, 0, "thread %d", (int)thr->tid);
+		return ATT_D_FAIL;
+	case ATT_EV_EXITED:
+	case ATT_EV_ERROR:
+		return gone(ctx, thr, why);
+	case ATT_EV_TIMEOUT:
+		*why = att_fail(ctx, ATT_E_CALL_TIMEOUT, 0, "thread %d", (int)thr->tid);
+		return ATT_D_FAIL;
+	}
+	return ATT_D_AGAIN;
+}
+
+enum att_disp att_dispatch(struct att_ctx *ctx, struct att_thread *thr, enum att_phase ph,
+			   enum att_event ev, int status, enum att_reason *why)
+{
+	if (ph == ATT_PH_STOPPING)
+		return disp_stopping(ctx, thr, ev, status, why);
+	return disp_calling(ctx, thr, ev, status, why);
+}

@@ -1,0 +1,64 @@
+/* tests/attach/testlib.c - library the attach tests load into the victim */
+/* SPDX-License-Identifier: MIT */
+/*
+ * heaptap_test_start(path) appends one line to the file path:
+ *   "start count=N pid=P tid=T rt_blocked=B"
+ * count is a static counter (a second dlopen of the same library returns
+ * the same instance, so it says 2), rt_blocked whether asynchronous signals
+ * were blocked while the start function ran. The other entry points make
+ * the call fail in known ways: return nonzero, exit the process, crash,
+ * hang.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static int count;
+
+__attribute__((visibility("default"))) int heaptap_test_start(const char *path)
+{
+	sigset_t cur;
+	int fd, blocked;
+
+	count++;
+	sigprocmask(SIG_SETMASK, NULL, &cur);
+	blocked = sigismember(&cur, SIGRTMIN + 1) && sigismember(&cur, SIGTERM);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 100;
+	dprintf(fd, "start count=%d pid=%d tid=%d rt_blocked=%d\n", count, (int)getpid(),
+		(int)gettid(), blocked);
+	close(fd);
+	return 0;
+}
+
+__attribute__((visibility("default"))) int heaptap_test_fail(const char *path)
+{
+	(void)path;
+	return 7;
+}
+
+__attribute__((visibility("default"))) int heaptap_test_exit(const char *path)
+{
+	(void)path;
+	_exit(3);
+}
+
+__attribute__((visibility("default"))) int heaptap_test_crash(const char *path)
+{
+	volatile uintptr_t bad = 16;	/* hides the constant from -Warray-bounds */
+
+	(void)path;
+	*(volatile int *)bad = 1;
+	return 0;
+}
+
+__attribute__((visibility("default"))) int heaptap_test_hang(const char *path)
+{
+	(void)path;
+	for (;;)
+		pause();
+}

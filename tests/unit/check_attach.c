@@ -1,0 +1,391 @@
+/* tests/unit/check_attach.c - Check suite for attach/: parsers, reasons, preflight, a real remote call */
+/* SPDX-License-Identifier: MIT */
+#include <check.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach/internal.h"
+
+START_TEST(reasons_have_text_and_distinct_codes)
+{
+	int seen[256] = { 0 };
+	unsigned i;
+
+	ck_assert_int_eq(att_exit_code(ATT_OK), 0);
+	for (i = 1; i < ATT_E_COUNT; i++) {
+		int code = att_exit_code(i);
+
+		ck_assert_str_ne(att_strerror(i), "unknown reason");
+		ck_assert_msg(code >= 10 && code <= 63, "reason %u code %d", i, code);
+		ck_assert_msg(!seen[code], "exit code %d used twice", code);
+		seen[code] = 1;
+	}
+	ck_assert_str_eq(att_strerror(ATT_E_COUNT), "unknown reason");
+	ck_assert_str_eq(att_strerror((enum att_reason)-1), "unknown reason");
+}
+END_TEST
+
+START_TEST(syscall_line_parsing)
+{
+	unsigned long a[6];
+	long nr;
+	bool running;
+
+	ck_assert_int_eq(att_parse_syscall("running\n", &nr, a, &running), 0);
+	ck_assert(running);
+	ck_assert_int_eq(nr, -1);
+	ck_assert_int_eq(att_parse_syscall("-1 0x7ffd0 0x401000\n", &nr, a, &running), 0);
+	ck_assert(!running);
+	ck_assert_int_eq(nr, -1);
+	ck_assert_int_eq(att_parse_syscall("202 0x55d0 0x80 0x2 0x0 0x0 0x0 0x7ffd 0x7f12\n", &nr,
+					   a, &running), 0);
+	ck_assert_int_eq(nr, 202);
+	ck_assert_uint_eq(a[0], 0x55d0);
+	ck_assert_uint_eq(a[1], 0x80);
+	ck_assert_uint_eq(a[2], 2);
+	ck_assert_int_eq(att_parse_syscall("", &nr, a, &running), -EINVAL);
+	ck_assert_int_eq(att_parse_syscall("garbage", &nr, a, &running), -EINVAL);
+	ck_assert_int_eq(att_parse_syscall("7 0x1 0x2", &nr, a, &running), -EINVAL);
+}
+END_TEST
+
+START_TEST(syscall_classes)
+{
+	unsigned long none[6] = { 0 }, masked[6] = { 1, 2, 3, 0x7ff000, 8, 0 };
+
+	ck_assert_int_eq(att_arch_sysclass(-1, none), ATT_SC_USER);
+	ck_assert_int_eq(att_arch_sysclass(SYS_read, none), ATT_SC_RESTART);
+	ck_assert_int_eq(att_arch_sysclass(SYS_futex, none), ATT_SC_RESTART);
+	ck_assert_int_eq(att_arch_sysclass(SYS_nanosleep, none), ATT_SC_RESTART);
+	ck_assert_int_eq(att_arch_sysclass(SYS_clock_nanosleep, none), ATT_SC_RESTART);
+	ck_assert_int_eq(att_arch_sysclass(SYS_wait4, none), ATT_SC_RESTART);
+	ck_assert_int_eq(att_arch_sysclass(SYS_epoll_wait, none), ATT_SC_EINTR);
+	ck_assert_int_eq(att_arch_sysclass(SYS_epoll_pwait, none), ATT_SC_MASKSWAP);
+	ck_assert_int_eq(att_arch_sysclass(SYS_pselect6, none), ATT_SC_MASKSWAP);
+	ck_assert_int_eq(att_arch_sysclass(SYS_ppoll, none), ATT_SC_RESTART);
+	ck_assert_int_eq(att_arch_sysclass(SYS_ppoll, masked), ATT_SC_MASKSWAP);
+	ck_assert_int_eq(att_arch_sysclass(SYS_rt_sigsuspend, none), ATT_SC_MASKSWAP);
+	ck_assert_int_eq(att_arch_sysclass(SYS_connect, none), ATT_SC_EINTR);
+	ck_assert_int_eq(att_arch_sysclass(99999, none), ATT_SC_UNKNOWN);
+}
+END_TEST
+
+START_TEST(stat_and_status_parsing)
+{
+	char state;
+	unsigned long flags;
+	pid_t ppid;
+	const char *st = "Name:\tvictim\nState:\tS (sleeping)\nTgid:\t42\nTracerPid:\t7\n";
+
+	ck_assert_int_eq(att_parse_stat("42 (a) b) (c) T 1 42 42 0 -1 4194560 0 0", &state, &flags,
+					&ppid), 0);
+	ck_assert_int_eq(state, 'T');
+	ck_assert_int_eq(ppid, 1);
+	ck_assert_uint_eq(flags, 4194560);
+	ck_assert_int_eq(att_parse_stat("42 no paren", &state, &flags, &ppid), -EINVAL);
+	ck_assert_int_eq(att_parse_stat("42 (x) S", &state, &flags, &ppid), -EINVAL);
+	ck_assert_int_eq(atoi(att_status_field(st, "Tgid")), 42);
+	ck_assert_int_eq(atoi(att_status_field(st, "TracerPid")), 7);
+	ck_assert_ptr_null(att_status_field(st, "Tracer"));
+	ck_assert_ptr_null(att_status_field(st, "Uid"));
+}
+END_TEST
+
+START_TEST(yama_scopes)
+{
+	ck_assert_int_eq(att_yama_check(0, false, false), ATT_OK);
+	ck_assert_int_eq(att_yama_check(1, false, false), ATT_E_YAMA);
+	ck_assert_int_eq(att_yama_check(1, true, false), ATT_OK);
+	ck_assert_int_eq(att_yama_check(1, false, true), ATT_OK);
+	ck_assert_int_eq(att_yama_check(2, true, false), ATT_E_YAMA);
+	ck_assert_int_eq(att_yama_check(2, false, true), ATT_OK);
+	ck_assert_int_eq(att_yama_check(3, true, true), ATT_E_YAMA);
+}
+END_TEST
+
+START_TEST(elf_header_check)
+{
+	unsigned char h[64];
+	char what[128];
+	int fd = open("/proc/self/exe", O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, h, sizeof(h)), (ssize_t)sizeof(h));
+	close(fd);
+	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_OK);
+	h[EI_CLASS] = ELFCLASS32;
+	h[18] = EM_386;
+	h[19] = 0;
+	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_E_ARCH);
+	ck_assert_ptr_nonnull(strstr(what, "32-bit"));
+	h[EI_CLASS] = ELFCLASS64;
+	h[18] = EM_AARCH64;
+	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_E_ARCH);
+	ck_assert_int_eq(att_check_ehdr(h, 10, what, sizeof(what)), ATT_E_EXE);
+	memcpy(h, "#!/bin/sh\n", 10);
+	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_E_EXE);
+}
+END_TEST
+
+START_TEST(maps_of_self)
+{
+	struct att_maps m;
+	const struct att_map *libc, *hit;
+
+	ck_assert_int_eq(att_maps_read(getpid(), &m), 0);
+	ck_assert_uint_gt(m.n, 3);
+	libc = att_maps_module(&m, "libc.so");
+	ck_assert_ptr_nonnull(libc);
+	ck_assert_uint_eq(libc->offset, 0);
+	hit = att_maps_find(&m, (uint64_t)(uintptr_t)&printf);
+	ck_assert_ptr_nonnull(hit);
+	ck_assert_ptr_nonnull(strstr(hit->path, "libc.so"));
+	ck_assert_ptr_null(att_maps_find(&m, 0));
+	att_maps_free(&m);
+	ck_assert_int_lt(att_maps_read(0x7ffffff0, &m), 0);
+}
+END_TEST
+
+/* The libc lookup must agree with our own dynamic linker for our own process. */
+START_TEST(libc_symbol_matches_dlsym)
+{
+	struct att_ctx *ctx = att_new(getpid());
+	uint64_t addr = 0;
+
+	ck_assert_ptr_nonnull(ctx);
+	ck_assert_int_eq(att_libc_symbol(ctx, "getpid", &addr), ATT_OK);
+	ck_assert_uint_eq(addr, (uint64_t)(uintptr_t)&getpid);
+	ck_assert_int_eq(att_libc_symbol(ctx, "dlopen", &addr), ATT_OK);
+	ck_assert_int_eq(att_libc_symbol(ctx, "no_such_symbol_here", &addr), ATT_E_NO_SYMBOL);
+	ck_assert_ptr_nonnull(strstr(att_detail(ctx), "no_such_symbol_here"));
+	att_free(ctx);
+}
+END_TEST
+
+START_TEST(preflight_refusals)
+{
+	struct att_ctx *ctx;
+	pid_t gone;
+
+	ctx = att_new(0);
+	ck_assert_int_eq(att_preflight(ctx), ATT_E_BAD_PID);
+	att_free(ctx);
+	ctx = att_new(getpid());
+	ck_assert_int_eq(att_preflight(ctx), ATT_E_SELF);
+	ck_assert_int_eq(att_seize(ctx), ATT_E_STATE);
+	att_free(ctx);
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	ctx = att_new(gone);
+	ck_assert_int_eq(att_preflight(ctx), ATT_E_NO_PROCESS);
+	att_free(ctx);
+	att_free(NULL);
+}
+END_TEST
+
+/* Find a kernel thread: PF_KTHREAD in /proc/PID/stat flags. */
+static pid_t find_kthread(void)
+{
+	char path[64], buf[1024], state;
+	unsigned long flags;
+	pid_t p;
+
+	for (p = 2; p < 200; p++) {
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+		if (att_read_file(path, buf, sizeof(buf)) > 0 &&
+		    att_parse_stat(buf, &state, &flags, NULL) == 0 && (flags & 0x00200000))
+			return p;
+	}
+	return 0;
+}
+
+START_TEST(preflight_kernel_thread)
+{
+	struct att_ctx *ctx;
+	pid_t k = find_kthread();
+
+	if (!k)
+		return;	/* pid namespace without kernel threads: nothing to test */
+	ctx = att_new(k);
+	ck_assert_int_eq(att_preflight(ctx), ATT_E_KERNEL_THREAD);
+	att_free(ctx);
+}
+END_TEST
+
+static pid_t child_sleeper(int fd_out)
+{
+	pid_t p = fork();
+	struct timespec ts = { 0, 1000000 };
+	int eintr = 0, i;
+
+	if (p)
+		return p;
+	/* Check's SIGTERM handler (inherited) would kill the whole test group */
+	signal(SIGTERM, SIG_DFL);
+	/* beats on fd_out every 1 ms; exits 1 if nanosleep ever saw EINTR */
+	for (i = 0; i < 100000; i++) {
+		if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
+			eintr++;
+		if (write(fd_out, eintr ? "E" : ".", 1) < 0)
+			_exit(eintr ? 1 : 0);
+	}
+	_exit(eintr ? 1 : 0);
+}
+
+START_TEST(preflight_stopped_child)
+{
+	struct att_ctx *ctx;
+	int fds[2], st;
+	pid_t c;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	c = child_sleeper(fds[1]);
+	kill(c, SIGSTOP);
+	ck_assert_int_eq(waitpid(c, &st, WUNTRACED), c);
+	ctx = att_new(c);
+	ck_assert_int_eq(att_preflight(ctx), ATT_E_STOPPED);
+	ck_assert_int_eq(att_exit_code(ATT_E_STOPPED), 16);
+	att_free(ctx);
+	kill(c, SIGKILL);
+	waitpid(c, &st, 0);
+}
+END_TEST
+
+/* As an unprivileged user: another user's process, and a non-dumpable own one. */
+START_TEST(preflight_other_user_and_dumpable)
+{
+	int go[2], st;
+	pid_t victim, prober;
+	char c;
+
+	if (geteuid() != 0)
+		return;	/* needs root to play two users */
+	ck_assert_int_eq(pipe(go), 0);
+	victim = fork();
+	if (victim == 0) {
+		/* nobody, non-dumpable */
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		prctl(PR_SET_DUMPABLE, 0);
+		(void)!write(go[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(read(go[0], &c, 1), 1);
+	prober = fork();
+	if (prober == 0) {
+		struct att_ctx *ctx;
+		enum att_reason a, b;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		ctx = att_new(victim);
+		a = att_preflight(ctx);
+		att_free(ctx);
+		ctx = att_new(getppid());	/* root's process */
+		b = att_preflight(ctx);
+		att_free(ctx);
+		_exit(a == ATT_E_NOT_DUMPABLE && b == ATT_E_OTHER_USER ? 0 : 10 + a);
+	}
+	ck_assert_int_eq(waitpid(prober, &st, 0), prober);
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "prober status %#x", st);
+}
+END_TEST
+
+/* Seize a child sleeping in nanosleep, call getpid() in it, let it go. */
+START_TEST(remote_call_in_child)
+{
+	struct att_ctx *ctx;
+	struct att_stats s;
+	uint64_t fn = 0, ret = 0;
+	int fds[2], st, n;
+	char buf[64];
+	pid_t c;
+	enum att_reason why;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	c = child_sleeper(fds[1]);
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], buf, 1), 1);
+	ctx = att_new(c);
+	why = att_preflight(ctx);
+	ck_assert_msg(why == ATT_OK, "%s: %s", att_strerror(why), att_detail(ctx));
+	why = att_seize(ctx);
+	if (why == ATT_E_PTRACE && att_errno(ctx) == EPERM) {
+		kill(c, SIGKILL);
+		waitpid(c, NULL, 0);
+		att_free(ctx);
+		return;	/* ptrace not permitted in this environment */
+	}
+	ck_assert_msg(why == ATT_OK, "%s: %s", att_strerror(why), att_detail(ctx));
+	ck_assert_int_eq(att_libc_symbol(ctx, "getpid", &fn), ATT_OK);
+	why = att_call(ctx, fn, NULL, 0, &ret);
+	ck_assert_msg(why == ATT_OK, "%s: %s", att_strerror(why), att_detail(ctx));
+	ck_assert_int_eq((pid_t)ret, c);
+	ck_assert_int_eq(att_call(ctx, fn, NULL, 7, &ret), ATT_E_STATE);
+	att_release(ctx);
+	att_get_stats(ctx, &s);
+	ck_assert_int_eq(s.tid, c);
+	ck_assert(s.syscall == SYS_nanosleep || s.syscall == SYS_clock_nanosleep);
+	ck_assert_uint_gt(s.pause_ns, 0);
+	ck_assert_uint_ge(s.calls, 2);	/* __errno_location, getpid */
+	att_free(ctx);
+	/* it beats on, without EINTR */
+	for (n = 0; n < 20; n++)
+		ck_assert_int_eq(read(fds[0], buf, 1), 1);
+	ck_assert_int_eq(buf[0], '.');
+	kill(c, SIGTERM);
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	close(fds[0]);
+}
+END_TEST
+
+static Suite *attach_suite(void)
+{
+	Suite *s = suite_create("attach");
+	TCase *t = tcase_create("parse");
+
+	tcase_add_test(t, reasons_have_text_and_distinct_codes);
+	tcase_add_test(t, syscall_line_parsing);
+	tcase_add_test(t, syscall_classes);
+	tcase_add_test(t, stat_and_status_parsing);
+	tcase_add_test(t, yama_scopes);
+	tcase_add_test(t, elf_header_check);
+	tcase_add_test(t, maps_of_self);
+	tcase_add_test(t, libc_symbol_matches_dlsym);
+	suite_add_tcase(s, t);
+	t = tcase_create("process");
+	tcase_add_test(t, preflight_refusals);
+	tcase_add_test(t, preflight_kernel_thread);
+	tcase_add_test(t, preflight_stopped_child);
+	tcase_add_test(t, preflight_other_user_and_dumpable);
+	tcase_add_test(t, remote_call_in_child);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *r = srunner_create(attach_suite());
+	int failed;
+
+	srunner_run_all(r, CK_NORMAL);
+	failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
