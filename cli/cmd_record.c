@@ -242,11 +242,16 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog,
 }
 
 /* Say what the interpreter could not do; the recording may still hold data. */
-static void report_itp(const char *out, const struct itp_result *res)
+static void report_itp(const char *prog, const char *out, const struct itp_result *res)
 {
 	const char *what = itp_strerror(res->err);
 
-	if (res->err == ITP_E_OUTPUT)
+	if (res->err == ITP_E_TRUNCATED && !res->end_reason)
+		/* No END record: the program called _exit() or was killed,
+		 * so its library had no chance to send what it still held. */
+		cli_msg("record: warning: %s ended without closing the event stream (killed, or "
+			"_exit); its last events may be missing", prog);
+	else if (res->err == ITP_E_OUTPUT)
 		cli_msg("record: %s: %s%s%s", out, rec_strerror(res->rec_error),
 			res->detail[0] ? ": " : "", res->detail);
 	else if (res->err == ITP_E_IO)
@@ -346,7 +351,7 @@ int cli_cmd_record(int argc, char **argv)
 
 	ret = interpret(conn, a.output, pid, prog, out, sizeof(out), &res);
 	if (ret < 0 && !(res.err == ITP_E_OUTPUT && lstat(out, &st) < 0))
-		report_itp(out, &res);
+		report_itp(prog, out, &res);
 	if (res.err == ITP_E_OUTPUT && lstat(out, &st) < 0) {
 		/* Nothing was written: the library sees the socket close and
 		 * goes inert; the program runs on to its end. */
