@@ -156,6 +156,18 @@ enum att_reason att_choose_thread(struct att_ctx *ctx) ATT_MUST_CHECK;
  */
 enum att_reason att_seize(struct att_ctx *ctx) ATT_MUST_CHECK;
 
+/*
+ * Optional, before att_seize(): do now, while nothing is stopped, the work
+ * that reads files: resolve the libc functions to call, learn where the
+ * forbidden functions are (for the stack check), and if lib_path is not
+ * NULL, make the library visible in the target's mount namespace (staging
+ * a copy if needed; removed by att_inject/att_release/att_free). att_seize()
+ * does the first two itself; att_inject() stages if this was not called
+ * with the same path, then while the thread is stopped. Returns ATT_OK,
+ * ATT_E_NO_SYMBOL, ATT_E_STAGE, ATT_E_EXITED or ATT_E_NOMEM.
+ */
+enum att_reason att_prepare(struct att_ctx *ctx, const char *lib_path) ATT_MUST_CHECK;
+
 /* What att_inject() got back from the target. */
 struct att_inject_result {
 	uint64_t handle;	/* dlopen's handle (the same for a second injection) */
@@ -204,6 +216,7 @@ struct att_stats {
 	unsigned held_signals;	/* signals held during the calls and re-delivered at release */
 	unsigned delivered_signals; /* signals that arrived while stopping and were delivered at once */
 	unsigned calls;		/* remote calls made */
+	unsigned eintr_repaired; /* EINTR of an epoll_wait-like call our stop caused, rewound */
 	uint64_t pause_ns;	/* PTRACE_INTERRUPT of the hijacked thread to its detach */
 	uint64_t stop_ns;	/* PTRACE_INTERRUPT to the stop being seen */
 	uint64_t unwind_ns;	/* stack check of the hijacked thread */

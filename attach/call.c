@@ -82,7 +82,7 @@ enum att_reason att_call_begin(struct att_ctx *ctx)
 {
 	struct att_thread *thr = &ctx->thr;
 	enum att_reason why;
-	uint64_t fn, addr;
+	uint64_t addr;
 	int32_t value;
 	int err;
 
@@ -101,10 +101,10 @@ enum att_reason att_call_begin(struct att_ctx *ctx)
 		return why;
 	if (att_fault(ctx, "mask"))
 		return ATT_E_FAULT;
-	why = att_libc_symbol(ctx, "__errno_location", &fn);
+	why = att_resolve_funcs(ctx);
 	if (why)
 		return why;
-	why = att_call_raw(ctx, fn, NULL, 0, &addr);
+	why = att_call_raw(ctx, ctx->fn_errno, NULL, 0, &addr);
 	if (why)
 		return why;
 	err = att_mem_read(thr->tid, addr, &value, sizeof(value));

@@ -32,6 +32,7 @@ void att_free(struct att_ctx *ctx)
 		return;
 	att_release(ctx);
 	att_unstage(ctx);
+	att_forbidden_free(ctx);
 	free(ctx);
 }
 

@@ -95,3 +95,51 @@ out_close:
 	close(fd);
 	return ret;
 }
+
+int att_elf_foreach_func(const char *path, att_elf_func_fn fn, void *arg, uint64_t *first_vaddr)
+{
+	Elf *e = NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	GElf_Sym sym;
+	size_t i, n;
+	const char *s;
+	int fd, ret = -EINVAL;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF)
+		goto out_close;
+	ret = first_load_vaddr(e, first_vaddr);
+	if (ret || !fn)
+		goto out_end;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_entsize == 0 ||
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			if (!gelf_getsym(d, (int)i, &sym))
+				break;
+			if (sym.st_shndx == SHN_UNDEF || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_size == 0)
+				continue;
+			s = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (s && *s)
+				fn(arg, s, sym.st_value, sym.st_size);
+		}
+	}
+out_end:
+	elf_end(e);
+out_close:
+	close(fd);
+	return ret;
+}

@@ -4,6 +4,7 @@
  * Sequence, each step undone in reverse on failure:
  *
  *   stage           make lib visible in the target      -> att_unstage
+ *                   (done by att_prepare before the stop when called)
  *   att_call_begin  save regs/xstate/mask/errno, block  -> att_call_end
  *   mmap            scratch page for the strings        -> munmap
  *   write           path, symbol, argument into it
@@ -25,43 +26,69 @@
 #define GLIBC_RTLD_DLOPEN 0x80000000	/* __libc_dlopen_mode wants it */
 #define RTLD_NOW_VALUE 2
 
-struct funcs {
-	uint64_t dlopen, dlerror, dlsym, mmap, munmap;
-	bool libc_mode;			/* __libc_dlopen_mode / __libc_dlsym (glibc < 2.34) */
-};
-
-static enum att_reason find_funcs(struct att_ctx *ctx, struct funcs *f)
+/*
+ * Resolve, before anything is stopped, every function called in the
+ * target. glibc >= 2.34 and musl export dlopen/dlsym/dlerror from libc;
+ * older glibc has __libc_dlopen_mode/__libc_dlsym (and no dlerror there).
+ */
+enum att_reason att_resolve_funcs(struct att_ctx *ctx)
 {
 	enum att_reason why;
 
-	memset(f, 0, sizeof(*f));
-	why = att_libc_symbol(ctx, "mmap", &f->mmap);
+	if (ctx->funcs_known)
+		return ATT_OK;
+	why = att_libc_symbol(ctx, "mmap", &ctx->fn_mmap);
 	if (!why)
-		why = att_libc_symbol(ctx, "munmap", &f->munmap);
+		why = att_libc_symbol(ctx, "munmap", &ctx->fn_munmap);
+	if (!why)
+		why = att_libc_symbol(ctx, "__errno_location", &ctx->fn_errno);
 	if (why)
 		return why;
-	if (att_libc_symbol(ctx, "dlopen", &f->dlopen) == ATT_OK) {
-		why = att_libc_symbol(ctx, "dlsym", &f->dlsym);
+	ctx->fn_dlerror = 0;
+	if (att_libc_symbol(ctx, "dlopen", &ctx->fn_dlopen) == ATT_OK) {
+		ctx->libc_mode = false;
+		why = att_libc_symbol(ctx, "dlsym", &ctx->fn_dlsym);
 		if (!why)
-			why = att_libc_symbol(ctx, "dlerror", &f->dlerror);
-		return why;
+			why = att_libc_symbol(ctx, "dlerror", &ctx->fn_dlerror);
+	} else {
+		/* FIXME(#4): glibc < 2.34 with libdl.so.2 loaded could use its dlopen/dlerror */
+		ctx->libc_mode = true;
+		why = att_libc_symbol(ctx, "__libc_dlopen_mode", &ctx->fn_dlopen);
+		if (!why)
+			why = att_libc_symbol(ctx, "__libc_dlsym", &ctx->fn_dlsym);
 	}
-	/* FIXME(#4): glibc < 2.34 with libdl.so.2 loaded could use its dlopen/dlerror */
-	f->libc_mode = true;
-	why = att_libc_symbol(ctx, "__libc_dlopen_mode", &f->dlopen);
-	if (!why)
-		why = att_libc_symbol(ctx, "__libc_dlsym", &f->dlsym);
+	if (why)
+		return why;
 	ctx->detail[0] = '\0';
+	ctx->funcs_known = true;
+	return ATT_OK;
+}
+
+enum att_reason att_prepare(struct att_ctx *ctx, const char *lib_path)
+{
+	enum att_reason why;
+
+	why = att_resolve_funcs(ctx);
+	if (!why)
+		why = att_forbidden_build(ctx);
+	if (why || !lib_path)
+		return why;
+	att_unstage(ctx);
+	ctx->prepared_lib[0] = '\0';
+	why = att_stage(ctx, lib_path, ctx->prepared_tpath, sizeof(ctx->prepared_tpath),
+			&ctx->prepared_staged);
+	if (!why)
+		snprintf(ctx->prepared_lib, sizeof(ctx->prepared_lib), "%s", lib_path);
 	return why;
 }
 
 /* Text of the target's dlerror(), or "" (f->dlerror 0 or the call failed). */
-static void remote_dlerror(struct att_ctx *ctx, const struct funcs *f, char *buf, size_t cap)
+static void remote_dlerror(struct att_ctx *ctx, char *buf, size_t cap)
 {
 	uint64_t msg = 0;
 
 	buf[0] = '\0';
-	if (!f->dlerror || att_call_raw(ctx, f->dlerror, NULL, 0, &msg) != ATT_OK || !msg)
+	if (!ctx->fn_dlerror || att_call_raw(ctx, ctx->fn_dlerror, NULL, 0, &msg) != ATT_OK || !msg)
 		return;
 	if (att_mem_read_str(ctx->thr.tid, msg, buf, cap) < 0)
 		buf[0] = '\0';
@@ -75,7 +102,6 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 	size_t lp, ls, la, size;
 	uint64_t scratch = 0, ret = 0, args[6];
 	enum att_reason why;
-	struct funcs f;
 	char *buf = NULL;
 	int err;
 
@@ -87,12 +113,18 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 		return att_fail(ctx, ATT_E_STATE, EINVAL, "NULL argument");
 	ctx->detail[0] = '\0';
 	ctx->err = 0;
-	why = find_funcs(ctx, &f);
+	why = att_resolve_funcs(ctx);
 	if (why)
 		return why;
-	why = att_stage(ctx, lib_path, tpath, sizeof(tpath), &r.staged);
-	if (why)
-		return why;
+	if (ctx->prepared_lib[0] && strcmp(ctx->prepared_lib, lib_path) == 0) {
+		snprintf(tpath, sizeof(tpath), "%s", ctx->prepared_tpath);
+		r.staged = ctx->prepared_staged;
+	} else {
+		/* not prepared: staging happens while the thread is stopped */
+		why = att_stage(ctx, lib_path, tpath, sizeof(tpath), &r.staged);
+		if (why)
+			return why;
+	}
 
 	why = att_call_begin(ctx);
 	if (why)
@@ -108,7 +140,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 	args[3] = MAP_PRIVATE | MAP_ANONYMOUS;
 	args[4] = (uint64_t)-1;
 	args[5] = 0;
-	why = att_call_raw(ctx, f.mmap, args, 6, &ret);
+	why = att_call_raw(ctx, ctx->fn_mmap, args, 6, &ret);
 	if (why)
 		goto out_end;
 	if (ret == (uint64_t)-1 || ret == 0) {
@@ -142,12 +174,12 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 	}
 
 	args[0] = scratch;
-	args[1] = RTLD_NOW_VALUE | (f.libc_mode ? GLIBC_RTLD_DLOPEN : 0);
-	why = att_call_raw(ctx, f.dlopen, args, 2, &r.handle);
+	args[1] = RTLD_NOW_VALUE | (ctx->libc_mode ? GLIBC_RTLD_DLOPEN : 0);
+	why = att_call_raw(ctx, ctx->fn_dlopen, args, 2, &r.handle);
 	if (why)
 		goto out_unmap;
 	if (!r.handle) {
-		remote_dlerror(ctx, &f, err_text, sizeof(err_text));
+		remote_dlerror(ctx, err_text, sizeof(err_text));
 		why = att_fail(ctx, ATT_E_DLOPEN, 0, "%s", err_text[0] ? err_text : tpath);
 		goto out_unmap;
 	}
@@ -158,11 +190,11 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 
 	args[0] = r.handle;
 	args[1] = scratch + lp;
-	why = att_call_raw(ctx, f.dlsym, args, 2, &r.start_addr);
+	why = att_call_raw(ctx, ctx->fn_dlsym, args, 2, &r.start_addr);
 	if (why)
 		goto out_unmap;
 	if (!r.start_addr) {
-		remote_dlerror(ctx, &f, err_text, sizeof(err_text));
+		remote_dlerror(ctx, err_text, sizeof(err_text));
 		why = att_fail(ctx, ATT_E_DLSYM, 0, "%s", err_text[0] ? err_text : start_symbol);
 		goto out_unmap;
 	}
@@ -185,13 +217,15 @@ out_unmap:
 
 		args[0] = scratch;
 		args[1] = size;
-		w = att_call_raw(ctx, f.munmap, args, 2, &ret);
+		w = att_call_raw(ctx, ctx->fn_munmap, args, 2, &ret);
 		if (w && why == ATT_OK)
 			why = w;
 	}
 out_end:
 	att_call_end(ctx, &why);
+	/* the mapping keeps the file alive; the name can go (rule 8) */
 	att_unstage(ctx);
+	ctx->prepared_lib[0] = '\0';
 	if (res)
 		*res = r;
 	return why;

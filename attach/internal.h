@@ -135,6 +135,20 @@ struct att_ctx {
 	/* staged copy of the library */
 	char stage_dir[PATH_MAX];	/* host view, "" if none */
 	char stage_file[PATH_MAX];
+	/* forbidden ranges (symcache.c), built before the first stop */
+	struct att_range *forb;
+	size_t nforb, capforb;
+	struct att_scanned *scanned;
+	size_t nscanned, capscanned;
+	bool forb_built;
+	/* functions called in the target, resolved before the first stop */
+	bool funcs_known;
+	bool libc_mode;			/* __libc_dlopen_mode / __libc_dlsym (glibc < 2.34) */
+	uint64_t fn_dlopen, fn_dlerror, fn_dlsym, fn_mmap, fn_munmap, fn_errno;
+	/* library staged by att_prepare */
+	char prepared_lib[PATH_MAX];
+	char prepared_tpath[PATH_MAX];
+	int prepared_staged;
 	struct att_stats st;
 	unsigned stop_timeout_ms;
 	unsigned call_timeout_ms;
@@ -177,6 +191,28 @@ enum att_reason att_check_ehdr(const unsigned char *h, size_t len, char *what, s
 /* ---- elfsym.c ---- */
 /* Value of a defined dynamic symbol in the ELF file at path. Returns 0 or -ENOENT/-errno. */
 int att_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *first_vaddr);
+
+/* Call fn for every defined FUNC symbol with a size in .symtab and .dynsym. */
+typedef void (*att_elf_func_fn)(void *arg, const char *name, uint64_t value, uint64_t size);
+int att_elf_foreach_func(const char *path, att_elf_func_fn fn, void *arg, uint64_t *first_vaddr);
+
+/* ---- symcache.c ---- */
+/* Address ranges of functions a hijacked thread must not be inside (see unwind.c). */
+struct att_range {
+	uint64_t lo, hi;
+	char name[48];
+};
+/* A module whose symbols were scanned: ip in [lo, hi) needs no name lookup. */
+struct att_scanned {
+	uint64_t lo, hi;
+};
+/* True if a function of this name must not be on the hijacked thread's stack. */
+bool att_name_forbidden(const char *name);
+/* Scan every file-backed module of the target, before anything is stopped. */
+enum att_reason att_forbidden_build(struct att_ctx *ctx);
+/* 1: ip is in a forbidden function (name set); 0: it is not; -1: module not scanned. */
+int att_forbidden_lookup(const struct att_ctx *ctx, uint64_t ip, const char **name);
+void att_forbidden_free(struct att_ctx *ctx);
 
 /* ---- arch/x86_64.c ---- */
 enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6]);
@@ -225,6 +261,10 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
 enum att_reason att_call_begin(struct att_ctx *ctx);
 /* Put errno, mask and registers back. Keeps the first failure in *why. */
 void att_call_end(struct att_ctx *ctx, enum att_reason *why);
+
+/* ---- inject.c ---- */
+/* Resolve mmap, munmap, __errno_location, dlopen, dlsym, dlerror in the target's libc. */
+enum att_reason att_resolve_funcs(struct att_ctx *ctx);
 
 /* ---- stage.c ---- */
 /* Path of lib as the target sees it, staging a copy if needed (tpath out). */

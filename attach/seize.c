@@ -114,8 +114,51 @@ static bool process_alive(pid_t pid)
 	return state != 'Z' && state != 'X';
 }
 
+/* Does the thread or process have a signal pending that the thread does not block? */
+static bool signal_pending(pid_t pid, pid_t tid)
+{
+	char path[96], buf[4096];
+	unsigned long long pnd = 0, shd = 0, blk = 0;
+	const char *v;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (att_read_file(path, buf, sizeof(buf)) < 0)
+		return true;
+	if ((v = att_status_field(buf, "SigPnd")))
+		sscanf(v, "%llx", &pnd);
+	if ((v = att_status_field(buf, "ShdPnd")))
+		sscanf(v, "%llx", &shd);
+	if ((v = att_status_field(buf, "SigBlk")))
+		sscanf(v, "%llx", &blk);
+	return ((pnd | shd) & ~blk) != 0;
+}
+
+/*
+ * A thread seen running user code may have entered an EINTR-returning
+ * syscall (epoll_wait, ...) before PTRACE_INTERRUPT reached it: the stop
+ * then shows rax == -EINTR, orig_rax the syscall, rip just after the
+ * 2-byte syscall instruction. With no signal pending, nothing but our stop
+ * caused that EINTR, so rewind it exactly as the kernel does for
+ * -ERESTARTNOHAND (rax = orig_rax, rip -= 2): the call is made again when
+ * the thread resumes, with its timeout counted from then.
+ */
+static int repair_eintr(struct att_ctx *ctx, struct att_thread *thr, struct user_regs_struct *gp)
+{
+	unsigned char insn[2];
+
+	if (att_mem_read(thr->tid, gp->rip - 2, insn, sizeof(insn)) < 0 || insn[0] != 0x0f ||
+	    insn[1] != 0x05 || signal_pending(ctx->pid, thr->tid))
+		return -1;
+	gp->rax = gp->orig_rax;
+	gp->rip -= 2;
+	if (ptrace(PTRACE_SETREGS, thr->tid, 0, gp) < 0)
+		return -1;
+	ctx->st.eintr_repaired++;
+	return 0;
+}
+
 /* The stop registers tell what the thread really was in; reject mask-swapping syscalls. */
-static int check_stop_regs(struct att_thread *thr, char *why, size_t cap)
+static int check_stop_regs(struct att_ctx *ctx, struct att_thread *thr, char *why, size_t cap)
 {
 	struct user_regs_struct gp;
 	unsigned long args[6];
@@ -130,14 +173,21 @@ static int check_stop_regs(struct att_thread *thr, char *why, size_t cap)
 	thr->sysno = nr;
 	if (nr < 0)
 		return 0;
+	args[0] = gp.rdi;
+	args[1] = gp.rsi;
+	args[2] = gp.rdx;
+	args[3] = gp.r10;
+	args[4] = gp.r8;
+	args[5] = gp.r9;
+	if (rax == -EINTR && att_arch_sysclass(nr, args) == ATT_SC_EINTR) {
+		if (repair_eintr(ctx, thr, &gp) == 0)
+			return 0;
+		snprintf(why, cap, "stopped in %s (syscall %ld) which returned EINTR", att_arch_sysname(nr),
+			 nr);
+		return -1;
+	}
 	if (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR || rax == -ERESTARTNOHAND ||
 	    rax == -ERESTART_RESTARTBLOCK) {
-		args[0] = gp.rdi;
-		args[1] = gp.rsi;
-		args[2] = gp.rdx;
-		args[3] = gp.r10;
-		args[4] = gp.r8;
-		args[5] = gp.r9;
 		if (att_arch_sysclass(nr, args) != ATT_SC_RESTART) {
 			snprintf(why, cap, "stopped in %s (syscall %ld), not safe to restart",
 				 att_arch_sysname(nr), nr);
@@ -211,7 +261,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 		*why = ATT_E_FAULT;
 		goto out_detach_fatal;
 	}
-	rc = check_stop_regs(thr, reason, sizeof(reason));
+	rc = check_stop_regs(ctx, thr, reason, sizeof(reason));
 	if (rc == 0) {
 		rc = att_maps_read(ctx->pid, &maps);
 		if (rc) {
@@ -255,6 +305,10 @@ enum att_reason att_seize(struct att_ctx *ctx)
 	if (!ctx->preflight_ok || ctx->have_thr)
 		return att_fail(ctx, ATT_E_STATE, 0, "att_seize needs a passed preflight and no held thread");
 	ctx->st.rejected = 0;
+	/* everything that reads files is done now, while nothing is stopped */
+	why = att_prepare(ctx, NULL);
+	if (why)
+		return why;
 	for (round = 0; round < ATT_SEIZE_ROUNDS; round++) {
 		ctx->st.rounds = round + 1;
 		if (round > 0)

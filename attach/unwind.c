@@ -11,9 +11,10 @@
  *     calloc, realloc, memalign, *alloc*, _int_*, tcache*, arena*):
  *     dlopen and our library allocate; a custom allocator may be
  *     interposed in the executable, so all modules are checked
- *   - thread creation or fork (pthread_create, fork, _Fork, clone only
- *     when not the outermost frame), dl_iterate_phdr and the libc dl*
- *     entry points (they take the loader's locks), exit (exit handlers).
+ *   - thread creation or fork (pthread_create, fork, _Fork),
+ *     dl_iterate_phdr and the libc dl* entry points (they take the
+ *     loader's locks), exit (exit handlers).
+ * Names come from ranges learnt before the stop (symcache.c).
  * An incomplete unwind is treated as unsafe: a frame we cannot see may be
  * one of those.
  */
@@ -22,25 +23,6 @@
 #include <string.h>
 
 #include "attach/internal.h"
-
-static bool name_forbidden(const char *n)
-{
-	static const char *const exact[] = {
-		"pthread_create", "fork", "_Fork", "__libc_fork", "vfork", "dl_iterate_phdr",
-		"dlopen", "dlclose", "dlsym", "dlvsym", "dlmopen", "dladdr", "dladdr1", "dlinfo",
-		"__libc_dlopen_mode", "__libc_dlsym", "__libc_dlclose", "exit", "__run_exit_handlers",
-		"_exit", "abort", "__cxa_finalize", "__cxa_thread_atexit_impl", "posix_spawn",
-		"system",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
-		if (strcmp(n, exact[i]) == 0)
-			return true;
-	return strstr(n, "malloc") || strstr(n, "alloc") || strstr(n, "free") ||
-	       strncmp(n, "_int_", 5) == 0 || strstr(n, "tcache") || strstr(n, "arena") ||
-	       strncmp(n, "_dl_", 4) == 0 || strstr(n, "memalign");
-}
 
 static bool path_is_loader(const char *path)
 {
@@ -61,10 +43,10 @@ int att_stack_check(struct att_ctx *ctx, struct att_thread *thr, const struct at
 	unw_word_t ip, off;
 	const struct att_map *m;
 	char name[256];
+	const char *fname = NULL;
 	void *upt;
-	int ret = -1, n, step;
+	int ret = -1, n, step, known;
 
-	(void)ctx;
 	why[0] = '\0';
 	as = unw_create_addr_space(&_UPT_accessors, 0);
 	if (!as) {
@@ -95,9 +77,15 @@ int att_stack_check(struct att_ctx *ctx, struct att_thread *thr, const struct at
 				 (unsigned long)ip);
 			goto out_upt;
 		}
+		known = att_forbidden_lookup(ctx, ip, &fname);
+		if (known > 0) {
+			snprintf(why, cap, "frame %d: in %s", n, fname);
+			goto out_upt;
+		}
+		/* a module loaded after the scan: ask libunwind for the name */
 		name[0] = '\0';
-		if (unw_get_proc_name(&cur, name, sizeof(name), &off) == 0 && name[0] &&
-		    name_forbidden(name)) {
+		if (known < 0 && unw_get_proc_name(&cur, name, sizeof(name), &off) == 0 && name[0] &&
+		    att_name_forbidden(name)) {
 			snprintf(why, cap, "frame %d: in %s", n, name);
 			goto out_upt;
 		}

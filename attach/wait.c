@@ -21,6 +21,7 @@
  *     at another address is a crash of the call.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -49,7 +50,7 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 {
 	uint64_t deadline = att_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	struct timespec nap = { 0, 20000 };
-	int st = 0, sig, event;
+	int st = 0, sig, event, spins = 0;
 	pid_t r;
 
 	(void)ctx;
@@ -65,9 +66,17 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 		}
 		if (att_now_ns() >= deadline)
 			return ATT_EV_TIMEOUT;
-		/* back off from 20 us to 1 ms: quick stops are seen quickly */
+		/*
+		 * The pause of the target's thread includes our reaction time:
+		 * yield for the first ~100 polls (a stop or a short call is seen
+		 * within microseconds), then nap from 20 us up to 200 us.
+		 */
+		if (spins++ < 100) {
+			sched_yield();
+			continue;
+		}
 		nanosleep(&nap, NULL);
-		if (nap.tv_nsec < 1000000)
+		if (nap.tv_nsec < 200000)
 			nap.tv_nsec *= 2;
 	}
 	*status = st;

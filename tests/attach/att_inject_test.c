@@ -153,8 +153,14 @@ out:
 	return st;
 }
 
-/* Ping and check the victim's self-checks; print its gaps. */
-static void victim_check(struct victim *v, const char *when)
+/*
+ * Ping and check the victim's self-checks; print its gaps. After a
+ * SIGSTOP/SIGCONT of the whole process by the test itself, epoll_wait may
+ * return EINTR (signal(7), "Interruption of system calls ... by a stop
+ * signal"): that is the kernel's doing, not ours, so those cases pass
+ * job_control and only print it.
+ */
+static void victim_check_jc(struct victim *v, const char *when, int job_control)
 {
 	char r[1024];
 
@@ -164,13 +170,22 @@ static void victim_check(struct victim *v, const char *when)
 	}
 	printf("     victim %s: %s\n", when, r);
 	check(kv(r, "eintr") == 0, "%s: no EINTR in the victim", when);
-	check(kv(r, "epoll_eintr") == 0, "%s: epoll_wait saw no EINTR", when);
+	if (job_control)
+		printf("     %s: epoll_wait EINTR after SIGSTOP/SIGCONT: %ld (allowed)\n", when,
+		       kv(r, "epoll_eintr"));
+	else
+		check(kv(r, "epoll_eintr") == 0, "%s: epoll_wait saw no EINTR", when);
 	check(kv(r, "seqerr") == 0 && kv(r, "infobad") == 0,
 	      "%s: signals in sequence with their siginfo", when);
 	check(kv(r, "sent") > 0 && kv(r, "sent") == kv(r, "recv"),
 	      "%s: every signal sent was received once (%ld/%ld)", when, kv(r, "sent"),
 	      kv(r, "recv"));
 	check(kv(r, "regbad") == 0, "%s: no register corruption", when);
+}
+
+static void victim_check(struct victim *v, const char *when)
+{
+	victim_check_jc(v, when, 0);
 }
 
 static int role_of(const struct victim *v, pid_t tid)
@@ -296,6 +311,9 @@ static enum att_reason attach_once(struct att_ctx *ctx, const char *sym, const c
 	why = att_preflight(ctx);
 	if (why)
 		return why;
+	why = att_prepare(ctx, lib_path);
+	if (why)
+		return why;
 	why = att_seize(ctx);
 	if (why)
 		return why;
@@ -389,8 +407,16 @@ static int case_thread(const char *role)
 	report_reason(role, ctx, why);
 	att_get_stats(ctx, &st);
 	if (k == R_EPOLL) {
-		check(why == ATT_E_THREAD_UNSAFE, "a thread in epoll_wait is never interrupted");
-		check(st.tid == 0, "no thread was hijacked");
+		/*
+		 * It is interrupted only when seen running user code, and an
+		 * EINTR that races in is rewound; either way the victim must
+		 * not see EINTR (checked below).
+		 */
+		check(why == ATT_E_THREAD_UNSAFE || why == ATT_OK,
+		      "the epoll thread is refused or caught outside epoll_wait");
+		if (why == ATT_OK)
+			print_stats(&v, ctx);
+		printf("     EINTR rewound: %u\n", st.eintr_repaired);
 	} else {
 		check(why == ATT_OK, "injection through the %s thread succeeds", role);
 		check(st.tid == v.tid[k], "the %s thread was the one used", role);
@@ -475,7 +501,7 @@ static int case_stopped(void)
 	usleep(50000);
 	check(proc_state(v.pid) == 'T', "it stays stopped (state %c)", proc_state(v.pid));
 	kill(v.pid, SIGCONT);
-	victim_check(&v, "after SIGCONT");
+	victim_check_jc(&v, "after SIGCONT", 1);
 	victim_stop(&v);
 	return failed;
 }
@@ -504,7 +530,7 @@ static int case_stopped_late(void)
 	check(proc_state(v.pid) == 'T', "it stays stopped (state %c)", proc_state(v.pid));
 	check(tracer_pid(v.pid) == 0, "not traced");
 	kill(v.pid, SIGCONT);
-	victim_check(&v, "after SIGCONT");
+	victim_check_jc(&v, "after SIGCONT", 1);
 	victim_stop(&v);
 	return failed;
 }
