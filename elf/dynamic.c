@@ -32,6 +32,8 @@ enum dyn_idx {
 	D_REL,
 	D_RELSZ,
 	D_RELENT,
+	D_RELACOUNT,
+	D_RELCOUNT,
 	D_COUNT
 };
 
@@ -75,6 +77,10 @@ static int dyn_index(ElfW(Sxword) tag)
 		return D_RELSZ;
 	case DT_RELENT:
 		return D_RELENT;
+	case DT_RELACOUNT:
+		return D_RELACOUNT;
+	case DT_RELCOUNT:
+		return D_RELCOUNT;
 	default:
 		return -1;
 	}
@@ -212,6 +218,7 @@ static enum elfr_reason check_relocs(const struct elfr_mod *m, const struct dyn_
 		if (d->has[D_RELAENT] && d->v[D_RELAENT] != sizeof(ElfW(Rela)))
 			return ELFR_E_RELENT;
 		t->relasz = d->v[D_RELASZ];
+		t->relacount = d->has[D_RELACOUNT] ? d->v[D_RELACOUNT] : 0;
 		r = check_rel_table(m, t->rela, t->relasz, sizeof(ElfW(Rela)));
 		if (r)
 			return r;
@@ -222,6 +229,7 @@ static enum elfr_reason check_relocs(const struct elfr_mod *m, const struct dyn_
 		if (d->has[D_RELENT] && d->v[D_RELENT] != sizeof(ElfW(Rel)))
 			return ELFR_E_RELENT;
 		t->relsz = d->v[D_RELSZ];
+		t->relcount = d->has[D_RELCOUNT] ? d->v[D_RELCOUNT] : 0;
 		r = check_rel_table(m, t->rel, t->relsz, sizeof(ElfW(Rel)));
 		if (r)
 			return r;
@@ -250,10 +258,10 @@ static enum elfr_reason check_symbols(const struct elfr_mod *m, const struct dyn
 
 	if (gnu_hash) {
 		t->hash_kind = ELFR_HASH_GNU;
-		r = elfr__count_gnu(m, gnu_hash, t->symtab, &t->nsyms);
+		r = elfr__count_gnu(m, gnu_hash, t->symtab, &t->nsyms, &t->ht);
 	} else if (hash) {
 		t->hash_kind = ELFR_HASH_SYSV;
-		r = elfr__count_sysv(m, hash, &t->nsyms);
+		r = elfr__count_sysv(m, hash, &t->nsyms, &t->ht);
 	} else {
 		r = ELFR_E_NO_HASH;
 	}

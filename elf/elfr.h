@@ -63,6 +63,7 @@ enum elfr_reason {
 	ELFR_E_NO_HASH,		   /* neither DT_GNU_HASH nor DT_HASH: no symbol count */
 	ELFR_E_HASH_RANGE,	   /* DT_HASH tables past their segment */
 	ELFR_E_HASH_EMPTY,	   /* DT_HASH with zero buckets */
+	ELFR_E_HASH_CHAIN,	   /* DT_HASH chain leaves the symbol table or loops */
 	ELFR_E_GNU_HASH_RANGE,	   /* DT_GNU_HASH header, bloom or buckets past their segment */
 	ELFR_E_GNU_HASH_EMPTY,	   /* DT_GNU_HASH with zero buckets */
 	ELFR_E_GNU_HASH_BUCKET,	   /* a DT_GNU_HASH bucket below symoffset */
@@ -212,7 +213,7 @@ struct elfr_info {
  * cap are stored and info->nslots has the full count); any other reason
  * means the module is malformed and no slot may be trusted. A module
  * without relocation tables gives ELFR_OK and no slots.
- * Allocates nothing; about 2 KiB of stack.
+ * Allocates nothing; about 4 KiB of stack.
  */
 enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names,
 				 size_t nnames, struct elfr_slot *slots, size_t cap,

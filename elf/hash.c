@@ -18,7 +18,7 @@
 #define BATCH 256
 
 enum elfr_reason elfr__count_gnu(const struct elfr_mod *m, uintptr_t gh, uintptr_t symtab,
-				 size_t *count)
+				 size_t *count, struct elfr_hashtab *ht)
 {
 	uint32_t hdr[4], words[BATCH], last = 0, h;
 	uintptr_t bloom_bytes, buckets, chain, chain_end, sym_end, sym_room;
@@ -39,6 +39,10 @@ enum elfr_reason elfr__count_gnu(const struct elfr_mod *m, uintptr_t gh, uintptr
 	if (nb * 4 > UINTPTR_MAX - buckets || !elfr__inside(m, buckets, nb * 4, PF_R))
 		return ELFR_E_GNU_HASH_RANGE;
 	chain = buckets + nb * 4;
+	ht->nbuckets = (uint32_t)nb;
+	ht->symoffset = hdr[1];
+	ht->buckets = buckets;
+	ht->chain = chain;
 
 	for (i = 0; i < nb;) {
 		size_t k = nb - i < BATCH ? nb - i : BATCH;
@@ -85,7 +89,8 @@ enum elfr_reason elfr__count_gnu(const struct elfr_mod *m, uintptr_t gh, uintptr
 	return ELFR_OK;
 }
 
-enum elfr_reason elfr__count_sysv(const struct elfr_mod *m, uintptr_t h, size_t *count)
+enum elfr_reason elfr__count_sysv(const struct elfr_mod *m, uintptr_t h, size_t *count,
+				  struct elfr_hashtab *ht)
 {
 	uint32_t hdr[2];
 	uintptr_t words;
@@ -102,5 +107,32 @@ enum elfr_reason elfr__count_sysv(const struct elfr_mod *m, uintptr_t h, size_t 
 	if (!elfr__inside(m, h, words * 4, PF_R))
 		return ELFR_E_HASH_RANGE;
 	*count = hdr[1];
+	ht->nbuckets = hdr[0];
+	ht->symoffset = 0;
+	ht->buckets = h + 8;
+	ht->chain = h + 8 + (uintptr_t)hdr[0] * 4;
 	return ELFR_OK;
+}
+
+uint32_t elfr__gnu_hash(const char *name)
+{
+	uint32_t h = 5381;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+uint32_t elfr__sysv_hash(const char *name)
+{
+	uint32_t h = 0, g;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		h = (h << 4) + *p;
+		g = h & 0xf0000000u;
+		if (g)
+			h ^= g >> 24;
+		h &= ~g;
+	}
+	return h;
 }

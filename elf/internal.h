@@ -54,6 +54,18 @@
  *   rela   [0 .. relasz)          Rela entries
  *   rel    [0 .. relsz)           Rel entries
  */
+/*
+ * Where a hash table's arrays are, once checked. GNU: buckets[nbuckets],
+ * chain[nsyms - symoffset], every chain inside the table's segment.
+ * SysV: buckets[nbuckets], chain[nsyms] (symoffset 0).
+ */
+struct elfr_hashtab {
+	uint32_t nbuckets;
+	uint32_t symoffset;
+	uintptr_t buckets;
+	uintptr_t chain;
+};
+
 struct elfr_tables {
 	uintptr_t strtab, strsz;
 	uintptr_t symtab;
@@ -61,8 +73,9 @@ struct elfr_tables {
 	uintptr_t versym;
 	uintptr_t jmprel, pltrelsz;
 	int64_t pltrel;		/* DT_REL or DT_RELA */
-	uintptr_t rela, relasz;
-	uintptr_t rel, relsz;
+	uintptr_t rela, relasz, relacount;
+	uintptr_t rel, relsz, relcount;
+	struct elfr_hashtab ht;
 	bool dptr_relocated;
 	uint8_t hash_kind;	/* enum elfr_hash_kind */
 	bool has_relocs;
@@ -88,9 +101,55 @@ enum elfr_reason elfr__tables(const struct elfr_mod *m, struct elfr_tables *t,
 
 /* Symbol count from DT_GNU_HASH at gh; symtab bounds the chain walk. */
 enum elfr_reason elfr__count_gnu(const struct elfr_mod *m, uintptr_t gh, uintptr_t symtab,
-				 size_t *count);
+				 size_t *count, struct elfr_hashtab *ht);
 
 /* Symbol count from DT_HASH (nchain) at h. */
-enum elfr_reason elfr__count_sysv(const struct elfr_mod *m, uintptr_t h, size_t *count);
+enum elfr_reason elfr__count_sysv(const struct elfr_mod *m, uintptr_t h, size_t *count,
+				  struct elfr_hashtab *ht);
+
+/* The hash functions of DT_GNU_HASH and DT_HASH. */
+uint32_t elfr__gnu_hash(const char *name);
+uint32_t elfr__sysv_hash(const char *name);
+
+/* The wanted names of one walk, with their lengths. */
+struct elfr_names {
+	const char *const *names;
+	size_t n;
+	size_t lens[ELFR_MAX_NAMES];
+	size_t maxlen;
+};
+
+/*
+ * Which names[] entry the string at st_name is (*want, -1 for none).
+ * ELFR_E_NAME_RANGE when st_name is not below DT_STRSZ.
+ */
+enum elfr_reason elfr__match_name(const struct elfr_mod *m, const struct elfr_tables *t,
+				  const struct elfr_names *nm, uint32_t st_name, int *want);
+
+/* Symbol indices carrying a wanted name; a handful per name (versions). */
+#define ELFR_MAX_HITS 256
+struct elfr_hits {
+	size_t n;
+	uint32_t sym[ELFR_MAX_HITS];
+	uint16_t want[ELFR_MAX_HITS];
+};
+
+/*
+ * Find every symbol index whose name is wanted, through the hash table.
+ * ELFR_E_NO_ROOM when there are more than ELFR_MAX_HITS (the caller then
+ * matches names relocation by relocation), or a reason the module is
+ * malformed.
+ */
+enum elfr_reason elfr__resolve(const struct elfr_mod *m, const struct elfr_tables *t,
+			       const struct elfr_names *nm, struct elfr_hits *h);
+
+/*
+ * elfr_find_slots() with a choice of method: by_name reads each
+ * relocation's symbol name (the fallback); otherwise names are resolved
+ * through the hash table first. For tests that compare the two.
+ */
+enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *names,
+				  size_t nnames, struct elfr_slot *slots, size_t cap,
+				  struct elfr_info *info, bool by_name);
 
 #endif /* HEAPTAP_ELF_INTERNAL_H */

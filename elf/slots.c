@@ -2,9 +2,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * May run inside a target process: no allocation, no printing, no locks.
- * Relocations are read in batches into a stack buffer; each candidate's
- * symbol and the first bytes of its name are read through the bounded
- * reader, so the cost is a few reads per relocation of a patchable type.
+ *
+ * The wanted names are first resolved to symbol indices (resolve.c), so
+ * the relocation pass reads entries in batches into a stack buffer and
+ * compares indices only. When a module has more matching symbols than
+ * ELFR_MAX_HITS, each candidate relocation's name is read instead.
+ *
+ * Entries counted by DT_RELACOUNT / DT_RELCOUNT are skipped: glibc applies
+ * them as RELATIVE without looking at their type, so none of them can be a
+ * symbol's slot. (In libLLVM they are 335,000 of 355,000 entries.)
  */
 #include "elf/internal.h"
 
@@ -15,10 +21,9 @@
 struct walk {
 	const struct elfr_mod *m;
 	const struct elfr_tables *t;
-	const char *const *names;
-	size_t nnames;
-	size_t lens[ELFR_MAX_NAMES];
-	size_t maxlen;
+	struct elfr_names nm;
+	const struct elfr_hits *hits;	/* NULL: match by name */
+	uint32_t hit_lo, hit_hi;	/* range of hits->sym[] */
 	struct elfr_slot *slots;
 	size_t cap;
 	size_t n;
@@ -39,35 +44,26 @@ static int slot_kind(uint32_t type)
 static enum elfr_reason match(const struct walk *w, uint32_t symidx, int *want)
 {
 	const struct elfr_tables *t = w->t;
-	char name[ELFR_MAX_NAME_LEN + 2];
+	const struct elfr_hits *h = w->hits;
 	ElfW(Sym) sym;
-	size_t n, len;
-	const char *nul;
 
 	*want = -1;
 	if (symidx >= t->nsyms)
 		return ELFR_E_SYM_INDEX;
+	if (h) {
+		if (symidx < w->hit_lo || symidx > w->hit_hi)
+			return ELFR_OK;
+		for (size_t i = 0; i < h->n; i++) {
+			if (h->sym[i] == symidx) {
+				*want = h->want[i];
+				break;
+			}
+		}
+		return ELFR_OK;
+	}
 	if (!elfr__read(w->m, t->symtab + (uintptr_t)symidx * sizeof(sym), &sym, sizeof(sym)))
 		return ELFR_E_READ;
-	if (sym.st_name >= t->strsz)
-		return ELFR_E_NAME_RANGE;
-	/* The table ends in NUL (checked once), so reading a prefix is enough. */
-	n = t->strsz - sym.st_name;
-	if (n > w->maxlen + 1)
-		n = w->maxlen + 1;
-	if (!elfr__read(w->m, t->strtab + sym.st_name, name, n))
-		return ELFR_E_READ;
-	nul = memchr(name, 0, n);
-	if (!nul)
-		return ELFR_OK; /* longer than any wanted name */
-	len = (size_t)(nul - name);
-	for (size_t i = 0; i < w->nnames; i++) {
-		if (w->lens[i] == len && memcmp(w->names[i], name, len) == 0) {
-			*want = (int)i;
-			break;
-		}
-	}
-	return ELFR_OK;
+	return elfr__match_name(w->m, t, &w->nm, sym.st_name, want);
 }
 
 static enum elfr_reason add_slot(struct walk *w, uintptr_t r_offset, int64_t addend, uint32_t sym,
@@ -99,19 +95,20 @@ static enum elfr_reason add_slot(struct walk *w, uintptr_t r_offset, int64_t add
 }
 
 /*
- * Walk one relocation table [addr, addr + size). Entries that lie in
- * [skip, skip + skip_size) are left out: some linkers make DT_RELASZ cover
- * the DT_JMPREL entries too, and those were walked already.
+ * Walk one relocation table [addr, addr + size), from entry first on.
+ * Entries that lie in [skip, skip + skip_size) are left out: some linkers
+ * make DT_RELASZ cover the DT_JMPREL entries too, and those were walked
+ * already.
  */
 static enum elfr_reason walk_table(struct walk *w, uintptr_t addr, uintptr_t size, bool rela,
-				   uintptr_t skip, uintptr_t skip_size)
+				   size_t first, uintptr_t skip, uintptr_t skip_size)
 {
 	union {
 		ElfW(Rela) a[BATCH];
 		ElfW(Rel) r[BATCH];
 	} buf;
 	size_t entsz = rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
-	size_t count = size / entsz, i = 0;
+	size_t count = size / entsz, i = first;
 
 	while (i < count) {
 		size_t k = count - i < BATCH ? count - i : BATCH;
@@ -128,9 +125,9 @@ static enum elfr_reason walk_table(struct walk *w, uintptr_t addr, uintptr_t siz
 			enum elfr_reason r;
 			int want;
 
-			if (skip_size && at >= skip && at - skip < skip_size)
-				continue;
 			if (!kind || sym == STN_UNDEF)
+				continue;
+			if (skip_size && at >= skip && at - skip < skip_size)
 				continue;
 			r = match(w, sym, &want);
 			if (r)
@@ -146,14 +143,31 @@ static enum elfr_reason walk_table(struct walk *w, uintptr_t addr, uintptr_t siz
 	return ELFR_OK;
 }
 
-enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names,
-				 size_t nnames, struct elfr_slot *slots, size_t cap,
-				 struct elfr_info *info)
+static enum elfr_reason walk_tables(struct walk *w)
+{
+	const struct elfr_tables *t = w->t;
+	bool plt_rela = t->pltrel == DT_RELA;
+	enum elfr_reason r = ELFR_OK;
+
+	if (t->jmprel)
+		r = walk_table(w, t->jmprel, t->pltrelsz, plt_rela, 0, 0, 0);
+	if (!r && t->rela)
+		r = walk_table(w, t->rela, t->relasz, true, t->relacount, t->jmprel,
+			       plt_rela ? t->pltrelsz : 0);
+	if (!r && t->rel)
+		r = walk_table(w, t->rel, t->relsz, false, t->relcount, t->jmprel,
+			       plt_rela ? 0 : t->pltrelsz);
+	return r;
+}
+
+enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *names,
+				  size_t nnames, struct elfr_slot *slots, size_t cap,
+				  struct elfr_info *info, bool by_name)
 {
 	struct elfr_tables t;
+	struct elfr_hits hits;
 	struct walk w;
 	enum elfr_reason r;
-	bool plt_rela;
 
 	if (info)
 		memset(info, 0, sizeof(*info));
@@ -163,16 +177,16 @@ enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *na
 	for (size_t i = 0; i < nnames; i++) {
 		if (!names[i])
 			return ELFR_E_ARG;
-		w.lens[i] = strlen(names[i]);
-		if (w.lens[i] > ELFR_MAX_NAME_LEN)
+		w.nm.lens[i] = strlen(names[i]);
+		if (w.nm.lens[i] > ELFR_MAX_NAME_LEN)
 			return ELFR_E_ARG;
-		if (w.lens[i] > w.maxlen)
-			w.maxlen = w.lens[i];
+		if (w.nm.lens[i] > w.nm.maxlen)
+			w.nm.maxlen = w.nm.lens[i];
 	}
 	w.m = m;
 	w.t = &t;
-	w.names = names;
-	w.nnames = nnames;
+	w.nm.names = names;
+	w.nm.n = nnames;
 	w.slots = slots;
 	w.cap = cap;
 
@@ -186,18 +200,34 @@ enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *na
 	if (r || !t.has_relocs || !nnames)
 		return r;
 
-	plt_rela = t.pltrel == DT_RELA;
-	if (t.jmprel)
-		r = walk_table(&w, t.jmprel, t.pltrelsz, plt_rela, 0, 0);
-	if (!r && t.rela)
-		r = walk_table(&w, t.rela, t.relasz, true, t.jmprel,
-			       plt_rela ? t.pltrelsz : 0);
-	if (!r && t.rel)
-		r = walk_table(&w, t.rel, t.relsz, false, t.jmprel,
-			       plt_rela ? 0 : t.pltrelsz);
+	if (!by_name) {
+		r = elfr__resolve(m, &t, &w.nm, &hits);
+		if (r && r != ELFR_E_NO_ROOM)
+			return r;
+		if (!r && hits.n == 0)
+			return ELFR_OK; /* no wanted symbol: no slot */
+		if (!r) {
+			w.hits = &hits;
+			w.hit_lo = UINT32_MAX;
+			for (size_t i = 0; i < hits.n; i++) {
+				if (hits.sym[i] < w.hit_lo)
+					w.hit_lo = hits.sym[i];
+				if (hits.sym[i] > w.hit_hi)
+					w.hit_hi = hits.sym[i];
+			}
+		}
+	}
+	r = walk_tables(&w);
 	if (info)
 		info->nslots = w.n;
 	if (!r && w.n > cap)
 		r = ELFR_E_NO_ROOM;
 	return r;
+}
+
+enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names,
+				 size_t nnames, struct elfr_slot *slots, size_t cap,
+				 struct elfr_info *info)
+{
+	return elfr__find_slots(m, names, nnames, slots, cap, info, false);
 }

@@ -27,6 +27,7 @@ static const char *const reasons[ELFR_E_COUNT] = {
 	[ELFR_E_NO_HASH] = "neither DT_GNU_HASH nor DT_HASH: symbol count unknown",
 	[ELFR_E_HASH_RANGE] = "DT_HASH table runs past its segment",
 	[ELFR_E_HASH_EMPTY] = "DT_HASH has no buckets",
+	[ELFR_E_HASH_CHAIN] = "DT_HASH chain runs past the symbol table or loops",
 	[ELFR_E_GNU_HASH_RANGE] = "DT_GNU_HASH header, bloom filter or buckets run past their segment",
 	[ELFR_E_GNU_HASH_EMPTY] = "DT_GNU_HASH has no buckets",
 	[ELFR_E_GNU_HASH_BUCKET] = "DT_GNU_HASH bucket points below symoffset",

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "elf/elfr.h"
+#include "elf/internal.h"
 
 #include <check.h>
 #include <dlfcn.h>
@@ -153,8 +154,16 @@ static size_t compare_with_readelf(const struct elfr_mod *m, const char *path,
 	enum elfr_reason r;
 	size_t n;
 
+	static struct elfr_slot by_name[MAXSLOTS];
+	struct elfr_info info2;
+
 	r = elfr_find_slots(m, wanted, NWANTED, slots, MAXSLOTS, info);
 	ck_assert_msg(r == ELFR_OK, "%s: %s", path, elfr_strerror(r));
+	/* The by-name fallback agrees with the hash-table method. */
+	r = elfr__find_slots(m, wanted, NWANTED, by_name, MAXSLOTS, &info2, true);
+	ck_assert_msg(r == ELFR_OK, "%s: %s", path, elfr_strerror(r));
+	ck_assert_uint_eq(info2.nslots, info->nslots);
+	ck_assert_mem_eq(by_name, slots, info->nslots * sizeof(slots[0]));
 	n = readelf_slots(path, exp, MAXSLOTS);
 	ck_assert_uint_eq(info->nslots, n);
 	ck_assert_uint_gt(n, 0);

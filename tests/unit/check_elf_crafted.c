@@ -17,6 +17,7 @@
  * Segments: PT_LOAD R [0, 0x2000), PT_LOAD RW [0x2000, 0x3000).
  */
 #include "elf/elfr.h"
+#include "elf/internal.h"
 
 #include <check.h>
 #include <elf.h>
@@ -76,7 +77,10 @@ static uint32_t *gnu(void)
 	return (uint32_t *)(im.b + GNU);
 }
 
-/* GNU hash words: header[4], bloom (one Addr = 2 words), bucket[1], chain[3]. */
+/*
+ * GNU hash words: header[4], bloom (one Addr = 2 words), bucket[1], chain[1].
+ * Imports (malloc, free) are below symoffset 3, unhashed, as linkers do.
+ */
 #define GNU_BUCKET 6
 #define GNU_CHAIN 7
 
@@ -190,14 +194,12 @@ static void build(void)
 
 	g = gnu();
 	g[0] = 1;	   /* nbuckets */
-	g[1] = 1;	   /* symoffset */
+	g[1] = 3;	   /* symoffset */
 	g[2] = 1;	   /* bloom words */
 	g[3] = 6;	   /* bloom shift */
 	g[4] = g[5] = ~0u; /* bloom */
-	g[GNU_BUCKET] = 1;
-	g[GNU_CHAIN] = 0x100;
-	g[GNU_CHAIN + 1] = 0x200;
-	g[GNU_CHAIN + 2] = 0x301; /* end of chain */
+	g[GNU_BUCKET] = 3;
+	g[GNU_CHAIN] = elfr__gnu_hash("puts") | 1; /* end of chain */
 
 	set_rela(plt(0), GOT, 1, R_X86_64_JUMP_SLOT);
 	set_rela(plt(1), GOT + 8, 2, R_X86_64_JUMP_SLOT);
@@ -248,8 +250,23 @@ static enum elfr_reason walk(void)
 			      elfr_strerror(want));                                 \
 	} while (0)
 
+/* The by-name fallback must find the same slots as the hash-table method. */
+static void check_by_name(uintptr_t bias)
+{
+	struct elfr_buf buf = { .data = im.b, .len = IMG_SIZE, .base = bias };
+	struct elfr_slot s2[8];
+	struct elfr_info i2;
+	struct elfr_mod m;
+
+	ck_assert_int_eq(elfr_mod_from_image(&m, "crafted", &buf), ELFR_OK);
+	ck_assert_int_eq(elfr__find_slots(&m, names, 2, s2, 8, &i2, true), ELFR_OK);
+	ck_assert_uint_eq(i2.nslots, info.nslots);
+	ck_assert_mem_eq(s2, slots, info.nslots * sizeof(s2[0]));
+}
+
 static void check_good_slots(uintptr_t bias)
 {
+	check_by_name(bias);
 	ck_assert_uint_eq(info.nslots, 3);
 	ck_assert_uint_eq(slots[0].addr, bias + GOT);
 	ck_assert_int_eq(slots[0].want, 0);
@@ -342,10 +359,11 @@ START_TEST(test_sym_index_past_count)
 	build();
 	plt(1)->r_info = ELF64_R_INFO(9, R_X86_64_JUMP_SLOT);
 	ck_reason(walk(), ELFR_E_SYM_INDEX);
-	/* DT_HASH's nchain bounds the index too. */
+	/* DT_HASH's nchain bounds the index too (chain 2 -> 1 -> end, puts left out). */
 	build();
 	del_dyn(DT_GNU_HASH);
 	((uint32_t *)(im.b + HASH))[1] = 3;
+	((uint32_t *)(im.b + HASH))[2] = 2;
 	ck_reason(walk(), ELFR_E_SYM_INDEX);
 }
 END_TEST
@@ -415,14 +433,14 @@ END_TEST
 START_TEST(test_gnu_chain_without_end)
 {
 	build();
-	gnu()[GNU_CHAIN + 2] = 0x300; /* no end bit; zeros follow to the segment's end */
+	gnu()[GNU_CHAIN] &= ~1u; /* no end bit; zeros follow to the segment's end */
 	ck_reason(walk(), ELFR_E_GNU_CHAIN_END);
 	/* Symbol table near the end of its segment: the chain runs past it. */
 	build();
 	memcpy(im.b + 0x1f80, im.b + SYM, 4 * sizeof(ElfW(Sym)));
 	set_dyn(DT_SYMTAB, 0x1f80);
-	gnu()[GNU_CHAIN + 2] = 0x300;
-	memset(im.b + GNU + 4 * (GNU_CHAIN + 3), 0x02, 0x1f80 - GNU - 4 * (GNU_CHAIN + 3));
+	gnu()[GNU_CHAIN] &= ~1u;
+	memset(im.b + GNU + 4 * (GNU_CHAIN + 1), 0x02, 0x1f80 - GNU - 4 * (GNU_CHAIN + 1));
 	ck_reason(walk(), ELFR_E_GNU_CHAIN_END);
 }
 END_TEST
@@ -439,10 +457,10 @@ START_TEST(test_gnu_hash_broken)
 	gnu()[0] = 0x1000; /* buckets run past the segment */
 	ck_reason(walk(), ELFR_E_GNU_HASH_RANGE);
 	build();
-	gnu()[1] = 2; /* bucket 1 below symoffset 2 */
+	gnu()[1] = 4; /* bucket 3 below symoffset 4 */
 	ck_reason(walk(), ELFR_E_GNU_HASH_BUCKET);
 	build();
-	gnu()[GNU_BUCKET] = 0; /* all buckets empty: count = symoffset = 1 */
+	gnu()[GNU_BUCKET] = 0; /* all buckets empty: count = symoffset = 3 */
 	ck_reason(walk(), ELFR_E_SYM_INDEX);
 	build();
 	set_dyn(DT_GNU_HASH, 0x1ffc);
@@ -465,6 +483,15 @@ START_TEST(test_sysv_hash_broken)
 	del_dyn(DT_GNU_HASH);
 	((uint32_t *)(im.b + HASH))[1] = 0x200; /* the hash table fits, 0x200 symbols do not */
 	ck_reason(walk(), ELFR_E_SYMTAB_RANGE);
+	/* A chain to an index past nchain, and a chain that loops. */
+	build();
+	del_dyn(DT_GNU_HASH);
+	((uint32_t *)(im.b + HASH))[2] = 7;
+	ck_reason(walk(), ELFR_E_HASH_CHAIN);
+	build();
+	del_dyn(DT_GNU_HASH);
+	((uint32_t *)(im.b + HASH))[2 + 1 + 2] = 3; /* chain[2] = 3, chain[3] = 2 */
+	ck_reason(walk(), ELFR_E_HASH_CHAIN);
 }
 END_TEST
 
