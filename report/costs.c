@@ -74,19 +74,7 @@ void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int6
 
 uint64_t rpt_cost_of(const struct rpt_costs *k, enum rpt_cost c)
 {
-	switch (c) {
-	case RPT_COST_CALLS:
-		return k->calls;
-	case RPT_COST_PEAK:
-		return k->peak;
-	case RPT_COST_LEAKED:
-		return k->leaked;
-	case RPT_COST_TEMPORARY:
-		return k->temporary;
-	case RPT_COST_MAX:
-		break;
-	}
-	return 0;
+	return rpt_cost_field(k, c);
 }
 
 const struct rpt_costs *rpt_function(const struct rpt_data *d, unsigned kind)

@@ -106,6 +106,24 @@ int rpt_sites_build(struct rpt_data *d);
 /* summary.c: fill the parts of d->sum taken from meta and ticks. Returns 0 or -ENOMEM. */
 int rpt_summary_meta(struct rpt_data *d);
 
+/* The field of k that c sorts by (rpt_cost_of, inlined for the sorts). */
+static inline uint64_t rpt_cost_field(const struct rpt_costs *k, enum rpt_cost c)
+{
+	switch (c) {
+	case RPT_COST_CALLS:
+		return k->calls;
+	case RPT_COST_PEAK:
+		return k->peak;
+	case RPT_COST_LEAKED:
+		return k->leaked;
+	case RPT_COST_TEMPORARY:
+		return k->temporary;
+	case RPT_COST_MAX:
+		break;
+	}
+	return 0;
+}
+
 /* costs.c: add every field of b to a. */
 void rpt_costs_add(struct rpt_costs *a, const struct rpt_costs *b);
 

@@ -33,7 +33,7 @@ static size_t site_key(const struct rpt_data *d, size_t t)
 /* Costliest by c first; ties: more calls, more bytes, then lower index. */
 static int cmp_costs(const struct rpt_costs *a, const struct rpt_costs *b, enum rpt_cost c)
 {
-	uint64_t x = rpt_cost_of(a, c), y = rpt_cost_of(b, c);
+	uint64_t x = rpt_cost_field(a, c), y = rpt_cost_field(b, c);
 
 	if (x != y)
 		return x > y ? -1 : 1;
@@ -130,7 +130,7 @@ int rpt_sites_build(struct rpt_data *d)
 		if (!d->top[c])
 			goto out;
 		for (s = 0; s < d->nsites; s++)
-			if (rpt_cost_of(&d->sites[s].cost, cost))
+			if (rpt_cost_field(&d->sites[s].cost, cost))
 				d->top[c][n++] = &d->sites[s];
 		qsort_r(d->top[c], n, sizeof(*d->top[c]), cmp_site, &cost);
 		d->ntop[c] = n;
@@ -152,25 +152,58 @@ const struct rpt_site *const *rpt_top_sites(const struct rpt_data *d, enum rpt_c
 	return d->top[c];
 }
 
+/* Insert t into the sorted top list out[0..*k) of at most max entries. */
+static void top_insert(const struct trace_cmp *tc, uint32_t *out, size_t *k, size_t max, uint32_t t)
+{
+	size_t i = *k;
+
+	if (i == max) {
+		if (cmp_trace(&t, &out[max - 1], (void *)tc) >= 0)
+			return;
+		i = max - 1;
+	} else {
+		(*k)++;
+	}
+	while (i > 0 && cmp_trace(&t, &out[i - 1], (void *)tc) < 0) {
+		out[i] = out[i - 1];
+		i--;
+	}
+	out[i] = t;
+}
+
 size_t rpt_site_traces(const struct rpt_data *d, const struct rpt_site *s, enum rpt_cost c,
 		       uint32_t *out, size_t max, size_t *total)
 {
 	struct trace_cmp tc = { d, c };
-	size_t si, n = 0, i, first, end;
+	size_t si, n = 0, i, first, end, k = 0;
 	uint32_t *tmp;
 
 	if (total)
 		*total = 0;
-	if (s < d->sites || s >= d->sites + d->nsites)
+	if (s < d->sites || s >= d->sites + d->nsites || max == 0)
 		return 0;
 	si = (size_t)(s - d->sites);
 	first = d->site_first[si];
 	end = d->site_first[si + 1];
+	if (max <= 64) {
+		/* A few of many: keep a sorted top list, no full sort. */
+		for (i = first; i < end; i++) {
+			uint32_t t = d->site_traces[i];
+
+			if (!rpt_cost_field(&d->trace_cost[t], c))
+				continue;
+			n++;
+			top_insert(&tc, out, &k, max, t);
+		}
+		if (total)
+			*total = n;
+		return k;
+	}
 	tmp = malloc((end - first + 1) * sizeof(*tmp));
 	if (!tmp)
 		return 0;
 	for (i = first; i < end; i++)
-		if (rpt_cost_of(&d->trace_cost[d->site_traces[i]], c))
+		if (rpt_cost_field(&d->trace_cost[d->site_traces[i]], c))
 			tmp[n++] = d->site_traces[i];
 	if (total)
 		*total = n;
