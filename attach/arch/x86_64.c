@@ -122,7 +122,8 @@ void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_
 	uint64_t a[6] = { 0 };
 	uint64_t sp;
 
-	memcpy(a, args, (nargs > 6 ? 6 : nargs) * sizeof(a[0]));
+	if (args && nargs)
+		memcpy(a, args, (nargs > 6 ? 6 : nargs) * sizeof(a[0]));
 	sp = (gp->rsp - 128 - 256) & ~(uint64_t)15;
 	sp -= 8;
 	*ret_slot = sp;

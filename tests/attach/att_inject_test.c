@@ -723,6 +723,46 @@ static int case_bad_call(const char *which)
 	return failed;
 }
 
+/*
+ * A SIGSTOP arrives while our call runs (sent by the call itself): it must
+ * be neither lost nor delivered twice. After release the process is
+ * stopped; SIGCONT lets it go on clean.
+ */
+static int case_stop_in_call(const char *which)
+{
+	struct victim v;
+	struct att_inject_result res;
+	struct att_stats st;
+	struct att_ctx *ctx;
+	enum att_reason why;
+	char sym[64];
+	int i;
+
+	snprintf(sym, sizeof(sym), "heaptap_test_stop_%s", which);
+	if (victim_start(&v))
+		return 1;
+	usleep(200000);
+	ctx = att_new(v.pid);
+	why = attach_once(ctx, sym, out_file, &res, 0);
+	report_reason(sym, ctx, why);
+	check(why == ATT_OK, "injection succeeds although a SIGSTOP came during the call");
+	print_stats(&v, ctx);
+	att_get_stats(ctx, &st);
+	att_free(ctx);
+	for (i = 0; i < 200 && proc_state(v.pid) != 'T'; i++)
+		usleep(5000);
+	check(proc_state(v.pid) == 'T', "the SIGSTOP took effect after release (state %c)",
+	      proc_state(v.pid));
+	check(tracer_pid(v.pid) == 0, "not traced");
+	kill(v.pid, SIGCONT);
+	for (i = 0; i < 200 && proc_state(v.pid) == 'T'; i++)
+		usleep(5000);
+	check(proc_state(v.pid) != 'T', "SIGCONT continues it: the stop was delivered once");
+	victim_check_jc(&v, "after SIGCONT", 1);
+	victim_stop(&v);
+	return failed;
+}
+
 /* HEAPTAP_FAULT=<step>: that step fails; the victim must run on unharmed. */
 static int case_fault(const char *step)
 {
@@ -768,46 +808,170 @@ static int case_fault(const char *step)
 	return failed;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void print_dist(const char *what, uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_u64);
+	printf("     %-28s min %8.1f  median %8.1f  p90 %8.1f  max %8.1f us\n", what, v[0] / 1e3,
+	       v[n / 2] / 1e3, v[n * 9 / 10] / 1e3, v[n - 1] / 1e3);
+}
+
+/*
+ * Measure: N attach cycles (the library is already loaded after the
+ * first, as on a second attach), automatic thread choice. Per cycle: the
+ * hijacked thread's pause as heaptap measured it and as the thread itself
+ * saw it (its longest gap), and the longest gap of the threads that do
+ * not depend on it.
+ */
+static int case_pause(void)
+{
+	enum { N = 30 };
+	uint64_t pause[N], stop[N], unw[N], call[N], self[N], others[N];
+	struct victim v;
+	struct att_inject_result res;
+	struct att_stats st;
+	struct att_ctx *ctx;
+	enum att_reason why;
+	char r[1024], key[32];
+	int i, k, role;
+	long g, worst;
+
+	if (victim_start(&v))
+		return 1;
+	usleep(200000);
+	ctx = att_new(v.pid);
+	why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
+	att_free(ctx);
+	check(why == ATT_OK, "warm-up injection");
+	for (i = 0; i < N; i++) {
+		usleep(20000);
+		victim_cmd(&v, "reset", r, sizeof(r));
+		ctx = att_new(v.pid);
+		why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
+		att_get_stats(ctx, &st);
+		att_free(ctx);
+		if (why != ATT_OK) {
+			check(0, "cycle %d: %s", i, att_strerror(why));
+			break;
+		}
+		usleep(20000);
+		victim_cmd(&v, "ping", r, sizeof(r));
+		role = role_of(&v, st.tid);
+		pause[i] = st.pause_ns;
+		stop[i] = st.stop_ns;
+		unw[i] = st.unwind_ns;
+		call[i] = st.call_ns;
+		snprintf(key, sizeof(key), "gap_%s", role >= 0 ? role_name[role] : "none");
+		self[i] = kv(r, key) > 0 ? (uint64_t)kv(r, key) * 1000 : 0;
+		worst = 0;
+		for (k = R_READER; k < R_COUNT; k++) {
+			if (k == role || k == R_SIGRECV)
+				continue;
+			if (role == R_TICKER && (k == R_READER || k == R_CONDWAIT || k == R_EPOLL))
+				continue;	/* fed by the ticker */
+			snprintf(key, sizeof(key), "gap_%s", role_name[k]);
+			g = kv(r, key);
+			if (g > worst)
+				worst = g;
+		}
+		others[i] = (uint64_t)worst * 1000;
+	}
+	if (i == N) {
+		printf("     %d attach cycles (library already loaded):\n", N);
+		print_dist("pause (heaptap)", pause, N);
+		print_dist("  stop after interrupt", stop, N);
+		print_dist("  stack check", unw, N);
+		print_dist("  remote calls", call, N);
+		print_dist("gap seen by hijacked thread", self, N);
+		print_dist("longest gap, other threads", others, N);
+	}
+	victim_check(&v, "after the cycles");
+	victim_stop(&v);
+	return failed;
+}
+
+/* Start the victim in a new mount namespace where the library's directory is hidden. */
+static int spawn_hidden(struct victim *v)
+{
+	static char script[1400];
+	char libdir[512], *slash;
+	char *argv[] = { "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+			 script, NULL };
+
+	if (access("/usr/bin/unshare", X_OK) != 0)
+		return -1;
+	snprintf(libdir, sizeof(libdir), "%s", lib_path);
+	slash = strrchr(libdir, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	snprintf(script, sizeof(script),
+		 "mount -t tmpfs heaptap-hide '%s' || exit 97; exec '%s'", libdir, victim_path);
+	return spawn(v, argv);
+}
+
+/* Entries named heaptap-* in the target's /tmp. */
+static int staged_dirs(pid_t pid)
+{
+	char cmd[128], line[256];
+	FILE *f;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "ls -a /proc/%d/root/tmp", (int)pid);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "heaptap-", 8) && strncmp(line, "heaptap-att-", 12))
+			n++;
+	pclose(f);
+	return n;
+}
+
 /* The library is hidden from the target by a mount: attach stages a copy. */
-static int case_namespace(void)
+static int case_namespace(const char *fault)
 {
 	struct victim v;
 	struct att_inject_result res;
 	struct att_ctx *ctx;
 	enum att_reason why;
-	char libdir[512], script[1400], *slash;
-	char *argv[] = { "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
-			 script, NULL };
 	char probe[600];
 	struct stat sb;
+	int before;
 
-	if (access("/usr/bin/unshare", X_OK) != 0) {
-		printf("skip: no unshare\n");
-		return SKIP;
-	}
-	snprintf(libdir, sizeof(libdir), "%s", lib_path);
-	slash = strrchr(libdir, '/');
-	if (!slash)
-		return 1;
-	*slash = '\0';
-	/* hide the library's directory in the victim's namespace only */
-	snprintf(script, sizeof(script),
-		 "mount -t tmpfs heaptap-hide '%s' || exit 97; exec '%s'", libdir, victim_path);
-	if (spawn(&v, argv)) {
+	if (spawn_hidden(&v)) {
 		printf("skip: cannot make a mount namespace here\n");
 		return SKIP;
 	}
 	snprintf(probe, sizeof(probe), "/proc/%d/root%s", (int)v.pid, lib_path);
 	check(stat(probe, &sb) != 0, "the library is not visible inside the target's namespace");
+	before = staged_dirs(v.pid);
+	if (fault)
+		setenv("HEAPTAP_FAULT", fault, 1);
 	ctx = att_new(v.pid);
+	unsetenv("HEAPTAP_FAULT");
 	why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
 	report_reason("namespace", ctx, why);
-	check(why == ATT_OK, "injection into another mount namespace succeeds");
-	check(res.staged == 1, "the library was staged into the target's /tmp");
-	check(count_lines(out_file, "count=1 ") == 1, "start function ran");
-	check(maps_contains(v.pid, "/tmp/heaptap-"), "the staged copy is what got mapped");
-	check(maps_contains(v.pid, "(deleted)"), "the staged copy was removed after dlopen");
+	if (fault) {
+		check(why == ATT_E_FAULT, "fault at step %s is reported", fault);
+		check(count_lines(out_file, "start ") == 0, "start function did not run");
+		check(!maps_contains(v.pid, "heaptap_attach_testlib"), "library not loaded");
+	} else {
+		check(why == ATT_OK, "injection into another mount namespace succeeds");
+		check(res.staged == 1, "the library was staged into the target's /tmp");
+		check(count_lines(out_file, "count=1 ") == 1, "start function ran");
+		check(maps_contains(v.pid, "/tmp/heaptap-"), "the staged copy is what got mapped");
+		check(maps_contains(v.pid, "(deleted)"), "the staged copy was removed after dlopen");
+	}
 	att_free(ctx);
+	check(staged_dirs(v.pid) == before, "no staging directory left in the target's /tmp");
+	check(tracer_pid(v.pid) == 0, "not traced");
 	victim_check(&v, "after staged injection");
 	victim_stop(&v);
 	return failed;
@@ -853,6 +1017,8 @@ int main(int argc, char **argv)
 		ret = case_inject();
 	else if (!strncmp(c, "thread-", 7))
 		ret = case_thread(c + 7);
+	else if (!strcmp(c, "pause"))
+		ret = case_pause();
 	else if (!strcmp(c, "hold"))
 		ret = case_hold();
 	else if (!strcmp(c, "stopped"))
@@ -873,8 +1039,12 @@ int main(int argc, char **argv)
 		ret = case_bad_call(c + 5);
 	else if (!strncmp(c, "fault-", 6))
 		ret = case_fault(c + 6);
+	else if (!strncmp(c, "stop-in-call-", 13))
+		ret = case_stop_in_call(c + 13);
 	else if (!strcmp(c, "namespace"))
-		ret = case_namespace();
+		ret = case_namespace(NULL);
+	else if (!strcmp(c, "namespace-fault-stage"))
+		ret = case_namespace("stage");
 	else {
 		fprintf(stderr, "unknown case %s\n", c);
 		ret = 2;

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int count;
@@ -61,4 +62,20 @@ __attribute__((visibility("default"))) int heaptap_test_hang(const char *path)
 	(void)path;
 	for (;;)
 		pause();
+}
+
+/* Job control stop of the own thread while the remote call runs: held, then re-delivered. */
+__attribute__((visibility("default"))) int heaptap_test_stop_thread(const char *path)
+{
+	(void)path;
+	syscall(SYS_tgkill, getpid(), gettid(), SIGSTOP);
+	return 0;
+}
+
+/* Same, sent to the process: any thread may take it and start the group stop. */
+__attribute__((visibility("default"))) int heaptap_test_stop_process(const char *path)
+{
+	(void)path;
+	kill(getpid(), SIGSTOP);
+	return 0;
 }

@@ -147,7 +147,8 @@ START_TEST(maps_of_self)
 	libc = att_maps_module(&m, "libc.so");
 	ck_assert_ptr_nonnull(libc);
 	ck_assert_uint_eq(libc->offset, 0);
-	hit = att_maps_find(&m, (uint64_t)(uintptr_t)&printf);
+	/* getpid: not intercepted by the sanitizers, so really libc's */
+	hit = att_maps_find(&m, (uint64_t)(uintptr_t)&getpid);
 	ck_assert_ptr_nonnull(hit);
 	ck_assert_ptr_nonnull(strstr(hit->path, "libc.so"));
 	ck_assert_ptr_null(att_maps_find(&m, 0));
