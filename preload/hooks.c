@@ -18,18 +18,17 @@
 #include "track/track.h"
 
 #define RA __builtin_return_address(0)
-#define likely(x) __builtin_expect(!!(x), 1)
 
-static _Atomic int state; /* 0 unknown, 1 being looked up, 2 known */
+_Atomic int pld_real_state; /* 0 unknown, 1 being looked up, 2 known */
 
-bool pld_resolve(void)
+bool pld_resolve_slow(void)
 {
 	struct trk_real r;
 	int expected = 0;
 
-	if (likely(atomic_load_explicit(&state, memory_order_acquire) == 2))
+	if (atomic_load_explicit(&pld_real_state, memory_order_acquire) == 2)
 		return true;
-	if (!atomic_compare_exchange_strong(&state, &expected, 1))
+	if (!atomic_compare_exchange_strong(&pld_real_state, &expected, 1))
 		return false;
 	r.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
 	r.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
@@ -47,7 +46,7 @@ bool pld_resolve(void)
 		return false;
 	}
 	trk_set_real(&r);
-	atomic_store_explicit(&state, 2, memory_order_release);
+	atomic_store_explicit(&pld_real_state, 2, memory_order_release);
 	return true;
 }
 

@@ -50,7 +50,16 @@ size_t pld_boot_size(const void *p) PLD_HIDDEN;
  * (recursive call from dlsym, or another thread doing it), when the caller
  * must use the bootstrap arena.
  */
-bool pld_resolve(void) PLD_HIDDEN;
+bool pld_resolve_slow(void) PLD_HIDDEN;
+
+static inline bool pld_resolve(void)
+{
+	extern _Atomic int pld_real_state PLD_HIDDEN;
+
+	if (__builtin_expect(__atomic_load_n(&pld_real_state, __ATOMIC_ACQUIRE) == 2, 1))
+		return true;
+	return pld_resolve_slow();
+}
 
 /* pld_env_clean - drop this library from LD_PRELOAD and HEAPTAP_* from environ. */
 void pld_env_clean(void) PLD_HIDDEN;

@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Runs in the target. Each thread that calls a hook gets one struct
- * trk_thr (mmap'd, never unmapped), pushed once onto the global list that
+ * trk_thr (see internal.h for the owner/flusher handshake) (mmap'd, never unmapped), pushed once onto the global list that
  * the timer thread walks. A pthread key destructor flushes the buffer when
  * the thread exits and marks it "exiting"; the thread may still free memory
  * after that (later TLS destructors, glibc's own clean-up), so the buffer
@@ -33,7 +33,8 @@ uint32_t trk_gettid(void)
 static struct trk_thr *thr_alloc(void)
 {
 	struct trk_thr *t, *head;
-	size_t size = sizeof(*t) + FRAMES_SLOTS * sizeof(uintptr_t);
+	size_t size = sizeof(*t) + 2 * FRAMES_SLOTS * sizeof(uintptr_t) +
+		      2 * FRAMES_SLOTS * sizeof(uint32_t);
 	void *m;
 
 	pthread_mutex_lock(&trk_g.free_lock);
@@ -49,6 +50,9 @@ static struct trk_thr *thr_alloc(void)
 		return NULL;
 	t = m;
 	t->frames = (uintptr_t *)(t + 1);
+	t->prev = t->frames + FRAMES_SLOTS;
+	t->nodes = (uint32_t *)(t->prev + FRAMES_SLOTS);
+	t->prev_nodes = t->nodes + FRAMES_SLOTS;
 	head = atomic_load(&trk_g.threads);
 	do {
 		t->next_all = head;
@@ -56,15 +60,17 @@ static struct trk_thr *thr_alloc(void)
 	return t;
 }
 
+/* bind - give a fresh or recycled buffer (not in use: no flusher touches it) an owner. */
 static void bind(struct trk_thr *t, uint32_t tid)
 {
-	trk_thr_lock(t);
 	t->tid = tid;
 	t->len = 0;
 	t->next_free = NULL;
+	t->prev_n = 0;
+	t->seen = atomic_load(&t->pub);
+	atomic_store(&t->flush_req, 0);
 	atomic_store(&t->exiting, 0);
 	atomic_store(&t->in_use, 1);
-	trk_thr_unlock(t);
 }
 
 struct trk_thr *trk_thr_new(uint32_t tid)
@@ -116,15 +122,48 @@ void trk_thr_flush_locked(struct trk_thr *t)
 	t->len = 0;
 }
 
+/* claim - flusher (flush_lock held): take t unless its owner is appending. */
+static bool claim(struct trk_thr *t)
+{
+	atomic_store_explicit(&t->claim, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&t->busy, memory_order_acquire)) {
+		atomic_store_explicit(&t->claim, 0, memory_order_release);
+		return false;
+	}
+	return true;
+}
+
+static void unclaim(struct trk_thr *t)
+{
+	atomic_store_explicit(&t->claim, 0, memory_order_release);
+}
+
+static void flush_one(struct trk_thr *t)
+{
+	while (!claim(t))
+		__builtin_ia32_pause();
+	trk_thr_flush_locked(t);
+	unclaim(t);
+}
+
+void trk_thr_flush_one(struct trk_thr *t)
+{
+	pthread_mutex_lock(&trk_g.flush_lock);
+	flush_one(t);
+	pthread_mutex_unlock(&trk_g.flush_lock);
+}
+
 void trk_thr_flush_all(void)
 {
 	struct trk_thr *t;
 
+	pthread_mutex_lock(&trk_g.flush_lock);
 	for (t = atomic_load(&trk_g.threads); t; t = t->next_all) {
-		trk_thr_lock(t);
-		trk_thr_flush_locked(t);
-		trk_thr_unlock(t);
+		if (atomic_load(&t->in_use))
+			flush_one(t);
 	}
+	pthread_mutex_unlock(&trk_g.flush_lock);
 }
 
 /* tid_gone - whether the thread tid of this process has exited. */
@@ -142,23 +181,39 @@ static void recycle(struct trk_thr *t)
 	pthread_mutex_unlock(&trk_g.free_lock);
 }
 
+/*
+ * trk_thr_flush_idle - a buffer that got events since the last tick has a
+ * running owner: it is asked (flush_req) and flushes at its next event,
+ * without waiting on us. One that got none is flushed here, unless its
+ * owner is appending right now; so an idle thread's events wait at most
+ * two ticks.
+ */
 void trk_thr_flush_idle(void)
 {
 	struct trk_thr *t;
 
+	pthread_mutex_lock(&trk_g.flush_lock);
 	for (t = atomic_load(&trk_g.threads); t; t = t->next_all) {
+		uint64_t pub;
 		bool dead;
 
-		if (!atomic_load_explicit(&t->in_use, memory_order_relaxed))
+		if (!atomic_load_explicit(&t->in_use, memory_order_acquire))
 			continue;
-		if (!trk_thr_trylock(t))
-			continue; /* its owner is appending right now */
+		pub = atomic_load_explicit(&t->pub, memory_order_relaxed);
+		if (pub != t->seen) {
+			t->seen = pub;
+			atomic_store_explicit(&t->flush_req, 1, memory_order_relaxed);
+			continue;
+		}
+		if (!claim(t))
+			continue;
 		trk_thr_flush_locked(t);
 		dead = atomic_load(&t->exiting) && tid_gone(t->tid);
-		trk_thr_unlock(t);
+		unclaim(t);
 		if (dead)
 			recycle(t);
 	}
+	pthread_mutex_unlock(&trk_g.flush_lock);
 }
 
 static void key_dtor(void *v)
@@ -167,9 +222,9 @@ static void key_dtor(void *v)
 	int saved = trk_tls_guard;
 
 	trk_tls_guard = 1;
-	trk_thr_lock(t);
+	trk_thr_enter(t);
 	trk_thr_flush_locked(t);
-	trk_thr_unlock(t);
+	trk_thr_exit(t);
 	atomic_store(&t->exiting, 1);
 	trk_tls_guard = saved;
 }

@@ -26,11 +26,11 @@ static inline bool hook_on(void)
 	return atomic_load_explicit(&trk_g.state, memory_order_relaxed) == TRK_ON && !trk_tls_guard;
 }
 
-/* put_alloc - with t locked: append ALLOC (its number taken now). */
-static inline void put_alloc(struct trk_thr *t, uint8_t kind, size_t size, uint32_t leaf,
-			     const void *p)
+/* put_alloc - owner inside enter/exit: append ALLOC numbered seq. */
+static inline void put_alloc(struct trk_thr *t, uint64_t seq, uint8_t kind, size_t size,
+			     uint32_t leaf, const void *p)
 {
-	uint8_t *q = trk_ev_begin(t, ALLOC_EV_MAX, WIRE_EV_ALLOC, NULL);
+	uint8_t *q = trk_ev_put(t, ALLOC_EV_MAX, WIRE_EV_ALLOC, seq);
 
 	*q++ = kind;
 	q += wire_put_varint(q, size);
@@ -40,7 +40,7 @@ static inline void put_alloc(struct trk_thr *t, uint8_t kind, size_t size, uint3
 }
 
 /* record_alloc - unwind, find the trace, append ALLOC; guard held. */
-static void record_alloc(const void *p, size_t size, uint8_t kind, const void *ra)
+static inline __attribute__((always_inline)) void record_alloc(const void *p, size_t size, uint8_t kind, const void *ra)
 {
 	struct trk_thr *t = trk_thr_get();
 	uint32_t leaf;
@@ -51,10 +51,9 @@ static void record_alloc(const void *p, size_t size, uint8_t kind, const void *r
 		return;
 	}
 	n = trk_capture(t->frames, ra);
-	leaf = trk_tree_leaf(t, t->frames, n);
-	trk_thr_lock(t);
-	put_alloc(t, kind, size, leaf, p);
-	trk_thr_unlock(t);
+	leaf = trk_tree_leaf_thr(t, n);
+	put_alloc(t, trk_thr_enter_seq(t), kind, size, leaf, p);
+	trk_thr_exit(t);
 }
 
 void *trk_malloc_ra(size_t size, const void *ra)
@@ -89,11 +88,12 @@ void trk_free_ra(void *ptr, const void *ra)
 	e = errno;
 	t = trk_thr_get();
 	if (likely(t != NULL)) {
-		trk_thr_lock(t);
-		q = trk_ev_begin(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE, NULL);
+		uint64_t seq = trk_thr_enter_seq(t);
+
+		q = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE, seq);
 		q += wire_put_varint(q, (uintptr_t)ptr);
 		trk_ev_end(t, q);
-		trk_thr_unlock(t);
+		trk_thr_exit(t);
 	} else {
 		atomic_fetch_add(&trk_g.dropped, 1);
 	}
@@ -146,18 +146,18 @@ static void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, cons
 	overflow = __builtin_mul_overflow(nmemb, size, &bytes);
 	/* unwind before the number is reserved: new nodes must come first */
 	n = trk_capture(t->frames, ra);
-	leaf = trk_tree_leaf(t, t->frames, n);
+	leaf = trk_tree_leaf_thr(t, n);
 	if (ptr)
 		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
 	errno = e;
 	q = kind == WIRE_KIND_REALLOC ? trk_g.real.realloc(ptr, size)
 				      : trk_g.real.reallocarray(ptr, nmemb, size);
 	e = errno;
-	trk_thr_lock(t);
+	trk_thr_enter(t);
 	if (ptr) {
 		/* freed: moved, or size 0 (glibc frees and returns NULL) */
 		bool freed = q != NULL || (!overflow && bytes == 0);
-		uint8_t *w = trk_ev_seq(t, 2 + 2 * WIRE_VARINT_MAX + ALLOC_EV_MAX,
+		uint8_t *w = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX + ALLOC_EV_MAX,
 					freed ? WIRE_EV_FREE : WIRE_EV_NOP, fseq);
 
 		if (freed)
@@ -165,8 +165,9 @@ static void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, cons
 		trk_ev_end(t, w);
 	}
 	if (q)
-		put_alloc(t, kind, bytes, leaf, q);
-	trk_thr_unlock(t);
+		put_alloc(t, atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst), kind,
+			  bytes, leaf, q);
+	trk_thr_exit(t);
 	trk_tls_guard = 0;
 	errno = e;
 	return q;

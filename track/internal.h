@@ -6,11 +6,12 @@
  * cannot be passed a context.
  *
  *   hook --> unwind (no lock) --> tree lookup (lock-free, CAS insert)
- *        --> per-thread buffer (own spin lock, only the timer contends)
+ *        --> per-thread buffer (owner/flusher handshake, no lock instruction)
  *        --> full: WIRE_REC_CHUNK under the socket lock
  *
- * Lock order: module lock -> thread buffer lock -> socket lock. Nobody
- * holds a buffer lock while unwinding or while calling the real allocator.
+ * Lock order: loader lock -> module lock -> flush lock -> thread buffer
+ * (busy/claim) -> socket lock. Nobody holds a buffer while unwinding or
+ * while calling the real allocator.
  */
 #ifndef HEAPTAP_TRACK_INTERNAL_H
 #define HEAPTAP_TRACK_INTERNAL_H
@@ -23,6 +24,9 @@
 
 #include "track/track.h"
 #include "track/wire.h"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 
 #define TRK_HIDDEN __attribute__((visibility("hidden")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -39,19 +43,26 @@ enum trk_state {
 
 /*
  * A node of the process-wide trace tree. Index 0 is the virtual root (its
- * children are the outermost frames). Children form a singly linked list
- * (child -> next -> next ...) that only grows at its head, by CAS; ip and
- * parent are written before the node is published and never change.
+ * children are the outermost frames). The first TRK_NODE_KIDS children sit
+ * in the node itself (index and ip side by side, so finding a child costs
+ * no cache miss beyond the parent, which the walk just touched); further
+ * children form a singly linked list (more -> next -> next ...) that only
+ * grows at its head, by CAS. ip and parent are written before a node is
+ * published and never change.
  */
+#define TRK_NODE_KIDS 3
+#define TRK_KID_BUSY UINT32_MAX /* slot reserved, its ip being written */
+
 struct trk_node {
-	uintptr_t ip;		 /* return address - 1 (call site) */
-	uint32_t parent;	 /* 0 = child of the root */
-	_Atomic uint32_t child;	 /* newest child, 0 = none */
-	_Atomic uint32_t next;	 /* next older sibling, 0 = none */
-	_Atomic uint32_t hit;	 /* the child found last (cache), 0 = none */
+	uintptr_t ip;			  /* return address - 1 (call site) */
+	uint32_t parent;		  /* 0 = child of the root */
+	_Atomic uint32_t more;		  /* newest overflow child, 0 = none */
+	_Atomic uint32_t next;		  /* next older sibling in the parent's list */
+	_Atomic uint32_t kid[TRK_NODE_KIDS]; /* inline children, 0 = free */
+	uintptr_t kip[TRK_NODE_KIDS];	  /* their ips, valid once kid is published */
 };
 
-#define TRK_NODE_BLOCK_SHIFT 16 /* 65536 nodes (1.5 MiB) per mmap'd block */
+#define TRK_NODE_BLOCK_SHIFT 16 /* 65536 nodes (3.5 MiB) per mmap'd block */
 #define TRK_NODE_BLOCK (1u << TRK_NODE_BLOCK_SHIFT)
 #define TRK_NODE_BLOCKS 16384	/* at most 2^30 nodes */
 
@@ -59,25 +70,57 @@ struct trk_node {
 
 #define TRK_BUF_SIZE (64 * 1024) /* event bytes per chunk */
 #define TRK_EV_MAX 64		 /* room an ordinary event needs at most */
+#define TRK_TCACHE 512		 /* entries of the per-thread child cache */
+
+/* An entry of the per-thread child cache. */
+struct trk_tcache {
+	uintptr_t ip;
+	uint32_t parent, child;
+};
 
 /*
  * One thread's buffer. Mapped with mmap, never unmapped; once on the
  * global list it stays there and is reused by a later thread after its
- * owner exited. The owner appends under lock; the timer thread (and the
- * thread ending the session) flush it under the same lock.
+ * owner exited.
+ *
+ * Who touches the events: the owner appends (and flushes when full) inside
+ * trk_thr_enter*() ... trk_thr_exit(); a flusher (timer tick, session end)
+ * flushes only while it holds the claim. The two handshake Dekker-style:
+ *
+ *   owner:   busy = 1; seq = fetch_add(counter); while (claim) pause; ...
+ *            busy = 0
+ *   flusher: claim = 1; fence; if (busy) { claim = 0; skip } else flush;
+ *            claim = 0
+ *
+ * The owner's locked fetch_add on the sequence counter (which it needs
+ * anyway) is its full fence on x86-64, so the per-event cost is two plain
+ * stores and a load on top of the counter: no lock instruction of its own.
+ * Either the flusher sees busy and backs off, or the owner sees the claim
+ * and waits; never both proceed. A busy buffer gets flush_req instead,
+ * which its owner honours at its next event.
  */
 struct trk_thr {
-	_Atomic int lock;	    /* spin lock: 0 free, 1 held */
+	_Atomic int busy;	    /* owner is appending */
+	_Atomic int claim;	    /* a flusher holds the buffer */
+	_Atomic int flush_req;	    /* flusher asks the owner to flush */
 	_Atomic int exiting;	    /* key destructor ran; recycle when tid is gone */
 	_Atomic int in_use;	    /* owned by a thread (or the timer) */
 	uint32_t tid;		    /* owner's Linux thread id */
+	_Atomic uint64_t pub;	    /* last_seq + 1 after each event (activity, for the timer) */
+	uint64_t seen;		    /* timer: pub at its previous tick */
 	uint64_t first_seq;	    /* seq of the chunk's first event */
 	uint64_t last_seq;	    /* seq of the chunk's last event */
 	size_t len;		    /* event bytes in data */
 	struct trk_thr *next_all;   /* global list, set before publication */
 	struct trk_thr *next_free;  /* free list (under trk_g.free_lock) */
 	uintptr_t *frames;	    /* unwind scratch, TRK_DEPTH_MAX + 32 slots */
+	uintptr_t *prev;	    /* the previous stack (same layout), swapped with frames */
+	uint32_t *prev_nodes;	    /* prev_nodes[i]: node of prev[i]; TRK_DEPTH_MAX */
+	uint32_t *nodes;	    /* the same for frames, swapped with prev_nodes */
+	size_t prev_n;		    /* frames in prev, 0 = none */
 	uint32_t spare_node;	    /* node index left from a lost insert race */
+	/* thread-private cache (parent, ip) -> child: no shared writes */
+	struct trk_tcache tcache[TRK_TCACHE];
 	uint8_t data[TRK_BUF_SIZE];
 };
 
@@ -118,6 +161,7 @@ struct trk_global {
 
 	/* thread buffers */
 	_Atomic(struct trk_thr *) threads; /* every buffer ever made */
+	pthread_mutex_t flush_lock;	/* one flusher at a time */
 	pthread_mutex_t free_lock;
 	struct trk_thr *free_list;
 	pthread_key_t key;		/* destructor flushes a leaving thread */
@@ -159,62 +203,66 @@ extern __thread int trk_tls_guard __attribute__((tls_model("initial-exec"))) TRK
 struct trk_thr *trk_thr_get(void) TRK_HIDDEN;
 /* trk_thr_new - a buffer not bound to the calling thread's TLS (timer); NULL on no memory. */
 struct trk_thr *trk_thr_new(uint32_t tid) TRK_HIDDEN;
-/* trk_thr_flush_locked - send the buffer's events as one chunk; lock held. */
+/* trk_thr_flush_locked - send the buffer's events as one chunk; owner or claim holder. */
 void trk_thr_flush_locked(struct trk_thr *t) TRK_HIDDEN;
-/* trk_thr_flush_all - flush every buffer (spins on each lock). */
+/* trk_thr_flush_all - flush every buffer (waits for busy owners). */
 void trk_thr_flush_all(void) TRK_HIDDEN;
-/* trk_thr_flush_idle - flush every buffer whose lock is free (timer tick). */
+/* trk_thr_flush_one - flush one buffer as a flusher (waits for its owner). */
+void trk_thr_flush_one(struct trk_thr *t) TRK_HIDDEN;
+/* trk_thr_flush_idle - timer tick: flush idle buffers, ask busy ones to flush. */
 void trk_thr_flush_idle(void) TRK_HIDDEN;
 /* trk_thr_key_init - create the pthread key; 0 or -errno. */
 int trk_thr_key_init(void) TRK_HIDDEN;
 
-static inline void trk_thr_lock(struct trk_thr *t)
+/* trk_thr_wait_claim - owner, busy set and fenced: wait out a flusher, honour flush_req. */
+static inline void trk_thr_wait_claim(struct trk_thr *t)
 {
-	while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire)) {
-		while (atomic_load_explicit(&t->lock, memory_order_relaxed))
-			__builtin_ia32_pause();
+	while (unlikely(atomic_load_explicit(&t->claim, memory_order_acquire)))
+		__builtin_ia32_pause();
+	if (unlikely(atomic_load_explicit(&t->flush_req, memory_order_relaxed))) {
+		atomic_store_explicit(&t->flush_req, 0, memory_order_relaxed);
+		trk_thr_flush_locked(t);
 	}
-}
-
-static inline bool trk_thr_trylock(struct trk_thr *t)
-{
-	return !atomic_exchange_explicit(&t->lock, 1, memory_order_acquire);
-}
-
-static inline void trk_thr_unlock(struct trk_thr *t)
-{
-	atomic_store_explicit(&t->lock, 0, memory_order_release);
 }
 
 /*
- * trk_ev_begin - with t locked: make room for need bytes (flushing), take
- * the next sequence number and write op and seq delta. Returns the write
- * position; the caller encodes the rest and calls trk_ev_end.
+ * trk_thr_enter_seq - owner: start appending and take the next sequence
+ * number (the counter's locked add doubles as the Dekker fence on x86-64).
  */
-static inline uint8_t *trk_ev_begin(struct trk_thr *t, size_t need, uint8_t op, uint64_t *seq_out)
+static inline uint64_t trk_thr_enter_seq(struct trk_thr *t)
 {
 	uint64_t seq;
-	uint8_t *p;
 
-	if (unlikely(t->len + need > TRK_BUF_SIZE))
-		trk_thr_flush_locked(t);
+	atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
 	seq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
-	p = t->data + t->len;
-	*p++ = op;
-	if (t->len == 0) {
-		t->first_seq = seq;
-		*p++ = 0;
-	} else {
-		p += wire_put_varint(p, seq - t->last_seq);
-	}
-	t->last_seq = seq;
-	if (seq_out)
-		*seq_out = seq;
-	return p;
+#if !defined(__x86_64__) && !defined(__i386__)
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+	trk_thr_wait_claim(t);
+	return seq;
 }
 
-/* trk_ev_seq - write op and delta for a number taken earlier (realloc). */
-static inline uint8_t *trk_ev_seq(struct trk_thr *t, size_t need, uint8_t op, uint64_t seq)
+/* trk_thr_enter - owner: start appending without taking a number. */
+static inline void trk_thr_enter(struct trk_thr *t)
+{
+	atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	trk_thr_wait_claim(t);
+}
+
+/* trk_thr_exit - owner: done appending. */
+static inline void trk_thr_exit(struct trk_thr *t)
+{
+	atomic_store_explicit(&t->pub, t->last_seq + 1, memory_order_relaxed);
+	atomic_store_explicit(&t->busy, 0, memory_order_release);
+}
+
+/*
+ * trk_ev_put - owner, inside enter/exit: make room for need bytes
+ * (flushing), write op and the delta of seq. Returns the write position;
+ * the caller encodes the rest and calls trk_ev_end.
+ */
+static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, uint64_t seq)
 {
 	uint8_t *p;
 
@@ -275,18 +323,58 @@ uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip) TRK_HI
  */
 uint32_t trk_tree_leaf(struct trk_thr *t, const uintptr_t *ips, size_t n) TRK_HIDDEN;
 
+/*
+ * trk_tree_leaf_thr - the same for the stack in t->frames, reusing the
+ * outer frames it shares with the thread's previous stack (t->prev) without
+ * a tree lookup; then swaps frames and prev.
+ */
+uint32_t trk_tree_leaf_thr(struct trk_thr *t, size_t n) TRK_HIDDEN;
+
 /* ---- unwind.c ------------------------------------------------------------- */
 
 /* trk_unwind_init - set libunwind's caching policy; once per process. */
 void trk_unwind_init(void) TRK_HIDDEN;
+
+#define TRK_HOOK_FRAMES_MAX 16 /* ra must show up among the first this many */
 
 /*
  * trk_capture - capture the calling thread's stack into out (room for
  * TRK_DEPTH_MAX + 32) as call sites (return address - 1), innermost first,
  * starting at the frame that returns to ra; at most trk_g.depth frames.
  * Returns the count (at least 1: ra itself when unwinding fails).
+ *
+ * unw_backtrace uses libunwind's fast frame cache and returns return
+ * addresses, innermost first, beginning inside the hook. The hook frames
+ * are cut off at the frame whose return address is ra (the outermost
+ * hook's __builtin_return_address(0)): searching for it instead of
+ * skipping a fixed count works whether the compiler inlined, tail-called
+ * or kept the wrappers. Inline, so it adds no frame of its own.
  */
-size_t trk_capture(uintptr_t *out, const void *ra) TRK_HIDDEN;
+static inline __attribute__((always_inline)) size_t trk_capture(uintptr_t *out, const void *ra)
+{
+	int want = (int)trk_g.depth + TRK_HOOK_FRAMES_MAX;
+	int got, i, k = -1;
+	size_t n;
+
+	got = unw_backtrace((void **)out, want);
+	for (i = 0; i < got && i < TRK_HOOK_FRAMES_MAX; i++) {
+		if (out[i] == (uintptr_t)ra) {
+			k = i;
+			break;
+		}
+	}
+	if (unlikely(k < 0)) {
+		/* unwinding broke inside the hook: keep the call site at least */
+		out[0] = (uintptr_t)ra - 1;
+		return 1;
+	}
+	n = (size_t)(got - k);
+	if (n > trk_g.depth)
+		n = trk_g.depth;
+	for (i = 0; i < (int)n; i++)
+		out[i] = out[i + k] - 1;
+	return n;
+}
 
 /* ---- modules.c ------------------------------------------------------------ */
 

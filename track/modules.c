@@ -131,8 +131,7 @@ static void send_module(struct trk_thr *t, const struct dl_phdr_info *info, bool
 		nseg = NSEG_MAX;
 	need = 2 + 4 * WIRE_VARINT_MAX + nseg * 3 * WIRE_VARINT_MAX + bid_len + path_len;
 
-	trk_thr_lock(t);
-	q = trk_ev_begin(t, need, WIRE_EV_MODULE, NULL);
+	q = trk_ev_put(t, need, WIRE_EV_MODULE, trk_thr_enter_seq(t));
 	q += wire_put_varint(q, info->dlpi_addr);
 	q += wire_put_varint(q, nseg);
 	for (i = 0; i < info->dlpi_phnum && nseg > 0; i++) {
@@ -152,18 +151,17 @@ static void send_module(struct trk_thr *t, const struct dl_phdr_info *info, bool
 	memcpy(q, path, path_len);
 	q += path_len;
 	trk_ev_end(t, q);
-	trk_thr_unlock(t);
+	trk_thr_exit(t);
 }
 
 static void send_del(struct trk_thr *t, uintptr_t base)
 {
 	uint8_t *q;
 
-	trk_thr_lock(t);
-	q = trk_ev_begin(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_MODULE_DEL, NULL);
+	q = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_MODULE_DEL, trk_thr_enter_seq(t));
 	q += wire_put_varint(q, base);
 	trk_ev_end(t, q);
-	trk_thr_unlock(t);
+	trk_thr_exit(t);
 }
 
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)

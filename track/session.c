@@ -23,6 +23,7 @@ struct trk_global trk_g = {
 	.fd = -1,
 	.statm_fd = -1,
 	.next_node = 1,
+	.flush_lock = PTHREAD_MUTEX_INITIALIZER,
 	.free_lock = PTHREAD_MUTEX_INITIALIZER,
 	.sock_lock = PTHREAD_MUTEX_INITIALIZER,
 	.mod_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -148,9 +149,7 @@ int trk_start(const struct trk_config *cfg)
 	if (ret < 0)
 		goto out_close;
 	trk_mod_scan(trk_g.timer_thr, true);
-	trk_thr_lock(trk_g.timer_thr);
-	trk_thr_flush_locked(trk_g.timer_thr);
-	trk_thr_unlock(trk_g.timer_thr);
+	trk_thr_flush_one(trk_g.timer_thr);
 	if (trk_g.ended) {
 		ret = -EPIPE;
 		goto out_close;

@@ -120,10 +120,11 @@ static void *timer_main(void *arg)
 
 	(void)arg;
 	trk_tls_guard = 1;
-	trk_thr_lock(trk_g.timer_thr);
+	/* the timer owns its buffer from now on */
+	trk_thr_enter(trk_g.timer_thr);
 	trk_thr_flush_locked(trk_g.timer_thr);
 	trk_g.timer_thr->tid = trk_gettid();
-	trk_thr_unlock(trk_g.timer_thr);
+	trk_thr_exit(trk_g.timer_thr);
 	next = trk_now_ns(CLOCK_MONOTONIC) + TRK_TICK_NS;
 	while (atomic_load(&trk_g.state) == TRK_ON) {
 		uint64_t now = trk_now_ns(CLOCK_MONOTONIC);

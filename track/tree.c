@@ -5,23 +5,32 @@
  * root (outermost frame) to a leaf (the allocation's call site); an
  * allocation event carries the leaf's index only.
  *
- *   root(0) -child-> A(7) -next-> B(3)        siblings: newest first
- *                    |child
- *                    v
- *                    C(9) ...
+ *   node: | ip | parent | more | next | kid[0..2] | kip[0..2] |
+ *                          |             inline children (index, ip)
+ *                          v
+ *         overflow children: newest -> next -> next ... (CAS at the head)
  *
- * Lookup reads the parent's "hit" (the child found last) first, so a hot
- * stack costs one load and one compare per frame; otherwise it walks the
- * sibling list. Insert takes a sequence number for WIRE_EV_NODE *before*
- * publishing the node with a CAS on the parent's child head: any thread
- * that then finds the node and records an allocation with it takes a
- * larger number, so the interpreter always knows the node first. If the
- * CAS finds that another thread added the same ip meanwhile, the number
- * becomes WIRE_EV_NOP and the prepared node is kept for the next insert.
+ * Lookup, fastest first: the thread's private (parent, ip) -> child cache;
+ * the parent's inline slots (same cache lines as the parent, which the
+ * walk just visited); the overflow list. Each thread also reuses the nodes
+ * of the outer frames its previous stack shared (trk_tree_leaf_thr).
+ *
+ * Insert takes a sequence number for WIRE_EV_NODE *before* publishing the
+ * node, so any thread that then finds it and records an allocation with it
+ * takes a larger number: the interpreter always knows the node first.
+ * Inline slots fill in order 0, 1, 2: a slot is reserved by CAS 0 -> BUSY,
+ * its ip written, then the index stored (release); a reader that meets
+ * BUSY waits the few instructions until the index is there. Only when all
+ * slots hold other ips does an insert go to the list. So two threads
+ * adding the same ip meet in the same slot or in the list, and one of them
+ * sees the other's node: it uses that node, turns its number into
+ * WIRE_EV_NOP and keeps its prepared node for the next insert. No
+ * (parent, ip) pair is ever added twice.
  *
  * Nodes live in 65536-node blocks mapped on first use and never unmapped;
  * indices are never reused.
  */
+#include <sched.h>
 #include <sys/mman.h>
 
 #include "track/internal.h"
@@ -56,8 +65,25 @@ static uint32_t node_new(struct trk_thr *t)
 	return idx;
 }
 
-/* find - the child with ip in the sibling list from c up to (not incl.) stop. */
-static uint32_t find(uint32_t c, uint32_t stop, uintptr_t ip)
+/* slot_load - a published inline child index (waits out a reservation); 0 = free. */
+static inline uint32_t slot_load(struct trk_node *p, int i)
+{
+	uint32_t k = atomic_load_explicit(&p->kid[i], memory_order_acquire);
+	unsigned spins = 0;
+
+	while (unlikely(k == TRK_KID_BUSY)) {
+		/* the reserving thread may have been preempted: do not burn its slice */
+		if (++spins > 64)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+		k = atomic_load_explicit(&p->kid[i], memory_order_acquire);
+	}
+	return k;
+}
+
+/* find_list - the child with ip in the overflow list from c up to (not incl.) stop. */
+static uint32_t find_list(uint32_t c, uint32_t stop, uintptr_t ip)
 {
 	while (c && c != stop) {
 		struct trk_node *n = trk_node_at(c);
@@ -69,19 +95,74 @@ static uint32_t find(uint32_t c, uint32_t stop, uintptr_t ip)
 	return 0;
 }
 
+/* lookup - the child of p with ip, or 0. */
+static inline uint32_t lookup(struct trk_node *p, uintptr_t ip)
+{
+	for (int i = 0; i < TRK_NODE_KIDS; i++) {
+		uint32_t k = slot_load(p, i);
+
+		if (!k)
+			return 0; /* slots fill in order: nothing further */
+		if (p->kip[i] == ip)
+			return k;
+	}
+	return find_list(atomic_load_explicit(&p->more, memory_order_acquire), 0, ip);
+}
+
+/*
+ * publish - make idx (ip) a child of p unless a racing thread made one for
+ * ip first. Returns idx, or the racing thread's node.
+ */
+static uint32_t publish(struct trk_node *p, struct trk_node *n, uint32_t idx, uintptr_t ip)
+{
+	uint32_t head, c;
+
+	for (int i = 0; i < TRK_NODE_KIDS; i++) {
+		uint32_t k = 0;
+
+		if (atomic_compare_exchange_strong_explicit(&p->kid[i], &k, TRK_KID_BUSY,
+							    memory_order_acquire,
+							    memory_order_acquire)) {
+			p->kip[i] = ip;
+			atomic_store_explicit(&p->kid[i], idx, memory_order_release);
+			return idx;
+		}
+		k = slot_load(p, i);
+		if (p->kip[i] == ip)
+			return k;
+	}
+	head = atomic_load_explicit(&p->more, memory_order_acquire);
+	c = find_list(head, 0, ip);
+	if (c)
+		return c;
+	for (;;) {
+		uint32_t prev = head;
+
+		atomic_store_explicit(&n->next, prev, memory_order_relaxed);
+		if (atomic_compare_exchange_weak_explicit(&p->more, &head, idx, memory_order_release,
+							  memory_order_acquire))
+			return idx;
+		/* head is the new head now: look at the siblings that arrived since */
+		c = find_list(head, prev, ip);
+		if (c)
+			return c;
+	}
+}
+
 uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip)
 {
 	struct trk_node *p = trk_node_at(parent), *n;
-	uint32_t hit, head, c, idx;
+	struct trk_tcache *tc;
+	uint32_t c, idx;
+	uint64_t seq;
 	uint8_t *q, *op;
 
-	hit = atomic_load_explicit(&p->hit, memory_order_acquire);
-	if (likely(hit != 0) && trk_node_at(hit)->ip == ip)
-		return hit;
-	head = atomic_load_explicit(&p->child, memory_order_acquire);
-	c = find(head, 0, ip);
+	tc = &t->tcache[((ip * 0x9E3779B97F4A7C15ull) ^ parent) >> 32 & (TRK_TCACHE - 1)];
+	if (likely(tc->ip == ip && tc->parent == parent && tc->child))
+		return tc->child;
+	c = lookup(p, ip);
 	if (c)
-		goto found;
+		goto out;
 
 	/* the interpreter should know the module of a new ip before the node */
 	if (!trk_mod_known(ip))
@@ -92,38 +173,31 @@ uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip)
 	n = trk_node_at(idx);
 	n->ip = ip;
 	n->parent = parent;
-	atomic_store_explicit(&n->child, 0, memory_order_relaxed);
-	atomic_store_explicit(&n->hit, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->more, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->next, 0, memory_order_relaxed);
+	for (int i = 0; i < TRK_NODE_KIDS; i++)
+		atomic_store_explicit(&n->kid[i], 0, memory_order_relaxed);
 
-	trk_thr_lock(t);
-	q = trk_ev_begin(t, NODE_EV_MAX, WIRE_EV_NODE, NULL);
+	seq = trk_thr_enter_seq(t);
+	q = trk_ev_put(t, NODE_EV_MAX, WIRE_EV_NODE, seq);
 	op = t->data + t->len;
-	for (;;) {
-		uint32_t prev = head;
-
-		atomic_store_explicit(&n->next, prev, memory_order_relaxed);
-		if (atomic_compare_exchange_weak_explicit(&p->child, &head, idx, memory_order_release,
-							  memory_order_acquire))
-			break;
-		/* head is the new head now: look at the siblings that arrived since */
-		c = find(head, prev, ip);
-		if (c) {
-			*op = WIRE_EV_NOP;
-			trk_ev_end(t, q); /* a NOP is op and delta only */
-			trk_thr_unlock(t);
-			t->spare_node = idx;
-			goto found;
-		}
+	c = publish(p, n, idx, ip);
+	if (c != idx) {
+		*op = WIRE_EV_NOP; /* a NOP is op and delta only */
+		trk_ev_end(t, q);
+		trk_thr_exit(t);
+		t->spare_node = idx;
+		goto out;
 	}
 	q += wire_put_varint(q, idx);
 	q += wire_put_varint(q, parent);
 	q += wire_put_varint(q, ip);
 	trk_ev_end(t, q);
-	trk_thr_unlock(t);
-	c = idx;
-found:
-	if (hit != c)
-		atomic_store_explicit(&p->hit, c, memory_order_release);
+	trk_thr_exit(t);
+out:
+	tc->ip = ip;
+	tc->parent = parent;
+	tc->child = c;
 	return c;
 }
 
@@ -136,5 +210,37 @@ uint32_t trk_tree_leaf(struct trk_thr *t, const uintptr_t *ips, size_t n)
 		if (unlikely(!node))
 			return 0;
 	}
+	return node;
+}
+
+uint32_t trk_tree_leaf_thr(struct trk_thr *t, size_t n)
+{
+	const uintptr_t *ips = t->frames, *prev = t->prev;
+	size_t pn = t->prev_n, j = 0, i;
+	uint32_t node = 0, *nodes = t->nodes;
+	void *swap;
+
+	/* the outer frames shared with the previous stack keep their nodes */
+	while (j < n && j < pn && ips[n - 1 - j] == prev[pn - 1 - j]) {
+		nodes[n - 1 - j] = t->prev_nodes[pn - 1 - j];
+		j++;
+	}
+	if (j)
+		node = nodes[n - j];
+	for (i = n - j; i > 0; i--) {
+		node = trk_tree_child(t, node, ips[i - 1]);
+		if (unlikely(!node)) {
+			t->prev_n = 0;
+			return 0;
+		}
+		nodes[i - 1] = node;
+	}
+	swap = t->frames;
+	t->frames = t->prev;
+	t->prev = swap;
+	swap = t->nodes;
+	t->nodes = t->prev_nodes;
+	t->prev_nodes = swap;
+	t->prev_n = n;
 	return node;
 }
