@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 Suite *elfr_crafted_suite(void);
 Suite *elfr_file_suite(void);
@@ -456,6 +459,52 @@ START_TEST(test_no_room_live)
 }
 END_TEST
 
+/* A reader over another process's memory, as heaptap will walk a target. */
+static int read_remote(void *ctx, uintptr_t addr, void *dst, size_t len)
+{
+	struct iovec local = { dst, len }, remote = { (void *)addr, len };
+	pid_t pid = *(pid_t *)ctx;
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+/*
+ * A forked child has the same layout, so the own program headers and bias
+ * describe its modules; walked through process_vm_readv the slots are the
+ * same. Once the child is gone, every read fails and the walk says so.
+ */
+START_TEST(test_remote_reader)
+{
+	static struct elfr_slot local[MAXSLOTS], remote[MAXSLOTS];
+	struct elfr_info li, ri;
+	struct find f;
+	int pipefd[2], status;
+	char c;
+	pid_t pid;
+
+	load(ELFR_FX_NOPLT);
+	find_module(&f, ELFR_FX_NOPLT, true);
+	ck_assert_int_eq(elfr_find_slots(&f.m, wanted, NWANTED, local, MAXSLOTS, &li), ELFR_OK);
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &c, 1);
+		_exit(0);
+	}
+	close(pipefd[0]);
+	f.m.read = read_remote;
+	f.m.read_ctx = &pid;
+	ck_assert_int_eq(elfr_find_slots(&f.m, wanted, NWANTED, remote, MAXSLOTS, &ri), ELFR_OK);
+	ck_assert_uint_eq(ri.nslots, li.nslots);
+	ck_assert_mem_eq(remote, local, li.nslots * sizeof(local[0]));
+	close(pipefd[1]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(elfr_find_slots(&f.m, wanted, NWANTED, remote, MAXSLOTS, &ri), ELFR_E_READ);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
 	Suite *s = suite_create("elf-live");
@@ -472,6 +521,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, test_mod_symbol_libc);
 	tcase_add_test(tc, test_walk_self);
 	tcase_add_test(tc, test_no_room_live);
+	tcase_add_test(tc, test_remote_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }

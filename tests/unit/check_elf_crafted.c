@@ -354,6 +354,28 @@ START_TEST(test_rel_overlap)
 }
 END_TEST
 
+/*
+ * DT_RELACOUNT leading entries are RELATIVE to glibc whatever their type,
+ * so they are skipped; a count larger than the table is harmless.
+ */
+START_TEST(test_relacount)
+{
+	build();
+	put_dyn(DT_RELACOUNT, 1); /* covers the GLOB_DAT entry */
+	ck_reason(walk(), ELFR_OK);
+	ck_assert_uint_eq(info.nslots, 2);
+	ck_assert_int_eq(slots[1].kind, ELFR_SLOT_JUMP);
+	build();
+	put_dyn(DT_RELACOUNT, 0x7fffffff);
+	ck_reason(walk(), ELFR_OK);
+	ck_assert_uint_eq(info.nslots, 2);
+	build();
+	put_dyn(DT_RELACOUNT, 0);
+	ck_reason(walk(), ELFR_OK);
+	check_good_slots(BIAS);
+}
+END_TEST
+
 START_TEST(test_sym_index_past_count)
 {
 	build();
@@ -715,6 +737,7 @@ Suite *elfr_crafted_suite(void)
 	tcase_add_test(tc, test_good_sysv_only);
 	tcase_add_test(tc, test_slot_in_relro);
 	tcase_add_test(tc, test_rel_overlap);
+	tcase_add_test(tc, test_relacount);
 	tcase_add_test(tc, test_sym_index_past_count);
 	tcase_add_test(tc, test_name_past_strsz);
 	tcase_add_test(tc, test_strtab_broken);
