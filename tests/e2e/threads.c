@@ -13,11 +13,17 @@
  * calls, their bytes, and nothing leaked; t_alloc_leak has NTHREADS * LEAKS
  * calls and leaks all of its bytes. Temporary and peak depend on the
  * interleaving and are not printed.
+ *
+ * "threads churn" (threads--churn.test) instead starts CHURN_ROUNDS rounds
+ * of CHURN_THREADS short-lived threads; each makes CHURN_ALLOCS allocations
+ * from t_churn, frees all but one and exits at once, so what a thread
+ * buffered must reach the recording when it ends, not at a later tick.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "expect.h"
 
@@ -83,6 +89,61 @@ static __attribute__((noinline)) void *t_alloc_leak(size_t n)
 	return malloc(n);
 }
 
+#define CHURN_ROUNDS 64
+#define CHURN_THREADS 4
+#define CHURN_ALLOCS 50
+
+static size_t churn_size(int id, int i)
+{
+	return 24 + (size_t)id % 13 + (size_t)i * 4;
+}
+
+static __attribute__((noinline)) void *t_churn(size_t n)
+{
+	return malloc(n);
+}
+
+/* CHURN_ALLOCS allocations, all freed but the last, then end the thread */
+static void *churn_worker(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	void *keep[CHURN_ALLOCS];
+
+	for (int i = 0; i < CHURN_ALLOCS; i++)
+		if (!(keep[i] = t_churn(churn_size(id, i))))
+			abort();
+	for (int i = 0; i < CHURN_ALLOCS - 1; i++)
+		free(keep[i]);
+	return NULL;
+}
+
+static int churn(void)
+{
+	unsigned long long calls = 0, bytes = 0, leaked = 0;
+
+	for (int r = 0; r < CHURN_ROUNDS; r++) {
+		pthread_t tid[CHURN_THREADS];
+
+		for (int t = 0; t < CHURN_THREADS; t++)
+			if (pthread_create(&tid[t], NULL, churn_worker,
+					   (void *)(intptr_t)(r * CHURN_THREADS + t)))
+				return 2;
+		for (int t = 0; t < CHURN_THREADS; t++)
+			pthread_join(tid[t], NULL);
+	}
+	for (int id = 0; id < CHURN_ROUNDS * CHURN_THREADS; id++) {
+		for (int i = 0; i < CHURN_ALLOCS; i++) {
+			calls++;
+			bytes += churn_size(id, i);
+		}
+		leaked += churn_size(id, CHURN_ALLOCS - 1);
+	}
+	ex_printf("site t_churn calls=%llu bytes=%llu leaked=%llu\n", calls, bytes, leaked);
+	ex_printf("total calls=%llu bytes=%llu leaked=%llu\n", calls, bytes, leaked);
+	ex_printf("kind malloc calls=%llu bytes=%llu\n", calls, bytes);
+	return 0;
+}
+
 static void *worker(void *arg)
 {
 	int t = (int)(intptr_t)arg;
@@ -119,10 +180,13 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	pthread_t tid[NTHREADS];
 	unsigned long long calls = 0, bytes = 0, lcalls = 0, lbytes = 0;
+
+	if (argc == 2 && !strcmp(argv[1], "churn"))
+		return churn();
 
 	pthread_barrier_init(&start, NULL, NTHREADS);
 	for (int t = 0; t < NTHREADS; t++) {
