@@ -16,6 +16,16 @@
 #include "recfile/internal.h"
 #include "recfile/recfile.h"
 
+/*
+ * Check records every passing ck_assert (a write per call); hot loops use
+ * this instead, which costs nothing unless it fails.
+ */
+#define REQUIRE(c)                                                                \
+	do {                                                                      \
+		if (!(c))                                                         \
+			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);        \
+	} while (0)
+
 static char tmpdir[64];
 
 static void setup(void)
@@ -121,9 +131,9 @@ static void expect_event(const struct rec_event *e, uint64_t k)
 	uint32_t op[4] = { REC_EV_ALLOC, REC_EV_ALLOC, REC_EV_FREE, REC_EV_FREE_TEMP };
 	uint64_t wt[4] = { 0, 1000 + i, 0, 0 };
 
-	ck_assert_uint_eq(e->info, info[k % 4]);
-	ck_assert_uint_eq(e->op, op[k % 4]);
-	ck_assert_uint_eq(e->weight, wt[k % 4]);
+	REQUIRE((e->info) == (info[k % 4]));
+	REQUIRE((e->op) == (op[k % 4]));
+	REQUIRE((e->weight) == (wt[k % 4]));
 }
 
 /* every event of r, in order; returns how many */
@@ -136,14 +146,14 @@ static uint64_t check_events(const struct rec_reader *r)
 		size_t n;
 		uint64_t first;
 
-		ck_assert_int_eq(rec_event_chunk(r, c, &ev, &n, &first), 0);
-		ck_assert_uint_eq(first, next);
+		REQUIRE((rec_event_chunk(r, c, &ev, &n, &first)) == (0));
+		REQUIRE((first) == (next));
 		for (size_t k = 0; k < n; k++)
 			expect_event(&ev[k], first + k);
 		next += n;
 		free(ev);
 	}
-	ck_assert_uint_eq(next, rec_nevents(r));
+	REQUIRE((next) == (rec_nevents(r)));
 	return next;
 }
 
@@ -324,10 +334,10 @@ START_TEST(test_string_dedup)
 		uint32_t i1, i2;
 
 		snprintf(big, sizeof(big), "string number %d", i);
-		ck_assert_int_eq(rec_put_string(w, big, &i1), 0);
-		ck_assert_int_eq(rec_put_string(w, big, &i2), 0);
-		ck_assert_uint_eq(i1, i2);
-		ck_assert_uint_eq(i1, 3 + i);
+		REQUIRE((rec_put_string(w, big, &i1)) == (0));
+		REQUIRE((rec_put_string(w, big, &i2)) == (0));
+		REQUIRE((i1) == (i2));
+		REQUIRE((i1) == (uint32_t)(3 + i));
 	}
 	memset(big, 'z', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
@@ -465,30 +475,30 @@ static void check_prefix(const struct rec_reader *cut, const struct rec_reader *
 
 	rec_modules(cut, &n);
 	rec_modules(full, &m);
-	ck_assert_uint_le(n, m);
+	REQUIRE((n) <= (m));
 	for (size_t i = 0; i < n; i++) {
-		ck_assert_str_eq(rec_modules(cut, &n)[i].path, rec_modules(full, &m)[i].path);
-		ck_assert_uint_eq(rec_modules(cut, &n)[i].base, rec_modules(full, &m)[i].base);
+		REQUIRE(!strcmp(rec_modules(cut, &n)[i].path, rec_modules(full, &m)[i].path));
+		REQUIRE((rec_modules(cut, &n)[i].base) == (rec_modules(full, &m)[i].base));
 	}
 	const struct rec_trace *tc = rec_traces(cut, &n), *tf = rec_traces(full, &m);
-	ck_assert_uint_ge(n, 1);
-	ck_assert_uint_le(n, m);
+	REQUIRE((n) >= (1));
+	REQUIRE((n) <= (m));
 	for (size_t i = 0; i < n; i++) {
-		ck_assert_uint_eq(tc[i].parent, tf[i].parent);
-		ck_assert_uint_eq(tc[i].ip, tf[i].ip);
+		REQUIRE((tc[i].parent) == (tf[i].parent));
+		REQUIRE((tc[i].ip) == (tf[i].ip));
 	}
 	const struct rec_allocinfo *ac = rec_allocinfos(cut, &n), *af = rec_allocinfos(full, &m);
-	ck_assert_uint_le(n, m);
+	REQUIRE((n) <= (m));
 	for (size_t i = 0; i < n; i++) {
-		ck_assert_uint_eq(ac[i].size, af[i].size);
-		ck_assert_uint_eq(ac[i].trace, af[i].trace);
+		REQUIRE((ac[i].size) == (af[i].size));
+		REQUIRE((ac[i].trace) == (af[i].trace));
 	}
-	ck_assert_uint_le(rec_nevents(cut), rec_nevents(full));
+	REQUIRE((rec_nevents(cut)) <= (rec_nevents(full)));
 	/* the writer's order means nothing written refers forward */
-	ck_assert_uint_eq(rec_fixed_refs(cut), 0);
+	REQUIRE((rec_fixed_refs(cut)) == (0));
 	if (rec_nevents(cut))
-		ck_assert_uint_eq(check_events(cut), rec_nevents(cut));
-	ck_assert_uint_eq(rec_dropped_events(cut), 0);
+		REQUIRE((check_events(cut)) == (rec_nevents(cut)));
+	REQUIRE((rec_dropped_events(cut)) == (0));
 }
 
 START_TEST(test_truncated_every_offset)
@@ -506,24 +516,24 @@ START_TEST(test_truncated_every_offset)
 	for (size_t cut = 0; cut < len; cut++) {
 		r = rec_open_mem(buf, cut, &err);
 		if (!r) {
-			ck_assert_uint_lt(cut, REC_FILE_HDR);
-			ck_assert_int_eq(err, REC_E_TRUNCATED);
+			REQUIRE((cut) < (REC_FILE_HDR));
+			REQUIRE((err) == (REC_E_TRUNCATED));
 			continue;
 		}
 		opened++;
-		ck_assert_uint_ge(cut, REC_FILE_HDR);
-		ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
+		REQUIRE((cut) >= (REC_FILE_HDR));
+		REQUIRE((rec_truncated(r)) == (REC_E_TRUNCATED));
 		check_prefix(r, full);
 		rec_close(r);
 	}
-	ck_assert_int_eq(opened, len - REC_FILE_HDR);
+	REQUIRE((size_t)(opened) == (len - REC_FILE_HDR));
 	/* and on disk: a file cut with truncate(2) */
-	ck_assert_int_eq(truncate(tpath("t.htap"), len - 1), 0);
+	REQUIRE((truncate(tpath("t.htap"), len - 1)) == (0));
 	r = rec_open(tpath("t.htap"), &err);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
+	REQUIRE((rec_truncated(r)) == (REC_E_TRUNCATED));
 	/* only the END chunk was lost */
-	ck_assert_uint_eq(rec_nevents(r), SMALL_EVENTS);
+	REQUIRE((rec_nevents(r)) == (SMALL_EVENTS));
 	rec_close(r);
 	rec_close(full);
 	free(buf);
@@ -547,7 +557,7 @@ START_TEST(test_flipped_bytes)
 			r = rec_open_mem(buf, len, &err);
 			if (!r) {
 				/* only a damaged file header makes the open fail */
-				ck_assert_uint_lt(off, REC_FILE_HDR);
+				REQUIRE((off) < (REC_FILE_HDR));
 				ck_assert(err == REC_E_MAGIC || err == REC_E_VERSION);
 			} else {
 				/*
@@ -803,17 +813,17 @@ static void write_big(struct rec_writer *w, uint64_t nev)
 	uint32_t ip, t = 0, a;
 
 	for (uint32_t i = 0; i < BIG_INFOS; i++) {
-		ck_assert_int_eq(rec_put_ip(w, 0x400000 + i * 16, &ip), 0);
-		ck_assert_int_eq(rec_put_trace(w, i % 3 ? t : 0, ip, &t), 0);
-		ck_assert_int_eq(rec_put_allocinfo(w, i * 8, t, 1, &a), 0);
+		REQUIRE((rec_put_ip(w, 0x400000 + i * 16, &ip)) == (0));
+		REQUIRE((rec_put_trace(w, i % 3 ? t : 0, ip, &t)) == (0));
+		REQUIRE((rec_put_allocinfo(w, i * 8, t, 1, &a)) == (0));
 	}
 	for (uint64_t k = 0; k < nev; k++) {
 		if (k % 3 == 2)
-			ck_assert_int_eq(rec_put_free(w, (k * 7919) % BIG_INFOS, k & 8), 0);
+			REQUIRE((rec_put_free(w, (k * 7919) % BIG_INFOS, k & 8)) == (0));
 		else
-			ck_assert_int_eq(rec_put_alloc(w, (k * 7919) % BIG_INFOS, 0), 0);
+			REQUIRE((rec_put_alloc(w, (k * 7919) % BIG_INFOS, 0)) == (0));
 		if (k % 100000 == 0)
-			ck_assert_int_eq(rec_put_tick(w, k * 1000, k * 4096), 0);
+			REQUIRE((rec_put_tick(w, k * 1000, k * 4096)) == (0));
 	}
 }
 
@@ -823,13 +833,12 @@ static void check_big_chunk(const struct rec_reader *r, size_t c, uint64_t *tota
 	size_t n;
 	uint64_t first;
 
-	ck_assert_int_eq(rec_event_chunk(r, c, &ev, &n, &first), 0);
+	REQUIRE((rec_event_chunk(r, c, &ev, &n, &first)) == (0));
 	for (size_t i = 0; i < n; i++) {
 		uint64_t k = first + i;
 
-		ck_assert_uint_eq(ev[i].info, (k * 7919) % BIG_INFOS);
-		ck_assert_uint_eq(ev[i].op,
-				  k % 3 == 2 ? (k & 8 ? REC_EV_FREE_TEMP : REC_EV_FREE) : REC_EV_ALLOC);
+		REQUIRE((ev[i].info) == ((k * 7919) % BIG_INFOS));
+		REQUIRE((ev[i].op) == (k % 3 == 2 ? (k & 8 ? REC_EV_FREE_TEMP : REC_EV_FREE) : REC_EV_ALLOC));
 	}
 	free(ev);
 	__atomic_fetch_add(total, n, __ATOMIC_RELAXED);
