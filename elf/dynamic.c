@@ -151,8 +151,8 @@ static enum elfr_reason detect(const struct elfr_mod *m, uintptr_t vstr, uintptr
 	if (b == 0)
 		return plausible(m, vstr, vsym) ? ELFR_OK : ELFR_E_DPTR_RANGE;
 	abs_ok = plausible(m, vstr, vsym);
-	raw_ok = vstr <= UINTPTR_MAX - b && vsym <= UINTPTR_MAX - b &&
-		 plausible(m, b + vstr, b + vsym);
+	raw_ok =
+	    vstr <= UINTPTR_MAX - b && vsym <= UINTPTR_MAX - b && plausible(m, b + vstr, b + vsym);
 	if (abs_ok && raw_ok) {
 		abs_ok = looks_right(m, vstr, vsym);
 		raw_ok = looks_right(m, b + vstr, b + vsym);
@@ -271,7 +271,8 @@ static enum elfr_reason check_symbols(const struct elfr_mod *m, const struct dyn
 		return ELFR_E_SYMTAB_RANGE;
 	if (t->nsyms && !elfr__inside(m, t->symtab, t->nsyms * sizeof(ElfW(Sym)), PF_R))
 		return ELFR_E_SYMTAB_RANGE;
-	if (t->versym && t->nsyms && !elfr__inside(m, t->versym, t->nsyms * sizeof(ElfW(Half)), PF_R))
+	if (t->versym && t->nsyms &&
+	    !elfr__inside(m, t->versym, t->nsyms * sizeof(ElfW(Half)), PF_R))
 		return ELFR_E_VERSYM_RANGE;
 	t->has_symbols = true;
 	return ELFR_OK;
@@ -279,8 +280,8 @@ static enum elfr_reason check_symbols(const struct elfr_mod *m, const struct dyn
 
 enum elfr_reason elfr__tables(const struct elfr_mod *m, struct elfr_tables *t, bool want_symbols)
 {
-	static const int ptrs[] = { D_SYMTAB, D_HASH, D_GNU_HASH, D_VERSYM, D_JMPREL, D_RELA, D_REL };
-	uintptr_t *dst[] = { &t->symtab, NULL, NULL, &t->versym, &t->jmprel, &t->rela, &t->rel };
+	static const int ptrs[] = {D_SYMTAB, D_HASH, D_GNU_HASH, D_VERSYM, D_JMPREL, D_RELA, D_REL};
+	uintptr_t *dst[] = {&t->symtab, NULL, NULL, &t->versym, &t->jmprel, &t->rela, &t->rel};
 	uintptr_t hash = 0, gnu_hash = 0;
 	struct dyn_raw d;
 	enum elfr_reason r;

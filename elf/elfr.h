@@ -40,53 +40,53 @@
 /* Why a walk or lookup failed; ELFR_OK (0) when it did not. */
 enum elfr_reason {
 	ELFR_OK = 0,
-	ELFR_E_ARG,		   /* bad argument (NULL, too many names, name too long) */
-	ELFR_E_READ,		   /* the memory reader failed */
-	ELFR_E_NOT_ELF,		   /* no ELF magic at the start of the image/file */
-	ELFR_E_CLASS,		   /* not the native ELF class (e.g. a 32-bit object) */
-	ELFR_E_MACHINE,		   /* not the native machine */
-	ELFR_E_PHDR,		   /* program headers missing, bad size or out of range */
-	ELFR_E_TOO_MANY_LOAD,	   /* more PT_LOAD segments than ELFR_MAX_LOAD */
-	ELFR_E_LOAD_RANGE,	   /* a PT_LOAD segment wraps the address space */
-	ELFR_E_NO_DYNAMIC,	   /* no PT_DYNAMIC (static executable): nothing to patch */
-	ELFR_E_DYN_RANGE,	   /* PT_DYNAMIC not inside a readable PT_LOAD segment */
-	ELFR_E_DYN_UNTERMINATED,   /* no DT_NULL inside PT_DYNAMIC */
-	ELFR_E_NO_STRTAB,	   /* relocations but no DT_STRTAB */
-	ELFR_E_NO_STRSZ,	   /* DT_STRTAB without DT_STRSZ */
-	ELFR_E_NO_SYMTAB,	   /* relocations but no DT_SYMTAB */
-	ELFR_E_DPTR_RANGE,	   /* DT_STRTAB/DT_SYMTAB outside the module, relocated or not */
-	ELFR_E_DPTR_AMBIGUOUS,	   /* cannot tell whether d_ptr values are relocated */
-	ELFR_E_STRTAB_RANGE,	   /* DT_STRTAB + DT_STRSZ past its segment */
-	ELFR_E_STRTAB_EMPTY,	   /* DT_STRSZ is zero */
+	ELFR_E_ARG,		    /* bad argument (NULL, too many names, name too long) */
+	ELFR_E_READ,		    /* the memory reader failed */
+	ELFR_E_NOT_ELF,		    /* no ELF magic at the start of the image/file */
+	ELFR_E_CLASS,		    /* not the native ELF class (e.g. a 32-bit object) */
+	ELFR_E_MACHINE,		    /* not the native machine */
+	ELFR_E_PHDR,		    /* program headers missing, bad size or out of range */
+	ELFR_E_TOO_MANY_LOAD,	    /* more PT_LOAD segments than ELFR_MAX_LOAD */
+	ELFR_E_LOAD_RANGE,	    /* a PT_LOAD segment wraps the address space */
+	ELFR_E_NO_DYNAMIC,	    /* no PT_DYNAMIC (static executable): nothing to patch */
+	ELFR_E_DYN_RANGE,	    /* PT_DYNAMIC not inside a readable PT_LOAD segment */
+	ELFR_E_DYN_UNTERMINATED,    /* no DT_NULL inside PT_DYNAMIC */
+	ELFR_E_NO_STRTAB,	    /* relocations but no DT_STRTAB */
+	ELFR_E_NO_STRSZ,	    /* DT_STRTAB without DT_STRSZ */
+	ELFR_E_NO_SYMTAB,	    /* relocations but no DT_SYMTAB */
+	ELFR_E_DPTR_RANGE,	    /* DT_STRTAB/DT_SYMTAB outside the module, relocated or not */
+	ELFR_E_DPTR_AMBIGUOUS,	    /* cannot tell whether d_ptr values are relocated */
+	ELFR_E_STRTAB_RANGE,	    /* DT_STRTAB + DT_STRSZ past its segment */
+	ELFR_E_STRTAB_EMPTY,	    /* DT_STRSZ is zero */
 	ELFR_E_STRTAB_UNTERMINATED, /* last byte of the string table is not NUL */
-	ELFR_E_SYMENT,		   /* DT_SYMENT is not the size of one symbol */
-	ELFR_E_NO_HASH,		   /* neither DT_GNU_HASH nor DT_HASH: no symbol count */
-	ELFR_E_HASH_RANGE,	   /* DT_HASH tables past their segment */
-	ELFR_E_HASH_EMPTY,	   /* DT_HASH with zero buckets */
-	ELFR_E_HASH_CHAIN,	   /* DT_HASH chain leaves the symbol table or loops */
-	ELFR_E_GNU_HASH_RANGE,	   /* DT_GNU_HASH header, bloom or buckets past their segment */
-	ELFR_E_GNU_HASH_EMPTY,	   /* DT_GNU_HASH with zero buckets */
-	ELFR_E_GNU_HASH_BUCKET,	   /* a DT_GNU_HASH bucket below symoffset */
-	ELFR_E_GNU_CHAIN_END,	   /* DT_GNU_HASH chain runs past the symbol table */
-	ELFR_E_SYMTAB_RANGE,	   /* symbol count x entry size past the table's segment */
-	ELFR_E_VERSYM_RANGE,	   /* DT_VERSYM shorter than the symbol table */
-	ELFR_E_SYM_INDEX,	   /* relocation's symbol index past the symbol count */
-	ELFR_E_NAME_RANGE,	   /* symbol name offset not below DT_STRSZ */
-	ELFR_E_NO_PLTREL,	   /* DT_JMPREL without DT_PLTREL */
-	ELFR_E_BAD_PLTREL,	   /* DT_PLTREL neither DT_REL nor DT_RELA */
-	ELFR_E_NO_RELSZ,	   /* relocation table without its size */
-	ELFR_E_RELENT,		   /* DT_RELAENT/DT_RELENT not the size of one entry */
-	ELFR_E_RELSZ_ODD,	   /* relocation table size not a multiple of the entry */
-	ELFR_E_REL_RANGE,	   /* relocation table past its segment */
-	ELFR_E_SLOT_RANGE,	   /* slot not inside a writable PT_LOAD segment */
-	ELFR_E_SLOT_ALIGN,	   /* slot not aligned to a word */
-	ELFR_E_NO_ROOM,		   /* more slots than the caller's array holds */
-	ELFR_E_NO_SYMBOL,	   /* symbol not found (or not defined) */
-	ELFR_E_NO_BUILD_ID,	   /* no NT_GNU_BUILD_ID note */
-	ELFR_E_OPEN,		   /* open() failed; errno tells why */
-	ELFR_E_LIBELF,		   /* libelf failed (elf_errmsg(-1) tells why) */
-	ELFR_E_NOMEM,		   /* out of memory (file view only) */
-	ELFR_E_TOO_BIG,		   /* image larger than the caller allows */
+	ELFR_E_SYMENT,		    /* DT_SYMENT is not the size of one symbol */
+	ELFR_E_NO_HASH,		    /* neither DT_GNU_HASH nor DT_HASH: no symbol count */
+	ELFR_E_HASH_RANGE,	    /* DT_HASH tables past their segment */
+	ELFR_E_HASH_EMPTY,	    /* DT_HASH with zero buckets */
+	ELFR_E_HASH_CHAIN,	    /* DT_HASH chain leaves the symbol table or loops */
+	ELFR_E_GNU_HASH_RANGE,	    /* DT_GNU_HASH header, bloom or buckets past their segment */
+	ELFR_E_GNU_HASH_EMPTY,	    /* DT_GNU_HASH with zero buckets */
+	ELFR_E_GNU_HASH_BUCKET,	    /* a DT_GNU_HASH bucket below symoffset */
+	ELFR_E_GNU_CHAIN_END,	    /* DT_GNU_HASH chain runs past the symbol table */
+	ELFR_E_SYMTAB_RANGE,	    /* symbol count x entry size past the table's segment */
+	ELFR_E_VERSYM_RANGE,	    /* DT_VERSYM shorter than the symbol table */
+	ELFR_E_SYM_INDEX,	    /* relocation's symbol index past the symbol count */
+	ELFR_E_NAME_RANGE,	    /* symbol name offset not below DT_STRSZ */
+	ELFR_E_NO_PLTREL,	    /* DT_JMPREL without DT_PLTREL */
+	ELFR_E_BAD_PLTREL,	    /* DT_PLTREL neither DT_REL nor DT_RELA */
+	ELFR_E_NO_RELSZ,	    /* relocation table without its size */
+	ELFR_E_RELENT,		    /* DT_RELAENT/DT_RELENT not the size of one entry */
+	ELFR_E_RELSZ_ODD,	    /* relocation table size not a multiple of the entry */
+	ELFR_E_REL_RANGE,	    /* relocation table past its segment */
+	ELFR_E_SLOT_RANGE,	    /* slot not inside a writable PT_LOAD segment */
+	ELFR_E_SLOT_ALIGN,	    /* slot not aligned to a word */
+	ELFR_E_NO_ROOM,		    /* more slots than the caller's array holds */
+	ELFR_E_NO_SYMBOL,	    /* symbol not found (or not defined) */
+	ELFR_E_NO_BUILD_ID,	    /* no NT_GNU_BUILD_ID note */
+	ELFR_E_OPEN,		    /* open() failed; errno tells why */
+	ELFR_E_LIBELF,		    /* libelf failed (elf_errmsg(-1) tells why) */
+	ELFR_E_NOMEM,		    /* out of memory (file view only) */
+	ELFR_E_TOO_BIG,		    /* image larger than the caller allows */
 	ELFR_E_COUNT
 };
 
@@ -98,10 +98,10 @@ const char *elfr_machine_name(unsigned machine);
 
 /* ---- in-memory view ---------------------------------------------------- */
 
-#define ELFR_MAX_LOAD 16	/* PT_LOAD segments per module */
-#define ELFR_MAX_PHDR 64	/* program headers read from an image */
-#define ELFR_MAX_NAMES 64	/* wanted names per walk */
-#define ELFR_MAX_NAME_LEN 127	/* longest wanted name */
+#define ELFR_MAX_LOAD 16      /* PT_LOAD segments per module */
+#define ELFR_MAX_PHDR 64      /* program headers read from an image */
+#define ELFR_MAX_NAMES 64     /* wanted names per walk */
+#define ELFR_MAX_NAME_LEN 127 /* longest wanted name */
 
 /*
  * Copy len bytes at runtime address addr into dst. Returns 0 or -EFAULT.
@@ -123,15 +123,15 @@ struct elfr_seg {
  * runtime addresses (bias + p_vaddr).
  */
 struct elfr_mod {
-	const char *name;	/* for the caller's messages; never read */
-	uintptr_t bias;		/* load bias (dlpi_addr) */
+	const char *name; /* for the caller's messages; never read */
+	uintptr_t bias;	  /* load bias (dlpi_addr) */
 	size_t nload;
 	struct elfr_seg load[ELFR_MAX_LOAD];
 	bool has_dyn;
-	uintptr_t dyn;		/* PT_DYNAMIC at runtime */
-	uintptr_t dyn_size;	/* its p_memsz */
-	uintptr_t relro_start;	/* PT_GNU_RELRO, [start, end), not page-rounded; */
-	uintptr_t relro_end;	/* both 0 when the module has none */
+	uintptr_t dyn;	       /* PT_DYNAMIC at runtime */
+	uintptr_t dyn_size;    /* its p_memsz */
+	uintptr_t relro_start; /* PT_GNU_RELRO, [start, end), not page-rounded; */
+	uintptr_t relro_end;   /* both 0 when the module has none */
 	elfr_read_fn read;
 	void *read_ctx;
 };
@@ -144,7 +144,7 @@ struct elfr_mod {
  * filled as far as it got.
  */
 enum elfr_reason elfr_mod_init(struct elfr_mod *m, const char *name, uintptr_t bias,
-			       const ElfW(Phdr) *phdr, size_t phnum, elfr_read_fn read,
+			       const ElfW(Phdr) * phdr, size_t phnum, elfr_read_fn read,
 			       void *read_ctx) ELFR_MUST_CHECK;
 
 /* Reader over the own process: a memcpy. Safe only for ranges the walker checked. */
@@ -173,34 +173,34 @@ enum elfr_reason elfr_mod_from_image(struct elfr_mod *m, const char *name,
 				     struct elfr_buf *buf) ELFR_MUST_CHECK;
 
 enum elfr_slot_kind {
-	ELFR_SLOT_JUMP = 1,	/* JUMP_SLOT from DT_JMPREL (PLT GOT entry) */
-	ELFR_SLOT_GLOB_DAT,	/* GLOB_DAT (-fno-plt calls, address taken) */
-	ELFR_SLOT_ABS,		/* word-sized absolute (R_X86_64_64): data pointer, may carry an addend */
+	ELFR_SLOT_JUMP = 1, /* JUMP_SLOT from DT_JMPREL (PLT GOT entry) */
+	ELFR_SLOT_GLOB_DAT, /* GLOB_DAT (-fno-plt calls, address taken) */
+	ELFR_SLOT_ABS, /* word-sized absolute (R_X86_64_64): data pointer, may carry an addend */
 };
 
 /* One word to patch. */
 struct elfr_slot {
-	uintptr_t addr;		/* runtime address of the word */
-	int64_t addend;		/* RELA addend (0 for REL); patch only when 0 */
-	uint32_t sym;		/* symbol index in the module's DT_SYMTAB */
-	uint16_t want;		/* index into the caller's names[] */
-	uint8_t kind;		/* enum elfr_slot_kind */
-	uint8_t relro;		/* 1 when inside PT_GNU_RELRO (read-only once relocated) */
+	uintptr_t addr; /* runtime address of the word */
+	int64_t addend; /* RELA addend (0 for REL); patch only when 0 */
+	uint32_t sym;	/* symbol index in the module's DT_SYMTAB */
+	uint16_t want;	/* index into the caller's names[] */
+	uint8_t kind;	/* enum elfr_slot_kind */
+	uint8_t relro;	/* 1 when inside PT_GNU_RELRO (read-only once relocated) */
 };
 
 enum elfr_hash_kind {
 	ELFR_HASH_NONE = 0,
-	ELFR_HASH_GNU,		/* count taken from DT_GNU_HASH */
-	ELFR_HASH_SYSV,		/* count taken from DT_HASH nchain */
+	ELFR_HASH_GNU,	/* count taken from DT_GNU_HASH */
+	ELFR_HASH_SYSV, /* count taken from DT_HASH nchain */
 };
 
 /* What a walk learned about the module besides its slots. */
 struct elfr_info {
-	size_t nsyms;		/* dynamic symbol count (from the hash table) */
-	size_t nslots;		/* slots found; more than cap with ELFR_E_NO_ROOM */
-	bool dptr_relocated;	/* d_ptr values held runtime addresses (glibc) */
-	uint8_t hash_kind;	/* enum elfr_hash_kind */
-	bool has_relocs;	/* module has DT_JMPREL, DT_RELA or DT_REL */
+	size_t nsyms;	     /* dynamic symbol count (from the hash table) */
+	size_t nslots;	     /* slots found; more than cap with ELFR_E_NO_ROOM */
+	bool dptr_relocated; /* d_ptr values held runtime addresses (glibc) */
+	uint8_t hash_kind;   /* enum elfr_hash_kind */
+	bool has_relocs;     /* module has DT_JMPREL, DT_RELA or DT_REL */
 };
 
 /*
@@ -215,8 +215,8 @@ struct elfr_info {
  * without relocation tables gives ELFR_OK and no slots.
  * Allocates nothing; about 4 KiB of stack.
  */
-enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names,
-				 size_t nnames, struct elfr_slot *slots, size_t cap,
+enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names, size_t nnames,
+				 struct elfr_slot *slots, size_t cap,
 				 struct elfr_info *info) ELFR_MUST_CHECK;
 
 /*
@@ -245,8 +245,8 @@ typedef int (*elfr_module_fn)(void *arg, const struct elfr_mod *m, enum elfr_rea
  * each module. Returns 0 or the first nonzero value fn returned.
  * Allocates nothing; not async-signal-safe (takes the loader's lock).
  */
-int elfr_walk_self(const char *const *names, size_t nnames, struct elfr_slot *slots,
-		   size_t cap, elfr_module_fn fn, void *arg);
+int elfr_walk_self(const char *const *names, size_t nnames, struct elfr_slot *slots, size_t cap,
+		   elfr_module_fn fn, void *arg);
 
 /* ---- file view (libelf; runs in heaptap, may allocate) ------------------ */
 
@@ -254,9 +254,9 @@ struct elfr_file;
 
 /* Class, machine and type of an ELF file. */
 struct elfr_ident {
-	unsigned elfclass;	/* ELFCLASS32 or ELFCLASS64 */
-	unsigned machine;	/* EM_* */
-	unsigned type;		/* ET_EXEC, ET_DYN, ... */
+	unsigned elfclass; /* ELFCLASS32 or ELFCLASS64 */
+	unsigned machine;  /* EM_* */
+	unsigned type;	   /* ET_EXEC, ET_DYN, ... */
 };
 
 /*

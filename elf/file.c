@@ -117,7 +117,8 @@ static bool note_build_id(Elf_Data *d, void *buf, size_t cap, size_t *len)
 	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
 		const char *name = (const char *)d->d_buf + name_off;
 
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(name, "GNU", 4) == 0) {
 			*len = nh.n_descsz;
 			memcpy(buf, (const char *)d->d_buf + desc_off,
 			       nh.n_descsz < cap ? nh.n_descsz : cap);
@@ -169,7 +170,7 @@ static enum elfr_reason dynsym_lookup(Elf *elf, const char *name, GElf_Addr *val
 {
 	Elf_Scn *scn = NULL, *dynsym = NULL, *versym = NULL;
 	Elf_Data *syms, *vers = NULL;
-	GElf_Shdr sh, dsh = { 0 };
+	GElf_Shdr sh, dsh = {0};
 	bool have_hidden = false;
 	GElf_Addr hidden = 0;
 	size_t n;
@@ -274,7 +275,7 @@ enum elfr_reason elfr_file_symbol(struct elfr_file *f, const char *name, uintptr
 enum elfr_reason elfr_file_dlopen(struct elfr_file *f, uintptr_t bias, uintptr_t *addr,
 				  const char **which)
 {
-	static const char *const names[] = { "dlopen", "__libc_dlopen_mode" };
+	static const char *const names[] = {"dlopen", "__libc_dlopen_mode"};
 	enum elfr_reason r = ELFR_E_NO_SYMBOL;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -72,14 +72,14 @@ struct elfr_tables {
 	size_t nsyms;
 	uintptr_t versym;
 	uintptr_t jmprel, pltrelsz;
-	int64_t pltrel;		/* DT_REL or DT_RELA */
+	int64_t pltrel; /* DT_REL or DT_RELA */
 	uintptr_t rela, relasz, relacount;
 	uintptr_t rel, relsz, relcount;
 	struct elfr_hashtab ht;
 	bool dptr_relocated;
-	uint8_t hash_kind;	/* enum elfr_hash_kind */
+	uint8_t hash_kind; /* enum elfr_hash_kind */
 	bool has_relocs;
-	bool has_symbols;	/* strtab/symtab/count valid */
+	bool has_symbols; /* strtab/symtab/count valid */
 };
 
 /* True when [addr, addr + len) lies inside one PT_LOAD segment having all of flags. */
@@ -96,8 +96,7 @@ bool elfr__read(const struct elfr_mod *m, uintptr_t addr, void *dst, size_t len)
  * every table's range. want_symbols: also fail when there are no
  * relocations but symbols are asked for (elfr_mod_symbol).
  */
-enum elfr_reason elfr__tables(const struct elfr_mod *m, struct elfr_tables *t,
-			      bool want_symbols);
+enum elfr_reason elfr__tables(const struct elfr_mod *m, struct elfr_tables *t, bool want_symbols);
 
 /* Symbol count from DT_GNU_HASH at gh; symtab bounds the chain walk. */
 enum elfr_reason elfr__count_gnu(const struct elfr_mod *m, uintptr_t gh, uintptr_t symtab,
@@ -148,8 +147,8 @@ enum elfr_reason elfr__resolve(const struct elfr_mod *m, const struct elfr_table
  * relocation's symbol name (the fallback); otherwise names are resolved
  * through the hash table first. For tests that compare the two.
  */
-enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *names,
-				  size_t nnames, struct elfr_slot *slots, size_t cap,
-				  struct elfr_info *info, bool by_name);
+enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *names, size_t nnames,
+				  struct elfr_slot *slots, size_t cap, struct elfr_info *info,
+				  bool by_name);
 
 #endif /* HEAPTAP_ELF_INTERNAL_H */

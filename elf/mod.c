@@ -64,7 +64,7 @@ int elfr_read_buf(void *ctx, uintptr_t addr, void *dst, size_t len)
 }
 
 /* Runtime range of a segment; false when it wraps the address space. */
-static bool seg_range(uintptr_t bias, const ElfW(Phdr) *ph, uintptr_t *start, uintptr_t *end)
+static bool seg_range(uintptr_t bias, const ElfW(Phdr) * ph, uintptr_t *start, uintptr_t *end)
 {
 	if (ph->p_vaddr > UINTPTR_MAX - bias)
 		return false;
@@ -76,7 +76,7 @@ static bool seg_range(uintptr_t bias, const ElfW(Phdr) *ph, uintptr_t *start, ui
 }
 
 enum elfr_reason elfr_mod_init(struct elfr_mod *m, const char *name, uintptr_t bias,
-			       const ElfW(Phdr) *phdr, size_t phnum, elfr_read_fn read,
+			       const ElfW(Phdr) * phdr, size_t phnum, elfr_read_fn read,
 			       void *read_ctx)
 {
 	if (!m || !read || (!phdr && phnum))

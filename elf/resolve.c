@@ -58,7 +58,7 @@ static enum elfr_reason add_hit(struct elfr_hits *h, uint32_t sym, int want)
 }
 
 static enum elfr_reason read_sym(const struct elfr_mod *m, const struct elfr_tables *t,
-				 uint32_t idx, ElfW(Sym) *s)
+				 uint32_t idx, ElfW(Sym) * s)
 {
 	if (idx >= t->nsyms)
 		return ELFR_E_SYM_INDEX;

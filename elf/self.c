@@ -22,7 +22,7 @@ struct self_walk {
 static int one_module(struct dl_phdr_info *dl, size_t size, void *data)
 {
 	struct self_walk *sw = data;
-	struct elfr_info info = { 0 };
+	struct elfr_info info = {0};
 	struct elfr_mod m;
 	enum elfr_reason r;
 	size_t n;
@@ -38,16 +38,16 @@ static int one_module(struct dl_phdr_info *dl, size_t size, void *data)
 	return sw->fn(sw->arg, &m, r, &info, sw->slots, n);
 }
 
-int elfr_walk_self(const char *const *names, size_t nnames, struct elfr_slot *slots,
-		   size_t cap, elfr_module_fn fn, void *arg)
+int elfr_walk_self(const char *const *names, size_t nnames, struct elfr_slot *slots, size_t cap,
+		   elfr_module_fn fn, void *arg)
 {
 	struct self_walk sw = {
-		.names = names,
-		.nnames = nnames,
-		.slots = slots,
-		.cap = cap,
-		.fn = fn,
-		.arg = arg,
+	    .names = names,
+	    .nnames = nnames,
+	    .slots = slots,
+	    .cap = cap,
+	    .fn = fn,
+	    .arg = arg,
 	};
 
 	if (!fn)

@@ -22,8 +22,8 @@ struct walk {
 	const struct elfr_mod *m;
 	const struct elfr_tables *t;
 	struct elfr_names nm;
-	const struct elfr_hits *hits;	/* NULL: match by name */
-	uint32_t hit_lo, hit_hi;	/* range of hits->sym[] */
+	const struct elfr_hits *hits; /* NULL: match by name */
+	uint32_t hit_lo, hit_hi;      /* range of hits->sym[] */
 	struct elfr_slot *slots;
 	size_t cap;
 	size_t n;
@@ -87,8 +87,8 @@ static enum elfr_reason add_slot(struct walk *w, uintptr_t r_offset, int64_t add
 		s->sym = sym;
 		s->want = (uint16_t)want;
 		s->kind = (uint8_t)kind;
-		s->relro = m->relro_end > m->relro_start && addr >= m->relro_start &&
-			   addr < m->relro_end;
+		s->relro =
+		    m->relro_end > m->relro_start && addr >= m->relro_start && addr < m->relro_end;
 	}
 	w->n++;
 	return ELFR_OK;
@@ -160,9 +160,9 @@ static enum elfr_reason walk_tables(struct walk *w)
 	return r;
 }
 
-enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *names,
-				  size_t nnames, struct elfr_slot *slots, size_t cap,
-				  struct elfr_info *info, bool by_name)
+enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *names, size_t nnames,
+				  struct elfr_slot *slots, size_t cap, struct elfr_info *info,
+				  bool by_name)
 {
 	struct elfr_tables t;
 	struct elfr_hits hits;
@@ -225,9 +225,8 @@ enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *n
 	return r;
 }
 
-enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names,
-				 size_t nnames, struct elfr_slot *slots, size_t cap,
-				 struct elfr_info *info)
+enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names, size_t nnames,
+				 struct elfr_slot *slots, size_t cap, struct elfr_info *info)
 {
 	return elfr__find_slots(m, names, nnames, slots, cap, info, false);
 }

@@ -13,7 +13,7 @@
 #define BATCH 64
 #define VERSYM_HIDDEN 0x8000
 
-static bool exported(const ElfW(Sym) *s)
+static bool exported(const ElfW(Sym) * s)
 {
 	int bind = ELFR_ST_BIND(s->st_info);
 

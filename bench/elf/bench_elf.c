@@ -1,4 +1,5 @@
-/* bench/elf/bench_elf.c - time the GOT slot walk over every module of a process with ~100 libraries */
+/* bench/elf/bench_elf.c - time the GOT slot walk over every module of a process with ~100 libraries
+ */
 /* SPDX-License-Identifier: MIT */
 /*
  * usage: bench_elf [DIR [NLIBS [REPS]]]
@@ -28,8 +29,8 @@
 #define CAP 1024
 
 static const char *const names[] = {
-	"malloc", "free", "calloc", "realloc", "posix_memalign",
-	"aligned_alloc", "memalign", "valloc", "pvalloc", "reallocarray",
+    "malloc",	     "free",	 "calloc", "realloc", "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "reallocarray",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
@@ -92,11 +93,12 @@ static int loads_safely(const char *path)
 static int skip_name(const char *n)
 {
 	/* Sanitizer runtimes refuse to be loaded late; the C library is already in. */
-	static const char *const bad[] = { "libasan", "libtsan", "liblsan", "libubsan", "libhwasan",
-					   "libc.so", "libc-", "libpthread", "libmemusage",
-					   "libpcprofile", "libSegFault", "libheaptrack", "ld-linux",
-					   "libfakeroot", "libeatmydata", "libjsig", "libtcmalloc",
-					   "libjemalloc", "libvulkan", "libGLX", "libEGL" };
+	static const char *const bad[] = {
+	    "libasan",	   "libtsan",	   "liblsan",	  "libubsan",	 "libhwasan",
+	    "libc.so",	   "libc-",	   "libpthread",  "libmemusage", "libpcprofile",
+	    "libSegFault", "libheaptrack", "ld-linux",	  "libfakeroot", "libeatmydata",
+	    "libjsig",	   "libtcmalloc",  "libjemalloc", "libvulkan",	 "libGLX",
+	    "libEGL"};
 
 	if (!strstr(n, ".so"))
 		return 1;
@@ -163,7 +165,7 @@ int main(int argc, char **argv)
 	size_t want = argc > 2 ? strtoul(argv[2], NULL, 0) : 150;
 	int reps = argc > 3 ? atoi(argv[3]) : 200;
 	static struct mods ms;
-	struct tally t = { 0 };
+	struct tally t = {0};
 	double t0, c0, all, all_cpu, first, worst = 0, sum_best = 0, sum_mean = 0;
 	const char *worst_name = "";
 	size_t worst_syms = 0;

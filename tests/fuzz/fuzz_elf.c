@@ -17,14 +17,14 @@
 #define MAX_IMAGE ((size_t)1 << 24)
 
 static const char *const names[] = {
-	"malloc", "free", "calloc", "realloc", "posix_memalign",
-	"aligned_alloc", "memalign", "valloc", "pvalloc", "reallocarray",
+    "malloc",	     "free",	 "calloc", "realloc", "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "reallocarray",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 static void walk(const void *data, size_t len)
 {
-	struct elfr_buf buf = { .data = data, .len = len, .base = BIAS };
+	struct elfr_buf buf = {.data = data, .len = len, .base = BIAS};
 	struct elfr_slot slots[32];
 	struct elfr_info info;
 	struct elfr_mod m;

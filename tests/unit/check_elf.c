@@ -28,8 +28,8 @@ Suite *elfr_crafted_suite(void);
 Suite *elfr_file_suite(void);
 
 static const char *const wanted[] = {
-	"malloc",  "free",   "calloc", "realloc", "posix_memalign",
-	"aligned_alloc", "memalign", "valloc", "pvalloc", "reallocarray",
+    "malloc",	     "free",	 "calloc", "realloc", "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "reallocarray",
 };
 #define NWANTED (sizeof(wanted) / sizeof(wanted[0]))
 
@@ -109,7 +109,7 @@ static size_t readelf_slots(const char *path, struct expect *out, size_t cap)
 }
 
 struct find {
-	const char *needle;	/* full path, or a substring when exact is false */
+	const char *needle; /* full path, or a substring when exact is false */
 	bool exact;
 	bool found;
 	char path[4096];
@@ -125,8 +125,8 @@ static int find_cb(struct dl_phdr_info *dl, size_t size, void *data)
 	if (f->exact ? strcmp(name, f->needle) != 0 : !strstr(name, f->needle))
 		return 0;
 	snprintf(f->path, sizeof(f->path), "%s", name);
-	ck_assert_int_eq(elfr_mod_init(&f->m, f->path, dl->dlpi_addr, dl->dlpi_phdr,
-				       dl->dlpi_phnum, elfr_read_self, NULL),
+	ck_assert_int_eq(elfr_mod_init(&f->m, f->path, dl->dlpi_addr, dl->dlpi_phdr, dl->dlpi_phnum,
+				       elfr_read_self, NULL),
 			 ELFR_OK);
 	f->found = true;
 	return 1;
@@ -363,7 +363,7 @@ START_TEST(test_vdso)
 	static struct elfr_slot slots[8];
 	int (*gettime)(clockid_t, struct timespec *);
 	struct elfr_info info;
-	struct timespec ts = { 0, 0 };
+	struct timespec ts = {0, 0};
 	uintptr_t v = 0;
 	struct find f;
 
@@ -428,7 +428,7 @@ static int stop_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
 START_TEST(test_walk_self)
 {
 	static struct elfr_slot slots[MAXSLOTS];
-	struct tally t = { .fixture = ELFR_FX_RELRO };
+	struct tally t = {.fixture = ELFR_FX_RELRO};
 	struct elfr_info info;
 	struct find f;
 	int calls = 0;
@@ -462,7 +462,7 @@ END_TEST
 /* A reader over another process's memory, as heaptap will walk a target. */
 static int read_remote(void *ctx, uintptr_t addr, void *dst, size_t len)
 {
-	struct iovec local = { dst, len }, remote = { (void *)addr, len };
+	struct iovec local = {dst, len}, remote = {(void *)addr, len};
 	pid_t pid = *(pid_t *)ctx;
 
 	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
@@ -501,7 +501,8 @@ START_TEST(test_remote_reader)
 	ck_assert_mem_eq(remote, local, li.nslots * sizeof(local[0]));
 	close(pipefd[1]);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_int_eq(elfr_find_slots(&f.m, wanted, NWANTED, remote, MAXSLOTS, &ri), ELFR_E_READ);
+	ck_assert_int_eq(elfr_find_slots(&f.m, wanted, NWANTED, remote, MAXSLOTS, &ri),
+			 ELFR_E_READ);
 }
 END_TEST
 

@@ -43,7 +43,7 @@ Suite *elfr_crafted_suite(void);
 #define NPH 4
 
 static const char strtab[] = "\0malloc\0free\0puts"; /* + final NUL: 18 bytes */
-static const char *const names[] = { "malloc", "free" };
+static const char *const names[] = {"malloc", "free"};
 
 struct img {
 	unsigned char b[IMG_SIZE];
@@ -52,22 +52,22 @@ struct img {
 
 static struct img im;
 
-static ElfW(Phdr) *ph(int i)
+static ElfW(Phdr) * ph(int i)
 {
 	return (ElfW(Phdr) *)(im.b + 0x40) + i;
 }
 
-static ElfW(Sym) *sym(int i)
+static ElfW(Sym) * sym(int i)
 {
 	return (ElfW(Sym) *)(im.b + SYM) + i;
 }
 
-static ElfW(Rela) *plt(int i)
+static ElfW(Rela) * plt(int i)
 {
 	return (ElfW(Rela) *)(im.b + PLT) + i;
 }
 
-static ElfW(Dyn) *dyn(void)
+static ElfW(Dyn) * dyn(void)
 {
 	return (ElfW(Dyn) *)(im.b + DYN);
 }
@@ -94,7 +94,7 @@ static void put_dyn(ElfW(Sxword) tag, uintptr_t val)
 	ph(PH_DYN)->p_filesz = ph(PH_DYN)->p_memsz;
 }
 
-static ElfW(Dyn) *find_dyn(ElfW(Sxword) tag)
+static ElfW(Dyn) * find_dyn(ElfW(Sxword) tag)
 {
 	for (size_t i = 0; i < im.ndyn; i++)
 		if (dyn()[i].d_tag == tag)
@@ -121,8 +121,8 @@ static void del_dyn(ElfW(Sxword) tag)
 /* Add bias to every d_ptr, as glibc does. */
 static void relocate_dptrs(uintptr_t bias)
 {
-	static const ElfW(Sxword) ptrs[] = { DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH,
-					     DT_JMPREL, DT_RELA };
+	static const ElfW(Sxword)
+	    ptrs[] = {DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_JMPREL, DT_RELA};
 
 	for (size_t i = 0; i < im.ndyn; i++)
 		for (size_t j = 0; j < sizeof(ptrs) / sizeof(ptrs[0]); j++)
@@ -144,7 +144,7 @@ static void set_phdr(int i, uint32_t type, uint32_t flags, uintptr_t vaddr, uint
 	p->p_align = 0x1000;
 }
 
-static void set_rela(ElfW(Rela) *r, uintptr_t off, uint32_t symidx, uint32_t type)
+static void set_rela(ElfW(Rela) * r, uintptr_t off, uint32_t symidx, uint32_t type)
 {
 	r->r_offset = off;
 	r->r_info = ELF64_R_INFO(symidx, type);
@@ -227,7 +227,7 @@ static struct elfr_info info;
 
 static enum elfr_reason walk_len(uintptr_t bias, size_t len, size_t cap)
 {
-	struct elfr_buf buf = { .data = im.b, .len = len, .base = bias };
+	struct elfr_buf buf = {.data = im.b, .len = len, .base = bias};
 	struct elfr_mod m;
 	enum elfr_reason r;
 
@@ -243,17 +243,17 @@ static enum elfr_reason walk(void)
 	return walk_len(BIAS, IMG_SIZE, 8);
 }
 
-#define ck_reason(expr, want)                                                       \
-	do {                                                                        \
-		enum elfr_reason r_ = (expr);                                       \
-		ck_assert_msg(r_ == (want), "got \"%s\", want \"%s\"", elfr_strerror(r_), \
-			      elfr_strerror(want));                                 \
+#define ck_reason(expr, want)                                                                      \
+	do {                                                                                       \
+		enum elfr_reason r_ = (expr);                                                      \
+		ck_assert_msg(r_ == (want), "got \"%s\", want \"%s\"", elfr_strerror(r_),          \
+			      elfr_strerror(want));                                                \
 	} while (0)
 
 /* The by-name fallback must find the same slots as the hash-table method. */
 static void check_by_name(uintptr_t bias)
 {
-	struct elfr_buf buf = { .data = im.b, .len = IMG_SIZE, .base = bias };
+	struct elfr_buf buf = {.data = im.b, .len = IMG_SIZE, .base = bias};
 	struct elfr_slot s2[8];
 	struct elfr_info i2;
 	struct elfr_mod m;
@@ -523,9 +523,9 @@ START_TEST(test_missing_tables)
 		ElfW(Sxword) tag;
 		enum elfr_reason want;
 	} cases[] = {
-		{ DT_STRTAB, ELFR_E_NO_STRTAB }, { DT_SYMTAB, ELFR_E_NO_SYMTAB },
-		{ DT_STRSZ, ELFR_E_NO_STRSZ },	 { DT_PLTRELSZ, ELFR_E_NO_RELSZ },
-		{ DT_PLTREL, ELFR_E_NO_PLTREL }, { DT_RELASZ, ELFR_E_NO_RELSZ },
+	    {DT_STRTAB, ELFR_E_NO_STRTAB}, {DT_SYMTAB, ELFR_E_NO_SYMTAB},
+	    {DT_STRSZ, ELFR_E_NO_STRSZ},   {DT_PLTRELSZ, ELFR_E_NO_RELSZ},
+	    {DT_PLTREL, ELFR_E_NO_PLTREL}, {DT_RELASZ, ELFR_E_NO_RELSZ},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -671,7 +671,7 @@ END_TEST
 
 START_TEST(test_symbol_lookup)
 {
-	struct elfr_buf buf = { .data = im.b, .len = IMG_SIZE, .base = BIAS };
+	struct elfr_buf buf = {.data = im.b, .len = IMG_SIZE, .base = BIAS};
 	struct elfr_mod m;
 	uintptr_t v = 0;
 
@@ -688,11 +688,11 @@ END_TEST
 
 START_TEST(test_bad_args)
 {
-	const char *const many[ELFR_MAX_NAMES + 1] = { "x" };
-	const char *const null_name[] = { NULL };
+	const char *const many[ELFR_MAX_NAMES + 1] = {"x"};
+	const char *const null_name[] = {NULL};
 	char longname[ELFR_MAX_NAME_LEN + 2];
-	const char *const long_names[] = { longname };
-	struct elfr_buf buf = { .data = im.b, .len = IMG_SIZE, .base = BIAS };
+	const char *const long_names[] = {longname};
+	struct elfr_buf buf = {.data = im.b, .len = IMG_SIZE, .base = BIAS};
 	struct elfr_mod m;
 
 	build();
@@ -718,7 +718,7 @@ START_TEST(test_strerror)
 			ck_assert_str_ne(s, elfr_strerror((enum elfr_reason)j));
 	}
 	ck_assert_str_eq(elfr_strerror(ELFR_E_COUNT), "unknown reason");
-	ck_assert_str_eq(elfr_strerror((enum elfr_reason)-1), "unknown reason");
+	ck_assert_str_eq(elfr_strerror((enum elfr_reason) - 1), "unknown reason");
 	ck_assert_str_eq(elfr_strerror(ELFR_E_GNU_CHAIN_END),
 			 "DT_GNU_HASH chain runs past the symbol table");
 	ck_assert_str_eq(elfr_machine_name(EM_386), "i386");

@@ -140,7 +140,7 @@ START_TEST(test_fixture_symbol_and_stripped)
 	size_t len, l1 = 0, l2 = 0;
 	uintptr_t a1 = 0, a2 = 0;
 	struct elfr_file *f;
-	ElfW(Ehdr) *eh;
+	ElfW(Ehdr) * eh;
 	struct where w;
 
 	ck_assert_ptr_nonnull(h);
@@ -192,7 +192,7 @@ START_TEST(test_foreign_targets)
 	struct elfr_ident id;
 	struct elfr_file *f;
 	unsigned char *bytes;
-	ElfW(Ehdr) *eh;
+	ElfW(Ehdr) * eh;
 	size_t len;
 	enum elfr_reason r;
 
@@ -244,7 +244,7 @@ END_TEST
 /* elfr_layout on bad input. */
 START_TEST(test_layout_bad)
 {
-	unsigned char small[16] = { 0x7f, 'E', 'L', 'F' };
+	unsigned char small[16] = {0x7f, 'E', 'L', 'F'};
 	unsigned char *img = (unsigned char *)1;
 	size_t ilen = 1;
 	ElfW(Ehdr) eh;
