@@ -13,7 +13,7 @@
 
 static inline uint64_t info_hash(uint64_t size, uint32_t trace, uint32_t kind)
 {
-	return itp_hash64(size * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)trace << 8 | kind));
+	return itp_hash64(size ^ ((uint64_t)trace << 32 | kind) * 0x9e3779b97f4a7c15ULL);
 }
 
 static int grow_tab(struct itp_infos *t)

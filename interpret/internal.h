@@ -17,8 +17,8 @@
 #include "recfile/recfile.h"
 #include "track/wire.h"
 
-#define ITP_READ_BLOCK (1u << 20)		    /* bytes asked of one read() */
-#define ITP_BUF_SIZE (4u << 20)			    /* input buffer: > 2 records + a block */
+#define ITP_BUF_MIN (64u << 10)			    /* input buffer at first */
+#define ITP_BUF_SIZE (4u << 20)			    /* at most: > 2 records + a block */
 #define ITP_REORDER_LIMIT ((size_t)256 << 20)	    /* default pending bytes before a gap is skipped */
 #define ITP_MAX_TABLE (1u << 28)		    /* cap on nodes, ips, allocinfos, threads */
 #define ITP_MAX_LIVE ((uint64_t)1 << 30)	    /* cap on live pointers */
@@ -31,17 +31,24 @@
 /* ---------------------------------------------------------------- */
 /* u64 -> u32 hash map, open addressing, linear probing (map.c)      */
 
+struct itp_map_ent {
+	uint64_t key;
+	uint64_t val; /* value + 1; 0 marks an empty slot */
+};
+
 struct itp_map {
-	uint64_t *keys;
-	uint32_t *vals; /* value + 1; 0 marks an empty slot */
-	size_t cap;	/* power of two, or 0 */
+	struct itp_map_ent *e; /* key and value side by side: one cache line per probe */
+	size_t cap;	       /* power of two, or 0 */
 	size_t n;
 };
 
+/* murmur3's 64-bit finalizer: every input bit reaches every output bit */
 static inline uint64_t itp_hash64(uint64_t k)
 {
 	k ^= k >> 33;
 	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
 	k ^= k >> 33;
 	return k;
 }
@@ -55,10 +62,10 @@ static inline int itp_map_get(const struct itp_map *m, uint64_t key, uint32_t *v
 		return 0;
 	mask = m->cap - 1;
 	for (i = itp_hash64(key) & mask;; i = (i + 1) & mask) {
-		if (!m->vals[i])
+		if (!m->e[i].val)
 			return 0;
-		if (m->keys[i] == key) {
-			*val = m->vals[i] - 1;
+		if (m->e[i].key == key) {
+			*val = (uint32_t)(m->e[i].val - 1);
 			return 1;
 		}
 	}
@@ -80,7 +87,7 @@ struct itp_info {
 struct itp_infos {
 	struct itp_info *v; /* by recording allocinfo index */
 	size_t n, vcap;
-	uint32_t *tab;	    /* index + 1, 0 = empty */
+	uint32_t *tab;	    /* index + 1, 0 = empty: 4 bytes a slot keeps it in cache */
 	size_t cap;
 };
 

@@ -12,28 +12,20 @@
 
 static int grow(struct itp_map *m)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 1024;
-	uint64_t *keys = calloc(ncap, sizeof(*keys));
-	uint32_t *vals = calloc(ncap, sizeof(*vals));
-	size_t i, j, mask = ncap - 1;
+	size_t ncap = m->cap ? m->cap * 2 : 1024, i, j, mask = ncap - 1;
+	struct itp_map_ent *e = calloc(ncap, sizeof(*e));
 
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
+	if (!e)
 		return -ENOMEM;
-	}
 	for (i = 0; i < m->cap; i++) {
-		if (!m->vals[i])
+		if (!m->e[i].val)
 			continue;
-		for (j = itp_hash64(m->keys[i]) & mask; vals[j]; j = (j + 1) & mask)
+		for (j = itp_hash64(m->e[i].key) & mask; e[j].val; j = (j + 1) & mask)
 			;
-		keys[j] = m->keys[i];
-		vals[j] = m->vals[i];
+		e[j] = m->e[i];
 	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = keys;
-	m->vals = vals;
+	free(m->e);
+	m->e = e;
 	m->cap = ncap;
 	return 0;
 }
@@ -49,23 +41,21 @@ int itp_map_put(struct itp_map *m, uint64_t key, uint32_t val)
 			return rc;
 	}
 	mask = m->cap - 1;
-	for (i = itp_hash64(key) & mask; m->vals[i]; i = (i + 1) & mask) {
-		if (m->keys[i] == key) {
-			m->vals[i] = val + 1;
+	for (i = itp_hash64(key) & mask; m->e[i].val; i = (i + 1) & mask) {
+		if (m->e[i].key == key) {
+			m->e[i].val = (uint64_t)val + 1;
 			return 0;
 		}
 	}
-	m->keys[i] = key;
-	m->vals[i] = val + 1;
+	m->e[i].key = key;
+	m->e[i].val = (uint64_t)val + 1;
 	m->n++;
 	return 0;
 }
 
 void itp_map_free(struct itp_map *m)
 {
-	free(m->keys);
-	free(m->vals);
-	m->keys = NULL;
-	m->vals = NULL;
+	free(m->e);
+	m->e = NULL;
 	m->cap = m->n = 0;
 }

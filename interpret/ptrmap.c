@@ -20,7 +20,7 @@ static inline size_t home(uint64_t ptr, size_t mask)
 
 static int grow(struct itp_ptrmap *m)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 65536, mask = ncap - 1, i, j;
+	size_t ncap = m->cap ? m->cap * 2 : 4096, mask = ncap - 1, i, j;
 	struct itp_ptr *v;
 
 	if (ncap / 2 > ITP_MAX_LIVE)

@@ -55,8 +55,8 @@ static void send_stop(int fd)
 static int read_loop(struct itp_ctx *c, int fd)
 {
 	const struct itp_options *opt = c->opt;
-	uint8_t *buf = malloc(ITP_BUF_SIZE);
-	size_t len = 0, used;
+	size_t cap = ITP_BUF_MIN, off = 0, len = 0, used;
+	uint8_t *buf = malloc(cap);
 	uint64_t t, last_status, last_flush, deadline = 0, total = 0;
 	unsigned stop_ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000;
 	int stop_sent = 0, ret = 0, rc;
@@ -107,7 +107,13 @@ static int read_loop(struct itp_ctx *c, int fd)
 		}
 		if (!rc)
 			continue;
-		n = read(fd, buf + len, ITP_BUF_SIZE - len);
+		/* buf[off, len) holds unparsed bytes: make room at the end */
+		if (cap - len < cap / 4) {
+			memmove(buf, buf + off, len - off);
+			len -= off;
+			off = 0;
+		}
+		n = read(fd, buf + len, cap - len);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -124,19 +130,36 @@ static int read_loop(struct itp_ctx *c, int fd)
 			if (!c->have_header)
 				ret = itp_fail(c, ITP_E_HEADER,
 					       "stream ended after %llu bytes, before its header was complete",
-					       (unsigned long long)(total + len));
-			else if (len)
+					       (unsigned long long)(total + len - off));
+			else if (len > off)
 				ret = itp_fail(c, ITP_E_TRUNCATED,
-					       "stream ended inside a record (%zu bytes left over)", len);
+					       "stream ended inside a record (%zu bytes left over)",
+					       len - off);
 			break;
 		}
 		len += (size_t)n;
-		ret = itp_parse(c, buf, len, &used);
+		ret = itp_parse(c, buf + off, len - off, &used);
 		if (ret)
 			break;
-		memmove(buf, buf + used, len - used);
-		len -= used;
+		off += used;
 		total += used;
+		/*
+		 * A read that filled the buffer means a busy stream (or a record
+		 * bigger than what is left): grow, up to room for a whole record
+		 * of WIRE_MAX_RECORD plus a read block.
+		 */
+		if (len == cap && cap < ITP_BUF_SIZE) {
+			uint8_t *nb = realloc(buf, cap * 2);
+
+			if (!nb) {
+				ret = itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		if (off == len)
+			off = len = 0;
 		if (c->ended)
 			break;
 	}

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_interpret_wire.h"
@@ -1212,6 +1213,231 @@ START_TEST(test_bad_module)
 }
 END_TEST
 
+/* ---- benchmarks (not run by ctest) ------------------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * --bench EVENTS: a synthetic stream of 4 threads taking sequence numbers
+ * in runs of 64, each buffering 4000 events per chunk (so chunks arrive out
+ * of order as in a real session); each thread keeps 256 live blocks, so
+ * allocations and frees alternate once warm; 1000 trace nodes.
+ */
+static void bench_gen(uint64_t nev, struct sbuf *out)
+{
+	enum { T = 4, RUN = 64, PER_CHUNK = 4000, LIVE = 256, NODES = 1000 };
+	struct chunkb c[T];
+	size_t cnt[T] = { 0 };
+	uint64_t ring[T][LIVE], q;
+	size_t head[T] = { 0 }, nlive[T] = { 0 };
+	struct sbuf s = { 0 };
+	int t;
+
+	header(&s);
+	ck_begin(&c[0], 1000, 0);
+	for (q = 0; q < NODES; q++)
+		ck_node(&c[0], q, q + 1, q ? (q * 7) % q + 1 : 0, 0x400000 + q * 16);
+	ck_end(&s, &c[0]);
+	for (t = 0; t < T; t++)
+		ck_begin(&c[t], 1000 + t, NODES);
+	for (q = NODES; q < NODES + nev; q++) {
+		t = (int)((q / RUN) % T);
+		if (nlive[t] == LIVE || (nlive[t] && (q & 1))) {
+			ck_free(&c[t], q, ring[t][head[t]]);
+			head[t] = (head[t] + 1) % LIVE;
+			nlive[t]--;
+		} else {
+			uint64_t ptr = 0x10000000ull * (t + 1) + (q << 4);
+
+			ck_alloc(&c[t], q, WIRE_KIND_MALLOC, 16 + (q % 61) * 8, 1 + q % NODES, ptr);
+			ring[t][(head[t] + nlive[t]) % LIVE] = ptr;
+			nlive[t]++;
+		}
+		if (++cnt[t] == PER_CHUNK) {
+			ck_end(&s, &c[t]);
+			ck_begin(&c[t], 1000 + t, q + 1);
+			cnt[t] = 0;
+		}
+	}
+	for (t = 0; t < T; t++)
+		ck_end(&s, &c[t]);
+	sb_end(&s, NODES + nev, WIRE_END_EXIT);
+
+	*out = s;
+}
+
+/* feed a stream to itp_run as fast as a socket takes it; print the rate */
+static int bench_run(struct sbuf *s, uint64_t nev)
+{
+	struct itp_options opt = { .no_symbols = 1 };
+	struct itp_result res;
+	struct feeder f = { 0 };
+	pthread_t th;
+	int sv[2], rc;
+	double t0, t1;
+
+	snprintf(outpath, sizeof(outpath), "/tmp/itp-bench.%d.htap", (int)getpid());
+	opt.output = outpath;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return 1;
+	f.fd = sv[1];
+	f.s = s;
+	t0 = now_s();
+	pthread_create(&th, NULL, feed, &f);
+	rc = itp_run(sv[0], &opt, &res);
+	t1 = now_s();
+	pthread_join(th, NULL);
+	if (!nev)
+		nev = res.final.alloc_calls + res.final.free_calls + res.final.traces;
+	printf("stream %.1f MB, %llu events, itp_run %.3f s: %.1f M events/s, %.0f MB/s; "
+	       "rc %d %s; recording %.1f MB; late %llu skipped %llu\n",
+	       (double)s->len / 1e6, (unsigned long long)nev, t1 - t0,
+	       (double)nev / (t1 - t0) / 1e6, (double)s->len / (t1 - t0) / 1e6, rc,
+	       res.detail, (double)res.final.output_bytes / 1e6,
+	       (unsigned long long)res.warn.late_events, (unsigned long long)res.warn.skipped_seqs);
+	unlink(outpath);
+	return rc ? 1 : 0;
+}
+
+/* --bench N: generate a stream of N events and run it; --bench-gen N FILE: only write it */
+static int bench_stream(uint64_t nev, const char *file)
+{
+	struct sbuf s = { 0 };
+	int rc = 0;
+
+	bench_gen(nev, &s);
+	if (file) {
+		FILE *fp = fopen(file, "wb");
+
+		if (!fp || fwrite(s.p, 1, s.len, fp) != s.len || fclose(fp)) {
+			perror(file);
+			rc = 1;
+		}
+	} else {
+		rc = bench_run(&s, nev + 1000);
+	}
+	sb_free(&s);
+	return rc;
+}
+
+/* --bench-run FILE: run a stream from a file (read into memory first) */
+static int bench_file(const char *file)
+{
+	struct sbuf s = { 0 };
+	char tmp[1 << 16];
+	size_t n;
+	FILE *fp = fopen(file, "rb");
+	int rc;
+
+	if (!fp) {
+		perror(file);
+		return 1;
+	}
+	while ((n = fread(tmp, 1, sizeof(tmp), fp)) > 0)
+		sb_bytes(&s, tmp, n);
+	fclose(fp);
+	rc = bench_run(&s, 0);
+	sb_free(&s);
+	return rc;
+}
+
+
+
+struct sym_bench {
+	const char *want; /* path substring */
+	struct self_mod m;
+};
+
+static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct sym_bench *b = arg;
+
+	(void)size;
+	if (!strstr(info->dlpi_name, b->want))
+		return 0;
+	b->m.addr = info->dlpi_addr;
+	for (size_t i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			b->m.addr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			break;
+		}
+	}
+	return find_self(info, size, &b->m);
+}
+
+/*
+ * --bench-symbols N [LIB]: symbolize N distinct ips spread over the
+ * executable segment of LIB (a substring of a loaded module's path,
+ * default this program).
+ */
+static int bench_symbols(uint64_t nips, const char *lib)
+{
+	struct sym_bench b = { .want = lib ? lib : "" };
+	struct sbuf s = { 0 };
+	struct chunkb c;
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	struct feeder f = { 0 };
+	pthread_t th;
+	uint64_t lo = 0, hi = 0, q, step;
+	size_t i;
+	int sv[2], rc;
+	double t0, t1;
+
+	if (lib) {
+		if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL) && !strchr(lib, '/'))
+			fprintf(stderr, "dlopen %s: %s (looking among loaded modules)\n", lib,
+				dlerror());
+		dl_iterate_phdr(find_lib, &b);
+	} else {
+		b.m.addr = (uintptr_t)&itp_test_outer;
+		dl_iterate_phdr(find_self, &b.m);
+	}
+	if (!b.m.nseg) {
+		fprintf(stderr, "no module matching %s\n", b.want);
+		return 1;
+	}
+	for (i = 0; i < b.m.nseg; i++) {
+		if (b.m.segs[i * 3 + 2] & PF_X) {
+			lo = b.m.base + b.m.segs[i * 3];
+			hi = lo + b.m.segs[i * 3 + 1];
+		}
+	}
+	step = (hi - lo) / nips ? (hi - lo) / nips : 1;
+	header(&s);
+	ck_begin(&c, 1, 0);
+	ck_module(&c, 0, b.m.base, b.m.nseg, b.m.segs, NULL, 0, b.m.path);
+	for (q = 0; q < nips; q++)
+		ck_node(&c, q + 1, q + 1, 0, lo + q * step + (q * 13) % step);
+	ck_end(&s, &c);
+	sb_end(&s, nips + 1, WIRE_END_EXIT);
+	snprintf(outpath, sizeof(outpath), "/tmp/itp-bench.%d.htap", (int)getpid());
+	opt.output = outpath;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return 1;
+	f.fd = sv[1];
+	f.s = &s;
+	t0 = now_s();
+	pthread_create(&th, NULL, feed, &f);
+	rc = itp_run(sv[0], &opt, &res);
+	t1 = now_s();
+	pthread_join(th, NULL);
+	printf("%s: %llu ips, itp_run %.3f s, symbolization %.3f s (%.1f us/ip), "
+	       "unsymbolized %llu; rc %d %s\n",
+	       b.m.path, (unsigned long long)res.ips, t1 - t0, (double)res.symbolize_ns / 1e9,
+	       (double)res.symbolize_ns / 1e3 / (double)(res.ips ? res.ips : 1),
+	       (unsigned long long)res.warn.unsymbolized_ips, rc, res.detail);
+	unlink(outpath);
+	sb_free(&s);
+	return rc ? 1 : 0;
+}
+
 /* ---- seeds for the fuzzer ------------------------------------------------ */
 
 static void write_file(const char *dir, const char *name, const struct sbuf *s)
@@ -1323,6 +1549,14 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
 		return write_seeds(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--bench"))
+		return bench_stream(strtoull(argv[2], NULL, 0), NULL);
+	if (argc == 4 && !strcmp(argv[1], "--bench-gen"))
+		return bench_stream(strtoull(argv[2], NULL, 0), argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "--bench-run"))
+		return bench_file(argv[2]);
+	if (argc >= 3 && !strcmp(argv[1], "--bench-symbols"))
+		return bench_symbols(strtoull(argv[2], NULL, 0), argc > 3 ? argv[3] : NULL);
 	sr = srunner_create(interpret_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
