@@ -6,7 +6,8 @@
  *   exitcode return N   allocate, then return N from main
  *   exitcode _exit N    allocate, then _exit(N) (no atexit handlers)
  *   exitcode signal N   allocate, then raise(N) with its default action
- * It prints "ready" first, so the test sees it ran.
+ * It prints "ready" and "pid N" first, so the test sees it ran and can
+ * name the recording heaptap gives it by default.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		return 99;
 	n = atoi(argv[2]);
-	ex_printf("ready\n");
+	ex_printf("ready\npid %d\n", (int)getpid());
 	e_alloc();
 	if (!strcmp(argv[1], "exit"))
 		exit(n);
