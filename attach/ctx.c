@@ -33,6 +33,7 @@ void att_free(struct att_ctx *ctx)
 	att_release(ctx);
 	att_unstage(ctx);
 	att_forbidden_free(ctx);
+	att_libc_close(ctx);
 	free(ctx);
 }
 

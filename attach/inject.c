@@ -45,17 +45,16 @@ enum att_reason att_resolve_funcs(struct att_ctx *ctx)
 	if (why)
 		return why;
 	ctx->fn_dlerror = 0;
-	if (att_libc_symbol(ctx, "dlopen", &ctx->fn_dlopen) == ATT_OK) {
-		ctx->libc_mode = false;
+	why = att_libc_dlopen(ctx, &ctx->fn_dlopen, &ctx->libc_mode);
+	if (why)
+		return why;
+	if (!ctx->libc_mode) {
 		why = att_libc_symbol(ctx, "dlsym", &ctx->fn_dlsym);
 		if (!why)
 			why = att_libc_symbol(ctx, "dlerror", &ctx->fn_dlerror);
 	} else {
 		/* FIXME(#4): glibc < 2.34 with libdl.so.2 loaded could use its dlopen/dlerror */
-		ctx->libc_mode = true;
-		why = att_libc_symbol(ctx, "__libc_dlopen_mode", &ctx->fn_dlopen);
-		if (!why)
-			why = att_libc_symbol(ctx, "__libc_dlsym", &ctx->fn_dlsym);
+		why = att_libc_symbol(ctx, "__libc_dlsym", &ctx->fn_dlsym);
 	}
 	if (why)
 		return why;

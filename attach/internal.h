@@ -13,6 +13,8 @@
 
 #include "attach/attach.h"
 
+struct elfr_file;
+
 #define ATT_HELD_MAX 8		/* signals held while a thread runs our calls */
 #define ATT_XSTATE_MAX 16384	/* XSAVE area, generous for AMX */
 #define ATT_MAX_CAND 256	/* threads ranked per choice */
@@ -127,8 +129,8 @@ struct att_ctx {
 	/* the hijacked thread */
 	struct att_thread thr;
 	bool have_thr;
-	/* libc of the target */
-	bool libc_known;
+	/* libc of the target (elf/ file view, open while ctx lives) */
+	struct elfr_file *libc;
 	char libc_path[PATH_MAX];	/* path inside the target */
 	char libc_open[PATH_MAX + 64];	/* how we open it: /proc/PID/map_files/... */
 	uint64_t libc_bias;
@@ -185,12 +187,17 @@ void att_maps_free(struct att_maps *m);
 const struct att_map *att_maps_find(const struct att_maps *m, uint64_t addr);
 /* Lowest mapping with file offset 0 whose path's base name starts with prefix, or NULL. */
 const struct att_map *att_maps_module(const struct att_maps *m, const char *prefix);
-/* Check the 64-byte ELF header bytes: 0, ATT_E_EXE (not ELF) or ATT_E_ARCH; what gets text. */
-enum att_reason att_check_ehdr(const unsigned char *h, size_t len, char *what, size_t cap);
+
+/* ---- libc.c ---- */
+/* dlopen of the target's libc (or __libc_dlopen_mode: *libc_mode). */
+enum att_reason att_libc_dlopen(struct att_ctx *ctx, uint64_t *addr, bool *libc_mode);
+void att_libc_close(struct att_ctx *ctx);
+/* Is the ELF file at path native? ATT_OK, ATT_E_EXE or ATT_E_ARCH; what gets text. */
+enum att_reason att_check_exe(const char *path, char *what, size_t cap, int *err);
 
 /* ---- elfsym.c ---- */
-/* Value of a defined dynamic symbol in the ELF file at path. Returns 0 or -ENOENT/-errno. */
-int att_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *first_vaddr);
+/* Page-aligned p_vaddr of the first PT_LOAD of the ELF file at path. Returns 0 or -errno. */
+int att_elf_load_vaddr(const char *path, uint64_t *vaddr);
 
 /* Call fn for every defined FUNC symbol with a size in .symtab and .dynsym. */
 typedef void (*att_elf_func_fn)(void *arg, const char *name, uint64_t value, uint64_t size);

@@ -1,29 +1,33 @@
 /* attach/libc.c - locate the target's libc and the functions attach calls in it */
 /* SPDX-License-Identifier: MIT */
+/*
+ * libc is the mapping with file offset 0 named libc.so.6 (glibc >= 2.34 and
+ * older sonames), libc-2.NN.so (old glibc), or ld-musl-*.so.1 (musl, whose
+ * loader is its libc). The load bias is that mapping's start minus the
+ * file's first PT_LOAD address. The file is opened through
+ * /proc/PID/map_files/START-END, which names the very inode mapped even in
+ * another mount namespace or after an upgrade replaced the file, and, when
+ * that is not permitted, through /proc/PID/root/PATH. Symbols come from
+ * elf/'s file view (elfr_file_symbol: default version wins).
+ */
+#include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "attach/internal.h"
+#include "elf/elfr.h"
 
-/*
- * libc is the mapping with file offset 0 named libc.so.6 (glibc >= 2.34 and
- * older sonames), libc-2.NN.so (old glibc), or ld-musl-*.so.1 (musl, whose
- * loader is its libc). The bias is that mapping's start minus the file's
- * first PT_LOAD address. The file is opened through
- * /proc/PID/map_files/START-END, which names the very inode mapped even in
- * another mount namespace or after an upgrade replaced the file, and, when
- * that is not permitted, through /proc/PID/root/PATH.
- */
 static enum att_reason libc_locate(struct att_ctx *ctx)
 {
 	struct att_maps maps;
 	const struct att_map *m;
-	uint64_t vaddr = 0, dummy;
+	uint64_t vaddr = 0;
+	enum elfr_reason er;
 	int ret;
 
-	if (ctx->libc_known)
+	if (ctx->libc)
 		return ATT_OK;
 	ret = att_maps_read(ctx->pid, &maps);
 	if (ret)
@@ -42,35 +46,91 @@ static enum att_reason libc_locate(struct att_ctx *ctx)
 	snprintf(ctx->libc_path, sizeof(ctx->libc_path), "%s", m->path);
 	snprintf(ctx->libc_open, sizeof(ctx->libc_open), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 		 (int)ctx->pid, m->start, m->end);
-	ret = att_elf_symbol(ctx->libc_open, NULL, &dummy, &vaddr);
+	ret = att_elf_load_vaddr(ctx->libc_open, &vaddr);
 	if (ret) {
 		snprintf(ctx->libc_open, sizeof(ctx->libc_open), "/proc/%d/root%s", (int)ctx->pid,
 			 m->path);
-		ret = att_elf_symbol(ctx->libc_open, NULL, &dummy, &vaddr);
-	}
-	if (ret) {
-		att_maps_free(&maps);
-		return att_fail(ctx, ATT_E_NO_SYMBOL, -ret, "read %s", ctx->libc_open);
+		ret = att_elf_load_vaddr(ctx->libc_open, &vaddr);
 	}
 	ctx->libc_bias = m->start - vaddr;
-	ctx->libc_known = true;
 	att_maps_free(&maps);
+	if (ret)
+		return att_fail(ctx, ATT_E_NO_SYMBOL, -ret, "read %s", ctx->libc_open);
+	er = elfr_file_open(ctx->libc_open, &ctx->libc);
+	if (er)
+		return att_fail(ctx, ATT_E_NO_SYMBOL, er == ELFR_E_OPEN ? errno : 0, "%s: %s",
+				ctx->libc_open, elfr_strerror(er));
 	return ATT_OK;
 }
 
 enum att_reason att_libc_symbol(struct att_ctx *ctx, const char *name, uint64_t *addr)
 {
 	enum att_reason why;
-	uint64_t value;
-	int ret;
+	enum elfr_reason er;
+	uintptr_t a = 0;
 
 	why = libc_locate(ctx);
 	if (why)
 		return why;
-	ret = att_elf_symbol(ctx->libc_open, name, &value, NULL);
-	if (ret)
-		return att_fail(ctx, ATT_E_NO_SYMBOL, ret == -ENOENT ? 0 : -ret, "%s in %s", name,
-				ctx->libc_path);
-	*addr = ctx->libc_bias + value;
+	er = elfr_file_symbol(ctx->libc, name, (uintptr_t)ctx->libc_bias, &a);
+	if (er)
+		return att_fail(ctx, ATT_E_NO_SYMBOL, 0, "%s in %s: %s", name, ctx->libc_path,
+				elfr_strerror(er));
+	*addr = a;
+	return ATT_OK;
+}
+
+enum att_reason att_libc_dlopen(struct att_ctx *ctx, uint64_t *addr, bool *libc_mode)
+{
+	enum att_reason why;
+	enum elfr_reason er;
+	const char *which = NULL;
+	uintptr_t a = 0;
+
+	why = libc_locate(ctx);
+	if (why)
+		return why;
+	er = elfr_file_dlopen(ctx->libc, (uintptr_t)ctx->libc_bias, &a, &which);
+	if (er)
+		return att_fail(ctx, ATT_E_NO_SYMBOL, 0, "dlopen in %s: %s", ctx->libc_path,
+				elfr_strerror(er));
+	*addr = a;
+	*libc_mode = which && strcmp(which, "__libc_dlopen_mode") == 0;
+	return ATT_OK;
+}
+
+void att_libc_close(struct att_ctx *ctx)
+{
+	elfr_file_close(ctx->libc);
+	ctx->libc = NULL;
+}
+
+enum att_reason att_check_exe(const char *path, char *what, size_t cap, int *err)
+{
+	struct elfr_file *f = NULL;
+	struct elfr_ident id = { 0 };
+	enum elfr_reason er;
+	const char *mname;
+
+	what[0] = '\0';
+	*err = 0;
+	er = elfr_file_open(path, &f);
+	if (er) {
+		*err = er == ELFR_E_OPEN ? errno : 0;
+		snprintf(what, cap, "%s: %s", path, elfr_strerror(er));
+		return ATT_E_EXE;
+	}
+	er = elfr_file_check_native(f, &id);
+	elfr_file_close(f);
+	if (er == ELFR_E_CLASS || er == ELFR_E_MACHINE) {
+		mname = elfr_machine_name(id.machine);
+		snprintf(what, cap, "target is a %u-bit %s program; heaptap is 64-bit x86-64",
+			 id.elfclass == ELFCLASS32 ? 32 : 64, mname ? mname : "unknown-machine");
+		return ATT_E_ARCH;
+	}
+	if (er) {
+		snprintf(what, cap, "%s: %s", path, elfr_strerror(er));
+		return ATT_E_EXE;
+	}
 	return ATT_OK;
 }

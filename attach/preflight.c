@@ -101,26 +101,16 @@ static enum att_reason check_yama(struct att_ctx *ctx, bool cap)
 
 static enum att_reason check_exe(struct att_ctx *ctx)
 {
-	unsigned char h[64];
-	char path[64], what[128];
-	ssize_t n;
-	int fd, err;
+	char path[64], what[256];
 	enum att_reason why;
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)ctx->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		return att_fail(ctx, err == ENOENT ? ATT_E_ZOMBIE : ATT_E_EXE, err, "open %s", path);
-	}
-	n = pread(fd, h, sizeof(h), 0);
-	err = errno;
-	close(fd);
-	if (n < 0)
-		return att_fail(ctx, ATT_E_EXE, err, "read %s", path);
-	why = att_check_ehdr(h, (size_t)n, what, sizeof(what));
+	why = att_check_exe(path, what, sizeof(what), &err);
+	if (why == ATT_E_EXE && err == ENOENT)
+		return att_fail(ctx, ATT_E_ZOMBIE, err, "%s", what);	/* exe gone: exiting */
 	if (why)
-		return att_fail(ctx, why, 0, "%s", what);
+		return att_fail(ctx, why, err, "%s", what);
 	return ATT_OK;
 }
 

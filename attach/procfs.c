@@ -1,6 +1,5 @@
 /* attach/procfs.c - read and parse /proc files: status, stat, syscall, maps, ELF header */
 /* SPDX-License-Identifier: MIT */
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -230,25 +229,4 @@ const struct att_map *att_maps_module(const struct att_maps *m, const char *pref
 			return &m->v[i];
 	}
 	return NULL;
-}
-
-enum att_reason att_check_ehdr(const unsigned char *h, size_t len, char *what, size_t cap)
-{
-	unsigned machine;
-
-	what[0] = '\0';
-	if (len < EI_NIDENT + 4 || memcmp(h, ELFMAG, SELFMAG) != 0) {
-		snprintf(what, cap, "no ELF magic");
-		return ATT_E_EXE;
-	}
-	/* e_machine sits after e_ident and e_type in both classes */
-	machine = h[EI_DATA] == ELFDATA2MSB ? (unsigned)h[18] << 8 | h[19]
-					     : (unsigned)h[19] << 8 | h[18];
-	if (h[EI_CLASS] != ELFCLASS64 || h[EI_DATA] != ELFDATA2LSB || machine != EM_X86_64) {
-		snprintf(what, cap, "target is %s-bit %s-endian, machine %u; heaptap is 64-bit x86-64",
-			 h[EI_CLASS] == ELFCLASS32 ? "32" : h[EI_CLASS] == ELFCLASS64 ? "64" : "?",
-			 h[EI_DATA] == ELFDATA2MSB ? "big" : "little", machine);
-		return ATT_E_ARCH;
-	}
-	return ATT_OK;
 }

@@ -113,27 +113,45 @@ START_TEST(yama_scopes)
 }
 END_TEST
 
-START_TEST(elf_header_check)
+/* Copy /proc/self/exe to a temporary file, patching e_machine when machine >= 0. */
+static void copy_self(const char *to, int machine)
 {
-	unsigned char h[64];
-	char what[128];
-	int fd = open("/proc/self/exe", O_RDONLY);
+	char buf[65536];
+	ssize_t n;
+	int in = open("/proc/self/exe", O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	bool first = true;
 
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(read(fd, h, sizeof(h)), (ssize_t)sizeof(h));
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (first && machine >= 0) {
+			buf[18] = (char)(machine & 0xff);
+			buf[19] = (char)(machine >> 8);
+		}
+		first = false;
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	}
+	close(in);
+	close(out);
+}
+
+START_TEST(exe_check)
+{
+	char path[64], what[256];
+	int err, fd;
+
+	ck_assert_int_eq(att_check_exe("/proc/self/exe", what, sizeof(what), &err), ATT_OK);
+	snprintf(path, sizeof(path), "/tmp/check_attach_exe_%d", (int)getpid());
+	copy_self(path, EM_AARCH64);
+	ck_assert_int_eq(att_check_exe(path, what, sizeof(what), &err), ATT_E_ARCH);
+	ck_assert_msg(strstr(what, "64-bit") != NULL, "%s", what);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_eq(write(fd, "#!/bin/sh\nexit 0\n", 17), 17);
 	close(fd);
-	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_OK);
-	h[EI_CLASS] = ELFCLASS32;
-	h[18] = EM_386;
-	h[19] = 0;
-	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_E_ARCH);
-	ck_assert_ptr_nonnull(strstr(what, "32-bit"));
-	h[EI_CLASS] = ELFCLASS64;
-	h[18] = EM_AARCH64;
-	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_E_ARCH);
-	ck_assert_int_eq(att_check_ehdr(h, 10, what, sizeof(what)), ATT_E_EXE);
-	memcpy(h, "#!/bin/sh\n", 10);
-	ck_assert_int_eq(att_check_ehdr(h, sizeof(h), what, sizeof(what)), ATT_E_EXE);
+	ck_assert_int_eq(att_check_exe(path, what, sizeof(what), &err), ATT_E_EXE);
+	unlink(path);
+	ck_assert_int_eq(att_check_exe(path, what, sizeof(what), &err), ATT_E_EXE);
+	ck_assert_int_eq(err, ENOENT);
 }
 END_TEST
 
@@ -366,7 +384,7 @@ static Suite *attach_suite(void)
 	tcase_add_test(t, syscall_classes);
 	tcase_add_test(t, stat_and_status_parsing);
 	tcase_add_test(t, yama_scopes);
-	tcase_add_test(t, elf_header_check);
+	tcase_add_test(t, exe_check);
 	tcase_add_test(t, maps_of_self);
 	tcase_add_test(t, libc_symbol_matches_dlsym);
 	suite_add_tcase(s, t);
