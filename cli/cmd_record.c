@@ -165,6 +165,30 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 	return 0;
 }
 
+/*
+ * 0 if a file can be created where path names (its directory is writable),
+ * else -errno: checked before the program starts, for a clear message.
+ */
+static int check_output_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	if (!slash) {
+		snprintf(dir, sizeof(dir), ".");
+	} else if (slash == path) {
+		snprintf(dir, sizeof(dir), "/");
+	} else {
+		if ((size_t)(slash - path) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+	}
+	if (access(dir, W_OK | X_OK) < 0)
+		return -errno;
+	return 0;
+}
+
 /* The program's comm (what ps shows), else the base name of prog. */
 static void read_comm(pid_t pid, const char *prog, char *buf, size_t len)
 {
@@ -289,6 +313,11 @@ int cli_cmd_record(int argc, char **argv)
 	prog = a.argv[0];
 	if (a.output && lstat(a.output, &st) == 0) {
 		cli_msg("record: %s: %s", a.output, strerror(EEXIST));
+		return CLI_EXIT_FAIL;
+	}
+	ret = check_output_dir(a.output);
+	if (ret < 0) {
+		cli_msg("record: %s: %s", a.output ? a.output : "working directory", strerror(-ret));
 		return CLI_EXIT_FAIL;
 	}
 	ret = cli_find_libdir(CLI_PRELOAD_LIB, libdir, sizeof(libdir));
