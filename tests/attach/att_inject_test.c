@@ -29,9 +29,13 @@
 
 #define SKIP 77
 
-enum role { R_MAIN, R_READER, R_SLEEPER, R_TICKER, R_CONDWAIT, R_EPOLL, R_BUSY, R_SIGRECV, R_COUNT };
+enum role {
+	R_MAIN, R_READER, R_SLEEPER, R_TICKER, R_CONDWAIT, R_EPOLL, R_BUSY, R_SIGRECV,
+	R_INHANDLER, R_INALLOC, R_COUNT
+};
 static const char *const role_name[R_COUNT] = {
 	"main", "reader", "sleeper", "ticker", "condwait", "epoll", "busy", "sigrecv",
+	"inhandler", "inalloc",
 };
 
 struct victim {
@@ -417,6 +421,13 @@ static int case_thread(const char *role)
 		if (why == ATT_OK)
 			print_stats(&v, ctx);
 		printf("     EINTR rewound: %u\n", st.eintr_repaired);
+	} else if (k == R_INHANDLER || k == R_INALLOC) {
+		check(why == ATT_E_NO_SAFE_THREAD, "a thread inside %s is never hijacked",
+		      k == R_INHANDLER ? "a signal handler" : "an allocator function");
+		check(st.tid == 0 && st.rejected > 0, "it was stopped, unwound and let go (%u times)",
+		      st.rejected);
+		check(strstr(st.reject_why, k == R_INHANDLER ? "signal frame" : "victim_malloc_wait") != NULL,
+		      "the stack check names why: %s", st.reject_why);
 	} else {
 		check(why == ATT_OK, "injection through the %s thread succeeds", role);
 		check(st.tid == v.tid[k], "the %s thread was the one used", role);
@@ -871,7 +882,7 @@ static int case_pause(void)
 		self[i] = kv(r, key) > 0 ? (uint64_t)kv(r, key) * 1000 : 0;
 		worst = 0;
 		for (k = R_READER; k < R_COUNT; k++) {
-			if (k == role || k == R_SIGRECV)
+			if (k == role || k == R_SIGRECV || k == R_INHANDLER || k == R_INALLOC)
 				continue;
 			if (role == R_TICKER && (k == R_READER || k == R_CONDWAIT || k == R_EPOLL))
 				continue;	/* fed by the ticker */
@@ -977,6 +988,22 @@ static int case_namespace(const char *fault)
 	return failed;
 }
 
+/* Can we PTRACE_SEIZE a child of ours? (containers may forbid ptrace entirely) */
+static int ptrace_permitted(void)
+{
+	pid_t c = fork();
+	int ok;
+
+	if (c == 0) {
+		pause();
+		_exit(0);
+	}
+	ok = ptrace(PTRACE_SEIZE, c, 0, 0) == 0;
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	return ok;
+}
+
 int main(int argc, char **argv)
 {
 	const char *c;
@@ -1008,6 +1035,10 @@ int main(int argc, char **argv)
 		}
 		if (f)
 			fclose(f);
+	}
+	if (!ptrace_permitted()) {
+		printf("skip: ptrace is not permitted here\n");
+		return SKIP;
 	}
 	snprintf(out_file, sizeof(out_file), "/tmp/heaptap-att-test-%d.txt", (int)getpid());
 	unlink(out_file);

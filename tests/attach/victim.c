@@ -14,6 +14,9 @@
  *             and r12-r15, MXCSR rounding toward zero; checks them each lap
  *   sigrecv   read() on a pipe nobody writes; the only thread with SIGRTMIN+1
  *             unblocked; its SA_RESTART handler checks the sequence
+ *   inhandler blocked in read() inside a SIGUSR2 handler: must never be hijacked
+ *   inalloc   blocked in read() inside a function named like an allocator
+ *             (victim_malloc_wait): must never be hijacked
  * Every EINTR any loop sees is counted (epoll separately), as are signals
  * out of sequence, wrong si_code/si_pid, and register corruption.
  *
@@ -36,9 +39,13 @@
 #include <time.h>
 #include <unistd.h>
 
-enum role { R_MAIN, R_READER, R_SLEEPER, R_TICKER, R_CONDWAIT, R_EPOLL, R_BUSY, R_SIGRECV, R_COUNT };
+enum role {
+	R_MAIN, R_READER, R_SLEEPER, R_TICKER, R_CONDWAIT, R_EPOLL, R_BUSY, R_SIGRECV,
+	R_INHANDLER, R_INALLOC, R_COUNT
+};
 static const char *const role_name[R_COUNT] = {
 	"main", "reader", "sleeper", "ticker", "condwait", "epoll", "busy", "sigrecv",
+	"inhandler", "inalloc",
 };
 
 static _Atomic long max_gap_ns[R_COUNT];
@@ -47,7 +54,7 @@ static _Atomic int eintr_count, epoll_eintr, reg_bad, seq_err, info_bad;
 static _Atomic long sent, received;
 static _Atomic int pause_send, send_paused;
 static volatile long last_seq;	/* only touched by the handler (one thread) */
-static int pipe_reader[2], pipe_epoll[2], pipe_sig[2];
+static int pipe_reader[2], pipe_epoll[2], pipe_sig[2], pipe_never[2];
 static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static long ticks;
@@ -326,6 +333,48 @@ static void *sigrecv(void *a)
 	return NULL;
 }
 
+/* Stands for an allocator holding its lock: blocks forever. */
+__attribute__((noinline)) void victim_malloc_wait(void);
+__attribute__((noinline)) void victim_malloc_wait(void)
+{
+	char c;
+
+	while (read(pipe_never[0], &c, 1) < 0 && errno == EINTR)
+		atomic_fetch_add(&eintr_count, 1);
+	__asm__ volatile("" ::: "memory");	/* keep the frame: no tail call */
+}
+
+static void *inalloc(void *a)
+{
+	(void)a;
+	hello(R_INALLOC);
+	victim_malloc_wait();
+	return NULL;
+}
+
+static void on_usr2(int sig)
+{
+	char c;
+
+	(void)sig;
+	hello(R_INHANDLER);
+	while (read(pipe_never[0], &c, 1) < 0 && errno == EINTR)
+		atomic_fetch_add(&eintr_count, 1);
+}
+
+static void *inhandler(void *a)
+{
+	struct sigaction sa;
+
+	(void)a;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr2;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR2, &sa, NULL);
+	pthread_kill(pthread_self(), SIGUSR2);
+	return NULL;
+}
+
 static void reply(const char *s)
 {
 	size_t len = strlen(s), off = 0;
@@ -373,7 +422,7 @@ static void ping(void)
 int main(void)
 {
 	void *(*fn[R_COUNT])(void *) = {
-		NULL, reader, sleeper, ticker, condwait, epoller, busy, sigrecv,
+		NULL, reader, sleeper, ticker, condwait, epoller, busy, sigrecv, inhandler, inalloc,
 	};
 	char buf[1024], line[256];
 	size_t used = 0;
@@ -387,7 +436,7 @@ int main(void)
 	sig_rt = SIGRTMIN + 1;
 	__builtin_cpu_init();
 	use_avx = __builtin_cpu_supports("avx");
-	if (pipe(pipe_reader) || pipe(pipe_epoll) || pipe(pipe_sig))
+	if (pipe(pipe_reader) || pipe(pipe_epoll) || pipe(pipe_sig) || pipe(pipe_never))
 		return 1;
 	sigemptyset(&set);
 	sigaddset(&set, sig_rt);
