@@ -24,6 +24,12 @@ static const char *const list_title[RPT_COST_MAX] = {
 	[RPT_COST_TEMPORARY] = "MOST TEMPORARY ALLOCATIONS",
 };
 
+/* "s" unless n is 1 */
+static const char *pl(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static double pct(uint64_t a, uint64_t b)
 {
 	return b ? 100.0 * (double)a / (double)b : 0.0;
@@ -59,8 +65,9 @@ static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 	fputs("\n", f);
 	fprintf(f, "peak RSS               %s\n", rpt_format_size(s->peak_rss, a, SZ));
 	fprintf(f, "total allocated        %s\n", rpt_format_size(s->total.bytes, a, SZ));
-	fprintf(f, "leaked at exit         %s in %" PRIu64 " allocations%s\n",
-		rpt_format_size(s->total.leaked, b, SZ), s->total.leaked_calls, est);
+	fprintf(f, "leaked at exit         %s in %" PRIu64 " allocation%s%s\n",
+		rpt_format_size(s->total.leaked, b, SZ), s->total.leaked_calls,
+		pl(s->total.leaked_calls), est);
 	if (s->dropped_events)
 		fprintf(f, "invalid events         %" PRIu64 " (ignored)\n", s->dropped_events);
 }
@@ -90,21 +97,22 @@ static void cost_line(FILE *f, const struct rpt_costs *k, enum rpt_cost c)
 
 	switch (c) {
 	case RPT_COST_CALLS:
-		fprintf(f, "%" PRIu64 " calls, %s allocated", k->calls, rpt_format_size(k->bytes, a, SZ));
+		fprintf(f, "%" PRIu64 " call%s, %s allocated", k->calls, pl(k->calls),
+			rpt_format_size(k->bytes, a, SZ));
 		break;
 	case RPT_COST_PEAK:
-		fprintf(f, "%s at peak in %" PRIu64 " allocations (%" PRIu64 " calls, %s in total)",
-			rpt_format_size(k->peak, a, SZ), k->peak_calls, k->calls,
-			rpt_format_size(k->bytes, b, SZ));
+		fprintf(f, "%s at peak in %" PRIu64 " allocation%s (%" PRIu64 " call%s, %s in total)",
+			rpt_format_size(k->peak, a, SZ), k->peak_calls, pl(k->peak_calls), k->calls,
+			pl(k->calls), rpt_format_size(k->bytes, b, SZ));
 		break;
 	case RPT_COST_LEAKED:
-		fprintf(f, "%s leaked in %" PRIu64 " allocations (%" PRIu64 " calls, %s in total)",
-			rpt_format_size(k->leaked, a, SZ), k->leaked_calls, k->calls,
-			rpt_format_size(k->bytes, b, SZ));
+		fprintf(f, "%s leaked in %" PRIu64 " allocation%s (%" PRIu64 " call%s, %s in total)",
+			rpt_format_size(k->leaked, a, SZ), k->leaked_calls, pl(k->leaked_calls),
+			k->calls, pl(k->calls), rpt_format_size(k->bytes, b, SZ));
 		break;
 	case RPT_COST_TEMPORARY:
-		fprintf(f, "%" PRIu64 " temporary of %" PRIu64 " calls (%.1f%%), %s",
-			k->temporary, k->calls, pct(k->temporary, k->calls),
+		fprintf(f, "%" PRIu64 " temporary of %" PRIu64 " call%s (%.1f%%), %s",
+			k->temporary, k->calls, pl(k->calls), pct(k->temporary, k->calls),
 			rpt_format_size(k->temporary_bytes, a, SZ));
 		break;
 	case RPT_COST_MAX:
