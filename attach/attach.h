@@ -209,6 +209,7 @@ void att_release(struct att_ctx *ctx);
 struct att_stats {
 	pid_t tid;		/* the hijacked thread, 0 if none */
 	long syscall;		/* syscall it was blocked in, -1 for user code */
+	long stop_rax;		/* rax at the stop: -512 ERESTARTSYS, -514 ERESTARTNOHAND, ... */
 	unsigned threads;	/* threads of the target at the last choice */
 	unsigned candidates;	/* of them, candidates */
 	unsigned rejected;	/* threads stopped, unwound and let go as unsafe */

@@ -171,6 +171,7 @@ static int check_stop_regs(struct att_ctx *ctx, struct att_thread *thr, char *wh
 	nr = (long)gp.orig_rax;
 	rax = (long)gp.rax;
 	thr->sysno = nr;
+	ctx->st.stop_rax = rax;
 	if (nr < 0)
 		return 0;
 	args[0] = gp.rdi;

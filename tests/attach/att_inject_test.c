@@ -209,10 +209,10 @@ static void print_stats(const struct victim *v, struct att_ctx *ctx)
 
 	att_get_stats(ctx, &st);
 	r = role_of(v, st.tid);
-	printf("     hijacked tid=%d (%s) syscall=%ld pause_us=%.1f stop_us=%.1f unwind_us=%.1f "
+	printf("     hijacked tid=%d (%s) syscall=%ld rax_at_stop=%ld pause_us=%.1f stop_us=%.1f unwind_us=%.1f "
 	       "call_us=%.1f calls=%u threads=%u candidates=%u rejected=%u rounds=%u held=%u "
 	       "delivered=%u\n",
-	       (int)st.tid, r >= 0 ? role_name[r] : "?", st.syscall, st.pause_ns / 1e3,
+	       (int)st.tid, r >= 0 ? role_name[r] : "?", st.syscall, st.stop_rax, st.pause_ns / 1e3,
 	       st.stop_ns / 1e3, st.unwind_ns / 1e3, st.call_ns / 1e3, st.calls, st.threads,
 	       st.candidates, st.rejected, st.rounds, st.held_signals, st.delivered_signals);
 	if (st.rejected)
