@@ -1,0 +1,686 @@
+/* tests/unit/check_track.c - Check suite for track/: varints, trace tree, buffers, sessions */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Session tests run a real session over a socketpair inside the test
+ * process (Check forks each test, so every test starts with fresh
+ * per-process state), call the trk_* hooks directly and decode what came
+ * out with an independent reader (check_track_decode.c, wire.h only).
+ */
+#include <check.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_track_decode.c"
+#include "track/internal.h"
+#include "track/track.h"
+
+/* ---- varints ---------------------------------------------------------------- */
+
+START_TEST(varint_round_trip)
+{
+	static const uint64_t vals[] = { 0,	     1,		  127,	       128,
+					 255,	     16383,	  16384,       (1ull << 32) - 1,
+					 1ull << 32, (1ull << 63) - 1, 1ull << 63, UINT64_MAX };
+	static const size_t lens[] = { 1, 1, 1, 2, 2, 2, 3, 5, 5, 9, 10, 10 };
+
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		uint8_t buf[WIRE_VARINT_MAX + 4];
+		const uint8_t *p = buf;
+		uint64_t v = 12345;
+		size_t n = wire_put_varint(buf, vals[i]);
+
+		ck_assert_uint_eq(n, lens[i]);
+		ck_assert_int_eq(wire_get_varint(&p, buf + n, &v), 0);
+		ck_assert_uint_eq(v, vals[i]);
+		ck_assert_ptr_eq(p, buf + n);
+		/* cut short: fails, leaves p alone */
+		p = buf;
+		ck_assert_int_eq(wire_get_varint(&p, buf + n - 1, &v), -1);
+		ck_assert_ptr_eq(p, buf);
+	}
+}
+END_TEST
+
+START_TEST(varint_rejects_bad)
+{
+	uint8_t eleven[11], over[10];
+	const uint8_t *p;
+	uint64_t v;
+
+	memset(eleven, 0x80, sizeof(eleven));
+	eleven[10] = 0x00;
+	p = eleven;
+	ck_assert_int_eq(wire_get_varint(&p, eleven + sizeof(eleven), &v), -1);
+	/* tenth byte may only carry bit 63 */
+	memset(over, 0xff, sizeof(over));
+	over[9] = 0x02;
+	p = over;
+	ck_assert_int_eq(wire_get_varint(&p, over + sizeof(over), &v), -1);
+	over[9] = 0x01;
+	p = over;
+	ck_assert_int_eq(wire_get_varint(&p, over + sizeof(over), &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	/* non-minimal encodings are accepted (3-byte 5) */
+	{
+		const uint8_t nm[3] = { 0x85, 0x80, 0x00 };
+
+		p = nm;
+		ck_assert_int_eq(wire_get_varint(&p, nm + 3, &v), 0);
+		ck_assert_uint_eq(v, 5);
+	}
+}
+END_TEST
+
+/* ---- trace tree (no session: events go to a buffer never sent) --------------- */
+
+static struct trk_thr *tree_setup(void)
+{
+	struct trk_thr *t;
+
+	ck_assert_int_eq(trk_mod_init(), 0);
+	trk_g.ended = 1; /* no socket: flushes are dropped */
+	t = trk_thr_new(trk_gettid());
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+START_TEST(tree_same_and_different)
+{
+	struct trk_thr *t = tree_setup();
+	uintptr_t a[] = { 0x1010, 0x2020, 0x3030, 0x4040 }; /* innermost first */
+	uintptr_t b[] = { 0x1011, 0x2020, 0x3030, 0x4040 }; /* differs innermost */
+	uintptr_t c[] = { 0x1010, 0x2020, 0x3030, 0x4041 }; /* differs outermost */
+	uint32_t la, la2, lb, lc, n;
+
+	la = trk_tree_leaf(t, a, 4);
+	la2 = trk_tree_leaf(t, a, 4);
+	lb = trk_tree_leaf(t, b, 4);
+	lc = trk_tree_leaf(t, c, 4);
+	ck_assert_uint_ne(la, 0);
+	ck_assert_uint_eq(la, la2);
+	ck_assert_uint_ne(la, lb);
+	ck_assert_uint_ne(la, lc);
+	ck_assert_uint_ne(lb, lc);
+	/* a and b share the parent of the leaf; c shares nothing */
+	ck_assert_uint_eq(trk_node_at(la)->parent, trk_node_at(lb)->parent);
+	ck_assert_uint_ne(trk_node_at(la)->parent, trk_node_at(lc)->parent);
+	/* parent links walk back to the root through the frames, outermost last */
+	n = la;
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_ne(n, 0);
+		ck_assert_uint_eq(trk_node_at(n)->ip, a[i]);
+		n = trk_node_at(n)->parent;
+	}
+	ck_assert_uint_eq(n, 0);
+	/* empty stack: trace 0; a prefix of a stack is its own node */
+	ck_assert_uint_eq(trk_tree_leaf(t, a, 0), 0);
+	ck_assert_uint_eq(trk_tree_leaf(t, a + 1, 3), trk_node_at(la)->parent);
+}
+END_TEST
+
+START_TEST(tree_wide_node)
+{
+	/* more children than the inline slots: the overflow list must work */
+	struct trk_thr *t = tree_setup();
+	uint32_t leaves[40];
+
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 40; i++) {
+			uintptr_t s[2] = { 0x5000 + (uintptr_t)i, 0x9999 };
+			uint32_t l = trk_tree_leaf(t, s, 2);
+
+			if (round == 0)
+				leaves[i] = l;
+			else
+				ck_assert_uint_eq(l, leaves[i]);
+			for (int j = 0; j < i && round == 0; j++)
+				ck_assert_uint_ne(leaves[j], l);
+		}
+	}
+}
+END_TEST
+
+START_TEST(tree_thread_cache_reuse)
+{
+	/* trk_tree_leaf_thr (previous-stack reuse) agrees with the plain walk */
+	struct trk_thr *t = tree_setup();
+
+	for (int i = 0; i < 200; i++) {
+		size_t n = 3 + (size_t)(i % 5);
+		uintptr_t s[8];
+		uint32_t l1, l2;
+
+		for (size_t k = 0; k < n; k++)
+			s[k] = 0x100 * (k + 1) + (uintptr_t)((i * 7 + (int)k) % 3);
+		memcpy(t->frames, s, n * sizeof(s[0]));
+		l1 = trk_tree_leaf_thr(t, n);
+		l2 = trk_tree_leaf(t, s, n);
+		ck_assert_uint_eq(l1, l2);
+	}
+}
+END_TEST
+
+#define RACE_THREADS 6
+#define RACE_STACKS 400
+#define RACE_DEPTH 12
+
+static uintptr_t race_stacks[RACE_STACKS][RACE_DEPTH];
+static uint32_t race_leaf[RACE_THREADS][RACE_STACKS];
+static pthread_barrier_t race_barrier;
+
+static void *race_main(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	struct trk_thr *t = trk_thr_new(trk_gettid());
+
+	pthread_barrier_wait(&race_barrier);
+	for (int k = 0; k < RACE_STACKS; k++) {
+		/* a permutation (7919 is prime to 400), each thread its own start and direction */
+		int kk = id & 1 ? RACE_STACKS - 1 - k : k;
+		int s = (kk * 7919 + id * 101) % RACE_STACKS;
+
+		race_leaf[id][s] = trk_tree_leaf(t, race_stacks[s], RACE_DEPTH);
+	}
+	return NULL;
+}
+
+/* count_pairs - walk the published tree; fail on a duplicate (parent, ip). */
+static size_t walk(uint32_t idx)
+{
+	struct trk_node *p = trk_node_at(idx);
+	uintptr_t seen[256];
+	size_t nseen = 0, total = 0;
+	uint32_t kids[256];
+	size_t nk = 0;
+
+	for (int i = 0; i < TRK_NODE_KIDS; i++) {
+		uint32_t k = atomic_load(&p->kid[i]);
+
+		if (!k)
+			break;
+		ck_assert_uint_eq(trk_node_at(k)->ip, p->kip[i]);
+		kids[nk++] = k;
+	}
+	for (uint32_t k = atomic_load(&p->more); k; k = atomic_load(&trk_node_at(k)->next))
+		kids[nk++] = k;
+	for (size_t i = 0; i < nk; i++) {
+		struct trk_node *c = trk_node_at(kids[i]);
+
+		ck_assert_uint_eq(c->parent, idx);
+		for (size_t j = 0; j < nseen; j++)
+			ck_assert_msg(seen[j] != c->ip, "duplicate (parent %u, ip %#lx)", idx,
+				      (unsigned long)c->ip);
+		seen[nseen++] = c->ip;
+		total += 1 + walk(kids[i]);
+	}
+	return total;
+}
+
+START_TEST(tree_concurrent_insert)
+{
+	pthread_t th[RACE_THREADS];
+	size_t nodes;
+
+	tree_setup();
+	/* stacks sharing long outer parts: many races on the same parents */
+	srand(42);
+	for (int s = 0; s < RACE_STACKS; s++)
+		for (int d = 0; d < RACE_DEPTH; d++)
+			race_stacks[s][d] = 0x10000 + (uintptr_t)d * 0x100 +
+					    (uintptr_t)(d < RACE_DEPTH / 2 ? rand() % 8 : rand() % 2);
+	pthread_barrier_init(&race_barrier, NULL, RACE_THREADS);
+	for (int i = 0; i < RACE_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_main, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < RACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	/* every thread found the same leaf for the same stack, distinct stacks differ */
+	for (int s = 0; s < RACE_STACKS; s++) {
+		ck_assert_uint_ne(race_leaf[0][s], 0);
+		for (int i = 1; i < RACE_THREADS; i++)
+			ck_assert_uint_eq(race_leaf[i][s], race_leaf[0][s]);
+	}
+	for (int s = 0; s < RACE_STACKS; s++) {
+		for (int u = 0; u < s; u++) {
+			if (memcmp(race_stacks[s], race_stacks[u], sizeof(race_stacks[s])) == 0)
+				ck_assert_uint_eq(race_leaf[0][s], race_leaf[0][u]);
+			else
+				ck_assert_uint_ne(race_leaf[0][s], race_leaf[0][u]);
+		}
+	}
+	nodes = walk(0);
+	ck_assert_uint_gt(nodes, RACE_DEPTH);
+	ck_assert_uint_le(nodes, (size_t)atomic_load(&trk_g.next_node) - 1);
+}
+END_TEST
+
+/* ---- sessions over a socketpair ---------------------------------------------- */
+
+struct reader {
+	int fd;
+	pthread_mutex_t lock; /* buf and len, while the thread runs */
+	uint8_t *buf;
+	size_t len, cap;
+	pthread_t th;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+
+	for (;;) {
+		ssize_t n;
+
+		uint8_t tmp[65536];
+
+		n = read(r->fd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		pthread_mutex_lock(&r->lock);
+		if (r->cap - r->len < (size_t)n) {
+			r->cap = r->cap ? r->cap * 2 : 1 << 20;
+			r->buf = realloc(r->buf, r->cap);
+			ck_assert_ptr_nonnull(r->buf);
+		}
+		memcpy(r->buf + r->len, tmp, (size_t)n);
+		r->len += (size_t)n;
+		pthread_mutex_unlock(&r->lock);
+	}
+}
+
+/* test_realloc - libc's, but huge requests fail like an exhausted heap (also under ASan) */
+static void *test_realloc(void *p, size_t n)
+{
+	if (n > (1ull << 40)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, n);
+}
+
+static const struct trk_real libc_real = {
+	.malloc = malloc,
+	.free = free,
+	.calloc = calloc,
+	.realloc = test_realloc,
+	.reallocarray = reallocarray,
+	.posix_memalign = posix_memalign,
+	.aligned_alloc = aligned_alloc,
+	.memalign = memalign,
+	.valloc = valloc,
+	.pvalloc = pvalloc,
+};
+
+static void session_start(struct reader *r)
+{
+	struct trk_config cfg = { 0 };
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	r->fd = sv[1];
+	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
+	trk_set_real(&libc_real);
+	cfg.fd = sv[0];
+	ck_assert_int_eq(trk_start(&cfg), 0);
+	ck_assert_int_eq(trk_active(), 1);
+}
+
+/* session_finish - end (reason) or wait for the end, then decode everything. */
+static void session_finish(struct reader *r, int reason, struct tstream *s)
+{
+	if (reason)
+		trk_stop(reason);
+	pthread_join(r->th, NULL);
+	close(r->fd);
+	ck_assert_msg(tstream_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu of %zu",
+		      s->error_at, r->len);
+	free(r->buf);
+}
+
+/* check_order - numbers unique and gap-free, nodes before use, allocs/frees paired. */
+static void check_order(const struct tstream *s)
+{
+	struct tev *v = tstream_by_seq(s);
+	uint32_t max_node = atomic_load(&trk_g.next_node);
+	uint8_t *known = calloc(max_node + 1, 1);
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(s->have_end, 1);
+	ck_assert_uint_eq(s->end_total, s->nev);
+	known[0] = 1;
+	for (size_t i = 0; i < s->nev; i++) {
+		ck_assert_uint_eq(v[i].seq, i); /* unique and without gaps */
+		if (v[i].op == WIRE_EV_NODE) {
+			ck_assert_uint_le(v[i].a, max_node);
+			ck_assert_uint_eq(known[v[i].a], 0);
+			ck_assert_uint_eq(known[v[i].b], 1);
+			known[v[i].a] = 1;
+		} else if (v[i].op == WIRE_EV_ALLOC) {
+			ck_assert_uint_le(v[i].b, max_node);
+			ck_assert_msg(known[v[i].b], "alloc names node %lu before its NODE",
+				      (unsigned long)v[i].b);
+		}
+	}
+	free(known);
+	free(v);
+}
+
+static void *volatile keep_ptr;
+
+__attribute__((noinline)) static void *call_site(size_t n)
+{
+	void *p = trk_malloc(n);
+
+	__asm__ volatile("" ::: "memory"); /* no tail call: this frame stays */
+	return p;
+}
+
+START_TEST(session_round_trip)
+{
+	struct reader r;
+	struct tstream s;
+	void *a, *b, *c, *d, *e, *f, *g, *h, *big;
+	void *pm = NULL;
+	int saw_main = 0, saw_exe = 0, nop = 0, kinds[WIRE_KIND_MAX + 1] = { 0 };
+	uintptr_t site_ip = 0;
+
+	session_start(&r);
+	a = call_site(100);
+	b = trk_calloc(3, 7);
+	c = trk_realloc(NULL, 50);
+	c = trk_realloc(c, 5000);
+	d = trk_reallocarray(NULL, 4, 8);
+	ck_assert_int_eq(trk_posix_memalign(&pm, 64, 200), 0);
+	e = trk_aligned_alloc(64, 128);
+	f = trk_memalign(32, 64);
+	g = trk_valloc(10);
+	h = trk_pvalloc(10);
+	/* a realloc that fails: the FREE number becomes a NOP, the block stays */
+	errno = 0;
+	big = trk_realloc(a, SIZE_MAX / 2);
+	ck_assert_ptr_null(big);
+	ck_assert_int_eq(errno, ENOMEM); /* errno as the real realloc left it */
+	errno = 1234;
+	trk_free(b);
+	ck_assert_int_eq(errno, 1234); /* free preserves errno */
+	trk_free(NULL);
+	trk_free(c);
+	trk_free(d);
+	trk_free(pm);
+	trk_free(e);
+	trk_free(f);
+	trk_free(g);
+	trk_free(h);
+	keep_ptr = a;
+	session_finish(&r, WIRE_END_STOP, &s);
+	ck_assert_int_eq(trk_active(), 0);
+	/* after the end, hooks pass through */
+	trk_free(a);
+
+	ck_assert_uint_eq(s.pid, (uint32_t)getpid());
+	ck_assert_uint_eq(s.end_reason, WIRE_END_STOP);
+	check_order(&s);
+	for (size_t i = 0; i < s.nev; i++) {
+		struct tev *ev = &s.ev[i];
+
+		if (ev->op == WIRE_EV_MODULE && strcmp(ev->path, s.exe) == 0)
+			saw_exe = 1;
+		if (ev->op == WIRE_EV_NOP)
+			nop++;
+		if (ev->op == WIRE_EV_ALLOC) {
+			ck_assert_uint_le(ev->kind, WIRE_KIND_MAX);
+			kinds[ev->kind]++;
+			if (ev->c == (uintptr_t)a) {
+				ck_assert_uint_eq(ev->a, 100);
+				ck_assert_uint_eq(ev->kind, WIRE_KIND_MALLOC);
+				site_ip = trk_node_at((uint32_t)ev->b)->ip;
+				saw_main = 1;
+			}
+		}
+		if (ev->op == WIRE_EV_FREE)
+			ck_assert_uint_ne(ev->a, 0);
+	}
+	ck_assert_int_eq(saw_exe, 1);
+	ck_assert_int_eq(saw_main, 1);
+	ck_assert_int_eq(nop, 1);
+	/* the innermost frame is the call inside call_site, not a hook frame */
+	ck_assert_uint_gt(site_ip, (uintptr_t)call_site);
+	ck_assert_uint_lt(site_ip, (uintptr_t)call_site + 256);
+	ck_assert_int_eq(kinds[WIRE_KIND_MALLOC], 1);
+	ck_assert_int_eq(kinds[WIRE_KIND_CALLOC], 1);
+	ck_assert_int_eq(kinds[WIRE_KIND_REALLOC], 2);
+	ck_assert_int_eq(kinds[WIRE_KIND_REALLOCARRAY], 1);
+	ck_assert_int_eq(kinds[WIRE_KIND_POSIX_MEMALIGN], 1);
+	ck_assert_int_eq(kinds[WIRE_KIND_ALIGNED_ALLOC], 1);
+	ck_assert_int_eq(kinds[WIRE_KIND_MEMALIGN], 1);
+	ck_assert_int_eq(kinds[WIRE_KIND_VALLOC], 1);
+	ck_assert_int_eq(kinds[WIRE_KIND_PVALLOC], 1);
+	tstream_free(&s);
+}
+END_TEST
+
+#define SEQ_THREADS 4
+#define SEQ_ROUNDS 20000
+
+static void *seq_main(void *arg)
+{
+	void *slots[16] = { 0 };
+
+	(void)arg;
+	for (int i = 0; i < SEQ_ROUNDS; i++) {
+		int k = i & 15;
+
+		trk_free(slots[k]);
+		slots[k] = trk_malloc(16 + (size_t)(i & 63));
+		if ((i & 255) == 0)
+			usleep(100); /* idle moments: the timer flushes for us */
+	}
+	for (int k = 0; k < 16; k++)
+		trk_free(slots[k]);
+	return NULL;
+}
+
+START_TEST(session_threads_sequence)
+{
+	pthread_t th[SEQ_THREADS];
+	struct reader r;
+	struct tstream s;
+	struct tev *v;
+	size_t allocs = 0, frees = 0;
+
+	session_start(&r);
+	for (int i = 0; i < SEQ_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, seq_main, NULL), 0);
+	for (int i = 0; i < SEQ_THREADS; i++)
+		pthread_join(th[i], NULL);
+	session_finish(&r, WIRE_END_EXIT, &s);
+	check_order(&s);
+	/*
+	 * Addresses are reused across threads: in number order each pointer
+	 * must alternate ALLOC, FREE, ALLOC, ... (a free numbered after the
+	 * allocation that reuses its block would show up as a double alloc).
+	 */
+	v = tstream_by_seq(&s);
+	for (size_t i = 0; i < s.nev; i++) {
+		if (v[i].op == WIRE_EV_ALLOC) {
+			allocs++;
+			for (size_t j = i + 1; j < s.nev; j++) {
+				if (v[j].op == WIRE_EV_ALLOC && v[j].c == v[i].c)
+					ck_abort_msg("pointer %#lx allocated twice without a free",
+						     (unsigned long)v[i].c);
+				if (v[j].op == WIRE_EV_FREE && v[j].a == v[i].c)
+					break;
+			}
+		} else if (v[i].op == WIRE_EV_FREE) {
+			frees++;
+		}
+	}
+	ck_assert_uint_eq(allocs, SEQ_THREADS * SEQ_ROUNDS);
+	ck_assert_uint_eq(frees, SEQ_THREADS * SEQ_ROUNDS);
+	ck_assert_uint_gt(s.nchunks, SEQ_THREADS);
+	free(v);
+	tstream_free(&s);
+}
+END_TEST
+
+START_TEST(session_ctl_stop)
+{
+	struct reader r;
+	struct tstream s;
+	const uint8_t stop[2] = { WIRE_CTL_STOP, 0 };
+	void *p;
+
+	session_start(&r);
+	p = trk_malloc(10);
+	trk_free(p);
+	/* heaptap asks to stop: the timer thread ends the session itself */
+	ck_assert_int_eq(write(r.fd, stop, sizeof(stop)), 2);
+	session_finish(&r, 0, &s);
+	ck_assert_int_eq(trk_active(), 0);
+	ck_assert_uint_eq(s.end_reason, WIRE_END_STOP);
+	ck_assert_uint_ge(s.nticks, 0);
+	check_order(&s);
+	p = trk_malloc(10); /* passes through */
+	ck_assert_ptr_nonnull(p);
+	trk_free(p);
+	tstream_free(&s);
+}
+END_TEST
+
+START_TEST(session_ticks_and_idle_flush)
+{
+	struct reader r;
+	struct tstream s;
+	void *p;
+
+	int found = 0;
+	size_t ticks = 0;
+
+	session_start(&r);
+	p = trk_malloc(10);
+	/*
+	 * Stay idle: the timer must send ticks and flush our buffer without a
+	 * flush of our own. Ticks come every 10 ms; allow a loaded machine 10 s.
+	 */
+	for (int tries = 0; tries < 500 && !(found && ticks >= 2); tries++) {
+		struct tstream part = { 0 };
+
+		usleep(20000);
+		pthread_mutex_lock(&r.lock);
+		if (r.len && tstream_decode(r.buf, r.len, &part) == 0) {
+			ticks = part.nticks;
+			for (size_t i = 0; i < part.nev; i++)
+				found |= part.ev[i].op == WIRE_EV_ALLOC &&
+					 part.ev[i].c == (uintptr_t)p;
+		}
+		tstream_free(&part);
+		pthread_mutex_unlock(&r.lock);
+	}
+	ck_assert_int_eq(found, 1);
+	ck_assert_uint_ge(ticks, 2);
+	trk_free(p);
+	session_finish(&r, WIRE_END_EXIT, &s);
+	check_order(&s);
+	tstream_free(&s);
+}
+END_TEST
+
+START_TEST(session_fork_child)
+{
+	struct reader r;
+	struct tstream s;
+	pid_t pid;
+	int st;
+
+	session_start(&r);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		void *p;
+
+		trk_after_fork_child();
+		p = trk_malloc(77);
+		trk_free(p);
+		_exit(trk_active() ? 1 : 0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_int_eq(trk_active(), 1); /* the parent goes on */
+	trk_free(trk_malloc(33));
+	session_finish(&r, WIRE_END_EXIT, &s);
+	check_order(&s);
+	for (size_t i = 0; i < s.nev; i++)
+		ck_assert(!(s.ev[i].op == WIRE_EV_ALLOC && s.ev[i].a == 77));
+	tstream_free(&s);
+}
+END_TEST
+
+START_TEST(session_peer_gone)
+{
+	struct trk_config cfg = { 0 };
+	int sv[2];
+	void *p;
+
+	/* heaptap vanished: no SIGPIPE, recording stops, hooks pass through */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	trk_set_real(&libc_real);
+	cfg.fd = sv[0];
+	ck_assert_int_eq(trk_start(&cfg), 0);
+	close(sv[1]);
+	for (int i = 0; i < 200000 && trk_active(); i++)
+		trk_free(trk_malloc(64));
+	ck_assert_int_eq(trk_active(), 0);
+	p = trk_malloc(8);
+	ck_assert_ptr_nonnull(p);
+	trk_free(p);
+	ck_assert_int_eq(trk_start(&cfg), -EALREADY);
+}
+END_TEST
+
+static Suite *track_suite(void)
+{
+	Suite *s = suite_create("track");
+	TCase *tc = tcase_create("wire");
+
+	tcase_add_test(tc, varint_round_trip);
+	tcase_add_test(tc, varint_rejects_bad);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tree");
+	tcase_add_test(tc, tree_same_and_different);
+	tcase_add_test(tc, tree_wide_node);
+	tcase_add_test(tc, tree_thread_cache_reuse);
+	tcase_add_test(tc, tree_concurrent_insert);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("session");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, session_round_trip);
+	tcase_add_test(tc, session_threads_sequence);
+	tcase_add_test(tc, session_ctl_stop);
+	tcase_add_test(tc, session_ticks_and_idle_flush);
+	tcase_add_test(tc, session_fork_child);
+	tcase_add_test(tc, session_peer_gone);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(track_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,203 @@
+/* tests/unit/check_track_decode.c - decode a track/ event stream with the wire.h helpers */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Included by check_track.c (one translation unit, so the test needs no
+ * header of its own). An independent reader of the stream: it uses only
+ * track/wire.h, never track/'s encoder.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "track/wire.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One decoded chunk event. */
+struct tev {
+	uint64_t seq;
+	uint32_t tid;
+	uint8_t op;
+	uint8_t kind;
+	uint64_t a, b, c; /* ALLOC: size, trace, ptr; FREE: ptr; NODE: index, parent, ip;
+			     MODULE(_DEL): base */
+	char path[256];	  /* MODULE */
+};
+
+/* A decoded stream. */
+struct tstream {
+	uint32_t pid;
+	char exe[4096];
+	struct tev *ev; /* in stream order */
+	size_t nev;
+	size_t nticks, nchunks;
+	int have_end;
+	uint64_t end_total, end_reason;
+	int error; /* nonzero: malformed, with the byte offset in error_at */
+	size_t error_at;
+};
+
+/* tstream_decode - decode a whole stream (header + records). Returns 0 or -1 (s->error). */
+static int tstream_decode(const uint8_t *buf, size_t len, struct tstream *s);
+/* tstream_free - release s->ev. */
+static void tstream_free(struct tstream *s);
+/* tstream_by_seq - events sorted by sequence number (malloc'd copy). */
+static struct tev *tstream_by_seq(const struct tstream *s);
+
+
+static int get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	return wire_get_varint(p, end, v);
+}
+
+static int decode_chunk(const uint8_t *p, const uint8_t *end, struct tstream *s)
+{
+	uint64_t tid, seq, prev = 0;
+	int first = 1;
+
+	if (get(&p, end, &tid) || get(&p, end, &seq))
+		return -1;
+	while (p < end) {
+		struct tev e = { .tid = (uint32_t)tid };
+		uint64_t delta, n;
+
+		e.op = *p++;
+		if (get(&p, end, &delta))
+			return -1;
+		seq += delta;
+		if (!first && seq <= prev)
+			return -1; /* must grow within a chunk */
+		first = 0;
+		prev = seq;
+		e.seq = seq;
+		switch (e.op) {
+		case WIRE_EV_ALLOC:
+		case WIRE_EV_ALLOC_W:
+			if (p >= end)
+				return -1;
+			e.kind = *p++;
+			if (get(&p, end, &e.a) || get(&p, end, &e.b) || get(&p, end, &e.c))
+				return -1;
+			if (e.op == WIRE_EV_ALLOC_W && get(&p, end, &n))
+				return -1;
+			break;
+		case WIRE_EV_FREE:
+			if (get(&p, end, &e.a))
+				return -1;
+			break;
+		case WIRE_EV_NODE:
+			if (get(&p, end, &e.a) || get(&p, end, &e.b) || get(&p, end, &e.c))
+				return -1;
+			break;
+		case WIRE_EV_NOP:
+			break;
+		case WIRE_EV_MODULE: {
+			uint64_t nseg, x, bl, pl;
+
+			if (get(&p, end, &e.a) || get(&p, end, &nseg))
+				return -1;
+			for (uint64_t i = 0; i < nseg * 3; i++)
+				if (get(&p, end, &x))
+					return -1;
+			if (get(&p, end, &bl) || bl > (uint64_t)(end - p))
+				return -1;
+			p += bl;
+			if (get(&p, end, &pl) || pl > (uint64_t)(end - p))
+				return -1;
+			memcpy(e.path, p, pl < sizeof(e.path) - 1 ? pl : sizeof(e.path) - 1);
+			p += pl;
+			break;
+		}
+		case WIRE_EV_MODULE_DEL:
+			if (get(&p, end, &e.a))
+				return -1;
+			break;
+		default:
+			return -1;
+		}
+		if (s->nev % 4096 == 0) {
+			struct tev *ne = realloc(s->ev, (s->nev + 4096) * sizeof(*ne));
+
+			if (!ne)
+				return -1;
+			s->ev = ne;
+		}
+		s->ev[s->nev++] = e;
+	}
+	return 0;
+}
+
+static int tstream_decode(const uint8_t *buf, size_t len, struct tstream *s)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	struct wire_header h;
+	uint64_t el, cl;
+
+	memset(s, 0, sizeof(*s));
+	if (len < WIRE_HDR_FIXED)
+		goto bad;
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, WIRE_MAGIC, 8) || h.version != WIRE_VERSION || h.header_len > len)
+		goto bad;
+	s->pid = h.pid;
+	p += WIRE_HDR_FIXED;
+	if (get(&p, end, &el) || el > (uint64_t)(end - p) || el >= sizeof(s->exe))
+		goto bad;
+	memcpy(s->exe, p, el);
+	p += el;
+	if (get(&p, end, &cl) || cl > (uint64_t)(end - p))
+		goto bad;
+	p += cl;
+	if ((size_t)(p - buf) != h.header_len)
+		goto bad;
+	while (p < end) {
+		uint8_t type = *p++;
+		uint64_t rl;
+		const uint8_t *q;
+
+		if (get(&p, end, &rl) || rl > WIRE_MAX_RECORD || rl > (uint64_t)(end - p))
+			goto bad;
+		q = p;
+		p += rl;
+		if (type == WIRE_REC_CHUNK) {
+			s->nchunks++;
+			if (decode_chunk(q, p, s))
+				goto bad;
+		} else if (type == WIRE_REC_TICK) {
+			s->nticks++;
+		} else if (type == WIRE_REC_END) {
+			s->have_end = 1;
+			if (get(&q, p, &s->end_total) || get(&q, p, &s->end_reason))
+				goto bad;
+		}
+	}
+	return 0;
+bad:
+	s->error = 1;
+	s->error_at = (size_t)(p - buf);
+	return -1;
+}
+
+static void tstream_free(struct tstream *s)
+{
+	free(s->ev);
+	s->ev = NULL;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct tev *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static struct tev *tstream_by_seq(const struct tstream *s)
+{
+	struct tev *v = malloc((s->nev + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	memcpy(v, s->ev, s->nev * sizeof(*v));
+	qsort(v, s->nev, sizeof(*v), by_seq);
+	return v;
+}

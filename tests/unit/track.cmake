@@ -1,0 +1,6 @@
+# tests/unit/track.cmake - Check suite of track/ (the recording core)
+# check_track.c includes check_track_decode.c (the independent stream decoder).
+heaptap_unit_test(track LIBS heaptap_track)
+if(TARGET check_track)
+  target_compile_definitions(check_track PRIVATE _GNU_SOURCE)
+endif()
