@@ -212,7 +212,8 @@ struct elfr_info {
  * Returns ELFR_OK; ELFR_E_NO_ROOM when more than cap slots exist (the first
  * cap are stored and info->nslots has the full count); any other reason
  * means the module is malformed and no slot may be trusted. A module
- * without relocation tables gives ELFR_OK and no slots.
+ * without relocation tables gives ELFR_OK and no slots; so does one that
+ * has no symbol of a wanted name (its relocation entries are then not read).
  * Allocates nothing; about 4 KiB of stack.
  */
 enum elfr_reason elfr_find_slots(const struct elfr_mod *m, const char *const *names, size_t nnames,
@@ -242,7 +243,8 @@ typedef int (*elfr_module_fn)(void *arg, const struct elfr_mod *m, enum elfr_rea
 /*
  * Walk every module of the own process (dl_iterate_phdr, including the main
  * program and the vDSO) with elfr_find_slots(), reusing slots[0..cap) for
- * each module. Returns 0 or the first nonzero value fn returned.
+ * each module. Returns 0, -EINVAL when fn is NULL, or the first nonzero
+ * value fn returned.
  * Allocates nothing; not async-signal-safe (takes the loader's lock).
  */
 int elfr_walk_self(const char *const *names, size_t nnames, struct elfr_slot *slots, size_t cap,
