@@ -6,7 +6,8 @@
  * its header code before they reach the program's named functions; the test
  * finds them by demangled, qualified name (cx::..., with template
  * arguments) and checks file:line of the program's frames, and that an
- * always_inline function shows as an inlined frame of its caller.
+ * always_inline member function of a class template shows as an inlined
+ * frame of its caller.
  *
  * The numbers come from watching the containers: a new vector capacity c is
  * one allocation of c * sizeof(int) bytes and a free of the old buffer; a
@@ -114,19 +115,26 @@ NOINLINE std::string *grow_string()
 	return s;
 }
 
-/* inlined into outer_inl even at -O0 */
-static inline __attribute__((always_inline)) char *inline_new(size_t n)
-{
-	inl_line = __LINE__ + 1;
-	return new char[n];
-}
+/*
+ * A member of a class template, inlined into outer_inl even at -O0. (Not a
+ * static function: gcc gives those no linkage name, and their DWARF name
+ * has no namespace in it.)
+ */
+template <typename T> struct Box {
+	__attribute__((always_inline)) inline T *alloc(size_t n)
+	{
+		inl_line = __LINE__ + 1;
+		return new T[n];
+	}
+};
 
 NOINLINE char *outer_inl()
 {
+	Box<char> box;
 	char *p;
 
 	outer_line = __LINE__ + 1;
-	p = inline_new(333);
+	p = box.alloc(333);
 	ex_alloc(&s_inl, EX_MALLOC, p, 333);
 	return p;
 }
@@ -160,7 +168,7 @@ int main()
 	(void)s;
 
 	ex_print();
-	ex_printf("frame cx::inline_new file=%s line=%d inlined=1 outer=cx::outer_inl\n", __FILE__,
+	ex_printf("frame cx::Box<char>::alloc file=%s line=%d inlined=1 outer=cx::outer_inl\n", __FILE__,
 		  inl_line);
 	ex_printf("frame cx::outer_inl file=%s line=%d inlined=0\n", __FILE__, outer_line);
 	return 0;

@@ -14,8 +14,8 @@ set -u
 E2E_SRC=${E2E_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 E2E_BIN=${E2E_BIN:-$PWD}
 E2E_TIMEOUT=${E2E_TIMEOUT:-120}
-# every call site: the JSON lists must hold all of them for exact sums
-REPORT_ARGS=${REPORT_ARGS:--n 1000000}
+# every call site with every backtrace: check.py needs them all for exact sums
+REPORT_ARGS=${REPORT_ARGS:--n 1000000 -b 0}
 case_name=$(basename "$0" .test)
 
 fail()
