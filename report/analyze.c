@@ -140,12 +140,11 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 
 	/* calloc(0) may give NULL: allocate at least one element everywhere. */
 	d->free_bytes = calloc(d->ninfos + 1, sizeof(*d->free_bytes));
-	d->info_cost = calloc(d->ninfos + 1, sizeof(*d->info_cost));
 	d->trace_cost = calloc(d->ntraces + 1, sizeof(*d->trace_cost));
 	total = calloc(d->ninfos + 1, sizeof(*total));
 	live_b = calloc(d->ninfos + 1, sizeof(*live_b));
 	live_c = calloc(d->ninfos + 1, sizeof(*live_c));
-	if (!d->free_bytes || !d->info_cost || !d->trace_cost || !total || !live_b || !live_c)
+	if (!d->free_bytes || !d->trace_cost || !total || !live_b || !live_c)
 		goto out_free;
 
 	nranges = d->nchunks ? pick_threads(opt, d->nchunks) : 0;
@@ -233,7 +232,6 @@ void rpt_free(struct rpt_data *d)
 	free(d->site_first);
 	free(d->site_traces);
 	free(d->free_bytes);
-	free(d->info_cost);
 	free(d->trace_cost);
 	free(d->command);
 	free(d);

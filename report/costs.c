@@ -40,7 +40,7 @@ void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int6
 	memset(&d->sum.total, 0, sizeof(d->sum.total));
 	for (i = 0; i < d->ninfos; i++) {
 		const struct rpt_acc *a = &acc[i];
-		struct rpt_costs *c = &d->info_cost[i];
+		struct rpt_costs cost, *c = &cost;
 		uint64_t fb = d->free_bytes[i];
 		uint64_t fr = a->frees < a->allocs ? a->frees : a->allocs;
 		uint64_t tp = a->temps < a->allocs ? a->temps : a->allocs;

@@ -78,7 +78,6 @@ struct rpt_data {
 	char *command; /* owned; sum.command points here or into the reader */
 
 	uint64_t *free_bytes;	  /* per info: bytes one free takes away */
-	struct rpt_costs *info_cost;  /* per info */
 	struct rpt_costs *trace_cost; /* per trace */
 	struct rpt_costs funcs[WIRE_KIND_MAX + 1];
 
