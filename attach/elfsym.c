@@ -86,3 +86,60 @@ out_close:
 	close(fd);
 	return ret;
 }
+
+/*
+ * Where the .eh_frame_hdr binary search table of an ELF file lies, as
+ * libunwind's remote-table format wants it (see unwind.c). Only the usual
+ * encodings are accepted: eh_frame_ptr pcrel|sdata4, fde_count udata4,
+ * table datarel|sdata4 (what GNU ld and lld write); anything else gives
+ * -ENOTSUP and the module is left to libunwind's own lookup.
+ */
+int att_elf_eh_table(const char *path, struct att_eh_table *t)
+{
+	Elf *e = NULL;
+	GElf_Phdr ph;
+	size_t i, n;
+	unsigned char h[12];
+	uint64_t lo = UINT64_MAX, hi = 0;
+	bool have_eh = false;
+	uint32_t count;
+	int fd, ret = -EINVAL;
+
+	memset(t, 0, sizeof(*t));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &n) != 0)
+		goto out_end;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(e, (int)i, &ph))
+			goto out_end;
+		if (ph.p_type == PT_LOAD) {
+			if (ph.p_vaddr < lo)
+				lo = ph.p_vaddr;
+			if (ph.p_vaddr + ph.p_memsz > hi)
+				hi = ph.p_vaddr + ph.p_memsz;
+		} else if (ph.p_type == PT_GNU_EH_FRAME && ph.p_filesz >= sizeof(h)) {
+			if (pread(fd, h, sizeof(h), (off_t)ph.p_offset) != (ssize_t)sizeof(h))
+				goto out_end;
+			t->hdr_vaddr = ph.p_vaddr;
+			have_eh = true;
+		}
+	}
+	ret = -ENOTSUP;
+	if (!have_eh || hi <= lo || h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
+		goto out_end;
+	memcpy(&count, h + 8, sizeof(count));
+	t->lo_vaddr = lo;
+	t->hi_vaddr = hi;
+	t->fde_count = count;
+	ret = 0;
+out_end:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}

@@ -203,15 +203,30 @@ int att_elf_load_vaddr(const char *path, uint64_t *vaddr);
 typedef void (*att_elf_func_fn)(void *arg, const char *name, uint64_t value, uint64_t size);
 int att_elf_foreach_func(const char *path, att_elf_func_fn fn, void *arg, uint64_t *first_vaddr);
 
+/* .eh_frame_hdr search table of a file, in file addresses (add the load bias). */
+struct att_eh_table {
+	uint64_t lo_vaddr, hi_vaddr;	/* extent of the PT_LOAD segments */
+	uint64_t hdr_vaddr;		/* PT_GNU_EH_FRAME */
+	uint64_t fde_count;		/* table entries, 8 bytes each, at hdr + 12 */
+};
+int att_elf_eh_table(const char *path, struct att_eh_table *t);
+
 /* ---- symcache.c ---- */
 /* Address ranges of functions a hijacked thread must not be inside (see unwind.c). */
 struct att_range {
 	uint64_t lo, hi;
 	char name[48];
 };
-/* A module whose symbols were scanned: ip in [lo, hi) needs no name lookup. */
+/*
+ * A module whose symbols were scanned: ip in [lo, hi) needs no name lookup.
+ * When eh_ok, its unwind table is known too (runtime addresses).
+ */
 struct att_scanned {
 	uint64_t lo, hi;
+	bool eh_ok;
+	uint64_t ip_lo, ip_hi;		/* bias + PT_LOAD extent */
+	uint64_t eh_hdr;		/* bias + PT_GNU_EH_FRAME */
+	uint64_t fde_count;
 };
 /* True if a function of this name must not be on the hijacked thread's stack. */
 bool att_name_forbidden(const char *name);
@@ -220,6 +235,8 @@ enum att_reason att_forbidden_build(struct att_ctx *ctx);
 /* 1: ip is in a forbidden function (name set); 0: it is not; -1: module not scanned. */
 int att_forbidden_lookup(const struct att_ctx *ctx, uint64_t ip, const char **name);
 void att_forbidden_free(struct att_ctx *ctx);
+/* The scanned module containing ip with a known unwind table, or NULL. */
+const struct att_scanned *att_unwind_module(const struct att_ctx *ctx, uint64_t ip);
 
 /* ---- arch/x86_64.c ---- */
 enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6]);

@@ -7,7 +7,9 @@
  * scanned once (.symtab and .dynsym, through /proc/PID/map_files or
  * /proc/PID/root) and the address ranges of forbidden functions are kept.
  * While stopped, a frame's ip is checked against those ranges; only an ip
- * in a module loaded after the scan needs unw_get_proc_name.
+ * in a module loaded after the scan needs unw_get_proc_name. The same scan
+ * notes each module's .eh_frame_hdr table, so that unwinding need not map
+ * the files either (unwind.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -68,9 +70,11 @@ static void add_range(void *arg, const char *name, uint64_t value, uint64_t size
 	snprintf(v->name, sizeof(v->name), "%s", name);
 }
 
-static int add_scanned(struct att_ctx *ctx, uint64_t lo, uint64_t hi)
+static int add_scanned(struct att_ctx *ctx, uint64_t lo, uint64_t hi, uint64_t bias,
+		       const char *path)
 {
-	struct att_scanned *v;
+	struct att_eh_table t;
+	struct att_scanned *v, *e;
 	size_t cap;
 
 	if (ctx->nscanned == ctx->capscanned) {
@@ -81,9 +85,17 @@ static int add_scanned(struct att_ctx *ctx, uint64_t lo, uint64_t hi)
 		ctx->scanned = v;
 		ctx->capscanned = cap;
 	}
-	ctx->scanned[ctx->nscanned].lo = lo;
-	ctx->scanned[ctx->nscanned].hi = hi;
-	ctx->nscanned++;
+	e = &ctx->scanned[ctx->nscanned++];
+	memset(e, 0, sizeof(*e));
+	e->lo = lo;
+	e->hi = hi;
+	if (att_elf_eh_table(path, &t) == 0) {
+		e->eh_ok = true;
+		e->ip_lo = bias + t.lo_vaddr;
+		e->ip_hi = bias + t.hi_vaddr;
+		e->eh_hdr = bias + t.hdr_vaddr;
+		e->fde_count = t.fde_count;
+	}
 	return 0;
 }
 
@@ -135,7 +147,7 @@ enum att_reason att_forbidden_build(struct att_ctx *ctx)
 			continue;	/* not ELF or unreadable: its frames get unw_get_proc_name */
 		sc.bias = m->start - vaddr;
 		if (att_elf_foreach_func(path, add_range, &sc, &vaddr) == 0 && !sc.err)
-			ret = add_scanned(ctx, m->start, module_end(&maps, i));
+			ret = add_scanned(ctx, m->start, module_end(&maps, i), sc.bias, path);
 		if (sc.err || ret == -ENOMEM) {
 			att_maps_free(&maps);
 			att_forbidden_free(ctx);
@@ -164,6 +176,16 @@ int att_forbidden_lookup(const struct att_ctx *ctx, uint64_t ip, const char **na
 		}
 	}
 	return 0;
+}
+
+const struct att_scanned *att_unwind_module(const struct att_ctx *ctx, uint64_t ip)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->nscanned; i++)
+		if (ctx->scanned[i].eh_ok && ip >= ctx->scanned[i].ip_lo && ip < ctx->scanned[i].ip_hi)
+			return &ctx->scanned[i];
+	return NULL;
 }
 
 void att_forbidden_free(struct att_ctx *ctx)

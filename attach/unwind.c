@@ -20,9 +20,79 @@
  */
 #include <libunwind-ptrace.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attach/internal.h"
+
+/* Exported by libunwind (libunwind-ptrace uses it the same way) but not declared in its headers. */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
+					      unw_dyn_info_t *di, unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+#define UW_PAGES 32
+#define UW_PAGE 4096
+
+/*
+ * Pages of the stopped thread's memory read so far (stack, .eh_frame,
+ * .eh_frame_hdr): one process_vm_readv per page instead of one
+ * PTRACE_PEEKDATA per word. Valid for one att_stack_check() call, while
+ * the thread is stopped; the unwinder only reads the stack and read-only
+ * tables, which other threads do not change.
+ */
+struct uw_cache {
+	pid_t tid;
+	unsigned n, next;
+	uint64_t base[UW_PAGES];
+	unsigned char data[UW_PAGES][UW_PAGE];
+};
+
+static __thread const struct att_ctx *uw_ctx;
+static __thread struct uw_cache *uw_cache;
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	struct uw_cache *c = uw_cache;
+	uint64_t page = addr & ~(uint64_t)(UW_PAGE - 1);
+	unsigned i, slot;
+
+	/* writes, no cache, or a word straddling two pages: the plain accessor */
+	if (write || !c || (addr & (UW_PAGE - 1)) > UW_PAGE - sizeof(*val))
+		return _UPT_access_mem(as, addr, val, write, arg);
+	for (i = 0; i < c->n; i++) {
+		if (c->base[i] == page) {
+			memcpy(val, c->data[i] + (addr - page), sizeof(*val));
+			return 0;
+		}
+	}
+	slot = c->next;
+	if (att_mem_read(c->tid, page, c->data[slot], UW_PAGE) < 0)
+		return _UPT_access_mem(as, addr, val, write, arg);
+	c->base[slot] = page;
+	c->next = (slot + 1) % UW_PAGES;
+	if (c->n < UW_PAGES)
+		c->n++;
+	memcpy(val, c->data[slot] + (addr - page), sizeof(*val));
+	return 0;
+}
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			  int need_unwind_info, void *arg)
+{
+	const struct att_scanned *m = uw_ctx ? att_unwind_module(uw_ctx, ip) : NULL;
+	unw_dyn_info_t di;
+
+	if (!m)
+		return _UPT_find_proc_info(as, ip, pi, need_unwind_info, arg);
+	memset(&di, 0, sizeof(di));
+	di.start_ip = m->ip_lo;
+	di.end_ip = m->ip_hi;
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.u.rti.segbase = m->eh_hdr;		/* table entries are relative to the header */
+	di.u.rti.table_data = m->eh_hdr + 12;	/* after version, 3 encodings, 2 x 4 bytes */
+	di.u.rti.table_len = m->fde_count * 8 / sizeof(unw_word_t);
+	return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+}
 
 static bool path_is_loader(const char *path)
 {
@@ -45,19 +115,26 @@ int att_stack_check(struct att_ctx *ctx, struct att_thread *thr, const struct at
 	char name[256];
 	const char *fname = NULL;
 	void *upt;
+	unw_accessors_t acc = _UPT_accessors;
 	int ret = -1, n, step, known;
 
 	why[0] = '\0';
-	as = unw_create_addr_space(&_UPT_accessors, 0);
+	acc.find_proc_info = find_proc_info;
+	acc.access_mem = access_mem;
+	uw_cache = calloc(1, sizeof(*uw_cache));	/* NULL: uncached, still correct */
+	if (uw_cache)
+		uw_cache->tid = thr->tid;
+	as = unw_create_addr_space(&acc, 0);
 	if (!as) {
 		snprintf(why, cap, "libunwind: no address space");
-		return -1;
+		goto out_cache;
 	}
 	upt = _UPT_create(thr->tid);
 	if (!upt) {
 		snprintf(why, cap, "libunwind: _UPT_create failed");
 		goto out_as;
 	}
+	uw_ctx = ctx;
 	if (unw_init_remote(&cur, as, upt) < 0) {
 		snprintf(why, cap, "cannot start unwinding");
 		goto out_upt;
@@ -103,8 +180,12 @@ int att_stack_check(struct att_ctx *ctx, struct att_thread *thr, const struct at
 	}
 	ret = 0;
 out_upt:
+	uw_ctx = NULL;
 	_UPT_destroy(upt);
 out_as:
 	unw_destroy_addr_space(as);
+out_cache:
+	free(uw_cache);
+	uw_cache = NULL;
 	return ret;
 }
