@@ -24,10 +24,10 @@ void *pld_boot_alloc(size_t size, size_t align)
 {
 	size_t old = atomic_load(&used), start, end;
 
+	if (align == 0 || align > 4096 || (align & (align - 1)) || size > ARENA_SIZE)
+		return NULL;
 	if (align < HDR)
 		align = HDR;
-	if (align > 4096 || (align & (align - 1)) || size > ARENA_SIZE)
-		return NULL;
 	do {
 		start = (old + HDR + align - 1) & ~(align - 1);
 		end = start + size;

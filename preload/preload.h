@@ -31,12 +31,12 @@
  */
 void *pld_boot_alloc(size_t size, size_t align) PLD_HIDDEN;
 
+extern char pld_boot_arena[] PLD_HIDDEN;
+extern const size_t pld_boot_arena_size PLD_HIDDEN;
+
 /* pld_boot_owns - whether p points into the bootstrap arena. */
 static inline bool pld_boot_owns(const void *p)
 {
-	extern char pld_boot_arena[] PLD_HIDDEN;
-	extern const size_t pld_boot_arena_size PLD_HIDDEN;
-
 	return (const char *)p >= pld_boot_arena &&
 	       (const char *)p < pld_boot_arena + pld_boot_arena_size;
 }
@@ -61,7 +61,11 @@ static inline bool pld_resolve(void)
 	return pld_resolve_slow();
 }
 
-/* pld_env_clean - drop this library from LD_PRELOAD and HEAPTAP_* from environ. */
-void pld_env_clean(void) PLD_HIDDEN;
+/*
+ * pld_env_clean - drop this library from LD_PRELOAD and HEAPTAP_* from
+ * env (a NULL-terminated environ array, compacted in place; a shortened
+ * LD_PRELOAD string lives in a static buffer afterwards).
+ */
+void pld_env_clean(char **env) PLD_HIDDEN;
 
 #endif /* HEAPTAP_PRELOAD_H */

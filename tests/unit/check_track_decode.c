@@ -191,7 +191,7 @@ static int by_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static struct tev *tstream_by_seq(const struct tstream *s)
+static __attribute__((unused)) struct tev *tstream_by_seq(const struct tstream *s)
 {
 	struct tev *v = malloc((s->nev + 1) * sizeof(*v));
 

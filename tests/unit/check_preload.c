@@ -1,0 +1,254 @@
+/* tests/unit/check_preload.c - Check suite for preload/: environment, bootstrap arena, a real run */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The last case runs this very binary again ("--child") with
+ * LD_PRELOAD=<build>/lib/libheaptap_preload.so and HEAPTAP_SOCKET set,
+ * reads the stream it sends and checks it with the independent decoder
+ * (check_track_decode.c). The child allocates a known pattern, forks (the
+ * grandchild must not be recorded) and reports what its environment looks
+ * like through its exit code.
+ */
+#include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_track_decode.c"
+#include "preload/preload.h"
+
+/* ---- environment ------------------------------------------------------------ */
+
+START_TEST(env_drops_ours)
+{
+	char a[] = "A=1", hs[] = "HEAPTAP_SOCKET=/tmp/x", hd[] = "HEAPTAP_DEPTH=3", b[] = "B=2";
+	char lp[] = "LD_PRELOAD=/a/libfoo.so:/b/libheaptap_preload.so /c/libbar.so "
+		    "/d/xlibheaptap_preload.so";
+	char *env[] = { a, hs, lp, hd, b, NULL };
+
+	pld_env_clean(env);
+	ck_assert_str_eq(env[0], "A=1");
+	ck_assert_str_eq(env[1], "LD_PRELOAD=/a/libfoo.so:/c/libbar.so:/d/xlibheaptap_preload.so");
+	ck_assert_str_eq(env[2], "B=2");
+	ck_assert_ptr_null(env[3]);
+	/* the program's own string was not written */
+	ck_assert(strstr(lp, "/b/libheaptap_preload.so") != NULL);
+}
+END_TEST
+
+START_TEST(env_drops_empty_preload)
+{
+	char a[] = "LD_PRELOAD=libheaptap_preload.so", b[] = "PATH=/bin";
+	char c[] = "LD_PRELOAD= : /x/libheaptap_preload.so :";
+	char *env[] = { a, b, NULL };
+	char *env2[] = { c, NULL };
+
+	pld_env_clean(env);
+	ck_assert_str_eq(env[0], "PATH=/bin");
+	ck_assert_ptr_null(env[1]);
+	pld_env_clean(env2);
+	ck_assert_ptr_null(env2[0]);
+	pld_env_clean(NULL); /* no environment at all: nothing happens */
+}
+END_TEST
+
+/* ---- bootstrap arena ------------------------------------------------------------ */
+
+START_TEST(boot_arena)
+{
+	char *p = pld_boot_alloc(10, 16), *q = pld_boot_alloc(100, 64), *r;
+	char *big;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq((uintptr_t)p % 16, 0);
+	ck_assert_uint_eq((uintptr_t)q % 64, 0);
+	ck_assert(pld_boot_owns(p) && pld_boot_owns(q) && pld_boot_owns(q + 99));
+	ck_assert(!pld_boot_owns(&p) && !pld_boot_owns(NULL));
+	ck_assert_uint_eq(pld_boot_size(p), 10);
+	ck_assert_uint_eq(pld_boot_size(q), 100);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(q[i], 0); /* zero-filled, as calloc needs */
+	memset(p, 0xab, 10);
+	ck_assert_int_eq(q[0], 0); /* blocks do not overlap */
+	ck_assert_ptr_null(pld_boot_alloc(16, 3));	      /* not a power of two */
+	ck_assert_ptr_null(pld_boot_alloc(SIZE_MAX - 8, 16)); /* wraps */
+	/* exhaustion is NULL, not a crash */
+	big = pld_boot_alloc(pld_boot_arena_size / 2, 16);
+	ck_assert_ptr_nonnull(big);
+	r = pld_boot_alloc(pld_boot_arena_size / 2, 16);
+	ck_assert_ptr_null(r);
+}
+END_TEST
+
+/* ---- the library under a real program ---------------------------------------- */
+
+#define CHILD_OK 0
+#define CHILD_ENV_LEAK 3
+
+static void *volatile child_keep;
+
+/* child_main - runs with the library preloaded. */
+static int child_main(void)
+{
+	char *p = malloc(12345), *q;
+	void *m = NULL;
+	const char *lp = getenv("LD_PRELOAD");
+	pid_t pid;
+
+	if (getenv("HEAPTAP_SOCKET") || (lp && strstr(lp, PLD_LIB_NAME)))
+		return CHILD_ENV_LEAK;
+	child_keep = p; /* keeps the compiler from pairing malloc and free away */
+	q = calloc(7, 1001);
+	q = realloc(q, 54321);
+	if (posix_memalign(&m, 256, 4444) != 0)
+		return 4;
+	child_keep = m;
+	free(p);
+	pid = fork();
+	if (pid == 0) {
+		child_keep = malloc(99999); /* never recorded */
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	child_keep = q; /* q leaks on purpose */
+	return CHILD_OK;
+}
+
+struct sink {
+	int fd;
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+static void *sink_main(void *arg)
+{
+	struct sink *s = arg;
+	ssize_t n;
+
+	for (;;) {
+		if (s->cap - s->len < 65536) {
+			s->cap = s->cap ? 2 * s->cap : 1 << 20;
+			s->buf = realloc(s->buf, s->cap);
+			if (!s->buf)
+				return NULL;
+		}
+		n = read(s->fd, s->buf + s->len, s->cap - s->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		s->len += (size_t)n;
+	}
+}
+
+START_TEST(run_with_library)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	/* an uninstrumented library cannot be preloaded into an ASan program */
+	return;
+#else
+	const char *bd = getenv("HEAPTAP_BUILD_DIR");
+	char lib[PATH_MAX], dir[] = "/tmp/check_preload.XXXXXX", self[PATH_MAX];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sink sk = { 0 };
+	struct tstream st;
+	pthread_t th;
+	int ls, st_code, big = 0, found[4] = { 0 };
+	ssize_t sl;
+	pid_t pid;
+
+	if (!bd)
+		return; /* run outside ctest: nothing to preload */
+	snprintf(lib, sizeof(lib), "%s/lib/libheaptap_preload.so", bd);
+	ck_assert_msg(access(lib, R_OK) == 0, "%s missing", lib);
+	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ck_assert_int_gt(sl, 0);
+	self[sl] = '\0';
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", dir);
+	ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(ls, 0);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(ls, 1), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("LD_PRELOAD", lib, 1);
+		setenv("HEAPTAP_SOCKET", sa.sun_path, 1);
+		setenv("HEAPTAP_DEPTH", "32", 1);
+		execl(self, self, "--child", (char *)NULL);
+		_exit(127);
+	}
+	sk.fd = accept(ls, NULL, NULL);
+	ck_assert_int_ge(sk.fd, 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, sink_main, &sk), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(waitpid(pid, &st_code, 0), pid);
+	ck_assert(WIFEXITED(st_code));
+	ck_assert_int_eq(WEXITSTATUS(st_code), CHILD_OK);
+	close(sk.fd);
+	close(ls);
+	unlink(sa.sun_path);
+	rmdir(dir);
+
+	ck_assert_msg(tstream_decode(sk.buf, sk.len, &st) == 0, "malformed at %zu", st.error_at);
+	ck_assert_uint_eq(st.pid, (uint32_t)pid);
+	ck_assert_str_eq(st.exe, self);
+	ck_assert_int_eq(st.have_end, 1);
+	ck_assert_uint_eq(st.end_reason, WIRE_END_EXIT);
+	for (size_t i = 0; i < st.nev; i++) {
+		struct tev *e = &st.ev[i];
+
+		if (e->op != WIRE_EV_ALLOC)
+			continue;
+		found[0] |= e->kind == WIRE_KIND_MALLOC && e->a == 12345;
+		found[1] |= e->kind == WIRE_KIND_CALLOC && e->a == 7 * 1001;
+		found[2] |= e->kind == WIRE_KIND_REALLOC && e->a == 54321;
+		found[3] |= e->kind == WIRE_KIND_POSIX_MEMALIGN && e->a == 4444 && e->c % 256 == 0;
+		big |= e->a == 99999;
+		ck_assert_uint_ne(e->b, 0); /* every allocation has a stack */
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(found[i], "allocation %d not recorded", i);
+	ck_assert_int_eq(big, 0); /* the forked child was not recorded */
+	tstream_free(&st);
+	free(sk.buf);
+#endif
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s;
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	if (argc > 1 && strcmp(argv[1], "--child") == 0)
+		return child_main();
+	s = suite_create("preload");
+	tc = tcase_create("env");
+	tcase_add_test(tc, env_drops_ours);
+	tcase_add_test(tc, env_drops_empty_preload);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("boot");
+	tcase_add_test(tc, boot_arena);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("run");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, run_with_library);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
