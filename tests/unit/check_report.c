@@ -592,6 +592,66 @@ START_TEST(test_sampled)
 }
 END_TEST
 
+/*
+ * Sampled, over several chunks and threads: weights 1000, 500, 300 of one
+ * info of size 10 (100 + 50 + 30 calls), three frees of the mean weight
+ * 600. Heap: 1000 1500 900 1200 600 0, so the peak is 1500 after event 2,
+ * with 2 of 3 samples live (120 calls). Nothing leaks.
+ */
+START_TEST(test_sampled_ranges)
+{
+	char path[512];
+	struct rec_writer *w;
+	struct rec_reader *r;
+	uint32_t ip, t, info, mod;
+	unsigned th;
+	int err = 0;
+
+	tpath(path, sizeof(path), "sampled2.htap");
+	w = rec_writer_create(path, &err);
+	ck_assert_ptr_nonnull(w);
+	OK(rec_put_meta(w, "sample_bytes", "256"));
+	OK(rec_put_module(w, "/lib/x.so", 0x10000, 0x1000, NULL, 0, &mod));
+	OK(rec_put_ip(w, 0x10010, &ip));
+	OK(rec_put_symbol(w, ip, mod, NULL, 0));
+	OK(rec_put_trace(w, 0, ip, &t));
+	OK(rec_put_allocinfo(w, 10, t, WIRE_KIND_CALLOC, &info));
+	OK(rec_put_alloc(w, info, 1000));
+	OK(rec_writer_flush(w));
+	OK(rec_put_alloc(w, info, 500));
+	OK(rec_writer_flush(w));
+	OK(rec_put_free(w, info, 0));
+	OK(rec_writer_flush(w));
+	OK(rec_put_alloc(w, info, 300));
+	OK(rec_writer_flush(w));
+	OK(rec_put_free(w, info, 1));
+	OK(rec_writer_flush(w));
+	OK(rec_put_free(w, info, 0));
+	OK(rec_writer_close(w));
+
+	r = open_rec(path);
+	ck_assert_uint_ge(rec_nevent_chunks(r), 3);
+	for (th = 1; th <= 3; th++) {
+		struct rpt_data *d = analyze(r, th);
+		const struct rpt_summary *s = rpt_get_summary(d);
+
+		ck_assert_int_eq(s->estimated, 1);
+		ck_assert_uint_eq(s->total.calls, 180);
+		ck_assert_uint_eq(s->total.bytes, 1800);
+		ck_assert_uint_eq(s->total.peak, 1500);
+		ck_assert_uint_eq(s->peak_event, 2);
+		ck_assert_uint_eq(s->total.peak_calls, 120);
+		ck_assert_uint_eq(s->total.leaked, 0);
+		ck_assert_uint_eq(s->total.leaked_calls, 0);
+		ck_assert_uint_eq(s->total.temporary, 60);
+		ck_assert_uint_eq(s->total.temporary_bytes, 600);
+		ck_assert_uint_eq(rpt_function(d, WIRE_KIND_CALLOC)->calls, 180);
+		rpt_free(d);
+	}
+	rec_close(r);
+}
+END_TEST
+
 /* Empty recording: no events, no ticks. */
 START_TEST(test_empty)
 {
@@ -758,6 +818,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_text);
 	tcase_add_test(tc, test_sampled);
+	tcase_add_test(tc, test_sampled_ranges);
 	tcase_add_test(tc, test_empty);
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_corrupt);
