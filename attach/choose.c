@@ -57,8 +57,15 @@ static int cand_cmp(const void *a, const void *b)
 /* Classify one thread from its syscall file. */
 static enum att_sysclass classify(pid_t pid, pid_t tid, long *sysno, unsigned long args[6])
 {
-	char path[96], buf[512];
+	char path[96], buf[1024], state;
+	unsigned long flags;
 	bool running;
+
+	/* a zombie (the leader after pthread_exit) or dead thread cannot run a call */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	if (att_read_file(path, buf, sizeof(buf)) < 0 || att_parse_stat(buf, &state, &flags, NULL) < 0 ||
+	    state == 'Z' || state == 'X' || state == 'x')
+		return ATT_SC_GONE;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
 	if (att_read_file(path, buf, sizeof(buf)) < 0)

@@ -17,6 +17,7 @@ struct att_ctx *att_new(pid_t pid)
 	if (!ctx)
 		return NULL;
 	ctx->pid = pid;
+	snprintf(ctx->procdir, sizeof(ctx->procdir), "/proc/%d", (int)pid);
 	ctx->stop_timeout_ms = ATT_STOP_TIMEOUT_MS;
 	ctx->call_timeout_ms = ATT_CALL_TIMEOUT_MS;
 	ctx->st.syscall = -1;

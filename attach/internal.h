@@ -112,6 +112,12 @@ struct att_maps {
 
 struct att_ctx {
 	pid_t pid;
+	/*
+	 * /proc/PID, or /proc/PID/task/TID of a live thread when the main
+	 * thread has exited (pthread_exit) and the leader is a zombie: its
+	 * exe, maps and root links are gone, the process lives on.
+	 */
+	char procdir[64];
 	uid_t uid;			/* target's effective uid */
 	gid_t gid;
 	char comm[32];
@@ -132,7 +138,7 @@ struct att_ctx {
 	/* libc of the target (elf/ file view, open while ctx lives) */
 	struct elfr_file *libc;
 	char libc_path[PATH_MAX];	/* path inside the target */
-	char libc_open[PATH_MAX + 64];	/* how we open it: /proc/PID/map_files/... */
+	char libc_open[PATH_MAX + 128];	/* how we open it: /proc/PID/map_files/... */
 	uint64_t libc_bias;
 	/* staged copy of the library */
 	char stage_dir[PATH_MAX];	/* host view, "" if none */
@@ -182,6 +188,12 @@ enum att_reason att_yama_check(int scope, bool descendant, bool cap_sys_ptrace);
 bool att_have_cap_ptrace(void);
 /* Read /proc/PID/maps. Returns 0 or -errno. */
 int att_maps_read(pid_t pid, struct att_maps *m);
+/* Read <dir>/maps (dir: ctx->procdir). Returns 0 or -errno. */
+int att_maps_read_at(const char *dir, struct att_maps *m);
+/* Does the process still have a thread that is not a zombie? */
+bool att_process_alive(pid_t pid);
+/* A live (not zombie) thread of pid other than the leader, or 0. */
+pid_t att_live_task(pid_t pid);
 void att_maps_free(struct att_maps *m);
 /* Mapping containing addr, or NULL. */
 const struct att_map *att_maps_find(const struct att_maps *m, uint64_t addr);

@@ -29,10 +29,10 @@ static enum att_reason libc_locate(struct att_ctx *ctx)
 
 	if (ctx->libc)
 		return ATT_OK;
-	ret = att_maps_read(ctx->pid, &maps);
+	ret = att_maps_read_at(ctx->procdir, &maps);
 	if (ret)
 		return att_fail(ctx, ret == -ENOENT || ret == -ESRCH ? ATT_E_EXITED : ATT_E_NO_SYMBOL,
-				-ret, "read /proc/%d/maps", (int)ctx->pid);
+				-ret, "read %s/maps", ctx->procdir);
 	m = att_maps_module(&maps, "libc.so");
 	if (!m)
 		m = att_maps_module(&maps, "libc-2.");
@@ -48,8 +48,7 @@ static enum att_reason libc_locate(struct att_ctx *ctx)
 		 (int)ctx->pid, m->start, m->end);
 	ret = att_elf_load_vaddr(ctx->libc_open, &vaddr);
 	if (ret) {
-		snprintf(ctx->libc_open, sizeof(ctx->libc_open), "/proc/%d/root%s", (int)ctx->pid,
-			 m->path);
+		snprintf(ctx->libc_open, sizeof(ctx->libc_open), "%s/root%s", ctx->procdir, m->path);
 		ret = att_elf_load_vaddr(ctx->libc_open, &vaddr);
 	}
 	ctx->libc_bias = m->start - vaddr;

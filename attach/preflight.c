@@ -14,7 +14,7 @@
 
 static void read_comm(pid_t pid, char *buf, size_t cap)
 {
-	char path[64];
+	char path[96];
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
@@ -52,7 +52,7 @@ static enum att_reason check_ids(struct att_ctx *ctx, const char *status, bool c
 {
 	unsigned long r, e, s, f;
 	const char *v = att_status_field(status, "Uid");
-	char path[64];
+	char path[96];
 	struct stat sb;
 	uid_t me = geteuid();
 
@@ -76,10 +76,10 @@ static enum att_reason check_ids(struct att_ctx *ctx, const char *status, bool c
 	 * (proc(5), /proc/pid; the directory itself keeps the real uid on
 	 * this kernel, so look at a file): for a process of our uid that differs.
 	 */
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
+	snprintf(path, sizeof(path), "%s/status", ctx->procdir);
 	if (stat(path, &sb) == 0 && sb.st_uid != ctx->uid)
-		return att_fail(ctx, ATT_E_NOT_DUMPABLE, EPERM, "/proc/%d/status is owned by uid %lu",
-				(int)ctx->pid, (unsigned long)sb.st_uid);
+		return att_fail(ctx, ATT_E_NOT_DUMPABLE, EPERM, "%s is owned by uid %lu", path,
+				(unsigned long)sb.st_uid);
 	return ATT_OK;
 }
 
@@ -101,11 +101,11 @@ static enum att_reason check_yama(struct att_ctx *ctx, bool cap)
 
 static enum att_reason check_exe(struct att_ctx *ctx)
 {
-	char path[64], what[256];
+	char path[96], what[256];
 	enum att_reason why;
 	int err;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)ctx->pid);
+	snprintf(path, sizeof(path), "%s/exe", ctx->procdir);
 	why = att_check_exe(path, what, sizeof(what), &err);
 	if (why == ATT_E_EXE && err == ENOENT)
 		return att_fail(ctx, ATT_E_ZOMBIE, err, "%s", what);	/* exe gone: exiting */
@@ -120,10 +120,10 @@ static enum att_reason check_maps(struct att_ctx *ctx)
 	bool libc, loader;
 	int ret;
 
-	ret = att_maps_read(ctx->pid, &maps);
+	ret = att_maps_read_at(ctx->procdir, &maps);
 	if (ret)
 		return att_fail(ctx, ret == -ENOENT || ret == -ESRCH ? ATT_E_NO_PROCESS : ATT_E_EXE,
-				-ret, "read /proc/%d/maps", (int)ctx->pid);
+				-ret, "read %s/maps", ctx->procdir);
 	libc = att_maps_module(&maps, "libc.so") || att_maps_module(&maps, "libc-2.") ||
 	       att_maps_module(&maps, "ld-musl");
 	loader = att_maps_module(&maps, "ld-linux") || att_maps_module(&maps, "ld-musl") ||
@@ -133,18 +133,17 @@ static enum att_reason check_maps(struct att_ctx *ctx)
 		return ATT_OK;
 	if (loader)
 		return att_fail(ctx, ATT_E_TOO_EARLY, 0, "dynamic loader mapped, libc not yet");
-	return att_fail(ctx, ATT_E_STATIC, 0, "no dynamic loader nor libc in /proc/%d/maps",
-			(int)ctx->pid);
+	return att_fail(ctx, ATT_E_STATIC, 0, "no dynamic loader nor libc in %s/maps", ctx->procdir);
 }
 
 enum att_reason att_preflight(struct att_ctx *ctx)
 {
-	char path[64], status[8192], stat[1024], tracer[32];
+	char path[96], status[8192], stat[1024], tracer[32];
 	unsigned long flags;
 	unsigned long long ign;
 	const char *v;
 	ssize_t n;
-	pid_t tgid, tpid;
+	pid_t tgid, tpid, live;
 	char state;
 	bool cap;
 	enum att_reason why;
@@ -178,8 +177,23 @@ enum att_reason att_preflight(struct att_ctx *ctx)
 		return att_fail(ctx, ATT_E_NO_PROCESS, 0, "cannot parse %s", path);
 	if (flags & PF_KTHREAD)
 		return att_fail(ctx, ATT_E_KERNEL_THREAD, 0, "%s", ctx->comm);
-	if (state == 'Z' || state == 'X' || state == 'x')
-		return att_fail(ctx, ATT_E_ZOMBIE, 0, "state %c", state);
+	snprintf(ctx->procdir, sizeof(ctx->procdir), "/proc/%d", (int)ctx->pid);
+	if (state == 'Z' || state == 'X' || state == 'x') {
+		/* a zombie leader whose other threads live on (main called pthread_exit) */
+		live = att_live_task(ctx->pid);
+		if (!live)
+			return att_fail(ctx, ATT_E_ZOMBIE, 0, "state %c", state);
+		snprintf(ctx->procdir, sizeof(ctx->procdir), "/proc/%d/task/%d", (int)ctx->pid,
+			 (int)live);
+		snprintf(path, sizeof(path), "%s/status", ctx->procdir);
+		n = att_read_file(path, status, sizeof(status));
+		if (n < 0)
+			return att_fail(ctx, ATT_E_ZOMBIE, (int)-n, "%s", path);
+		snprintf(path, sizeof(path), "%s/stat", ctx->procdir);
+		n = att_read_file(path, stat, sizeof(stat));
+		if (n < 0 || att_parse_stat(stat, &state, &flags, NULL) < 0)
+			return att_fail(ctx, ATT_E_ZOMBIE, n < 0 ? (int)-n : 0, "%s", path);
+	}
 
 	v = att_status_field(status, "TracerPid");
 	tpid = v ? (pid_t)atoi(v) : 0;

@@ -1,5 +1,6 @@
 /* attach/procfs.c - read and parse /proc files: status, stat, syscall, maps, ELF header */
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -167,7 +168,51 @@ static int maps_push(struct att_maps *m, const struct att_map *e)
 
 int att_maps_read(pid_t pid, struct att_maps *m)
 {
-	char path[64], line[PATH_MAX + 256];
+	char dir[32];
+
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+	return att_maps_read_at(dir, m);
+}
+
+static bool task_live(pid_t pid, pid_t tid)
+{
+	char path[96], buf[1024], state;
+	unsigned long flags;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	if (att_read_file(path, buf, sizeof(buf)) < 0 || att_parse_stat(buf, &state, &flags, NULL))
+		return false;
+	return state != 'Z' && state != 'X' && state != 'x';
+}
+
+pid_t att_live_task(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t tid, found = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d)) != NULL) {
+		tid = (pid_t)atoi(de->d_name);
+		if (tid > 0 && tid != pid && task_live(pid, tid))
+			found = tid;
+	}
+	closedir(d);
+	return found;
+}
+
+bool att_process_alive(pid_t pid)
+{
+	return task_live(pid, pid) || att_live_task(pid) != 0;
+}
+
+int att_maps_read_at(const char *dir, struct att_maps *m)
+{
+	char path[96], line[PATH_MAX + 256];
 	struct att_map e;
 	FILE *f;
 	int ret = 0, pos;
@@ -176,7 +221,7 @@ int att_maps_read(pid_t pid, struct att_maps *m)
 
 	m->v = NULL;
 	m->n = m->cap = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	snprintf(path, sizeof(path), "%s/maps", dir);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;

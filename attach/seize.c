@@ -103,17 +103,6 @@ void att_release(struct att_ctx *ctx)
 	att_unstage(ctx);
 }
 
-static bool process_alive(pid_t pid)
-{
-	char path[64], buf[1024], state;
-	unsigned long flags;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (att_read_file(path, buf, sizeof(buf)) < 0 || att_parse_stat(buf, &state, &flags, NULL))
-		return false;
-	return state != 'Z' && state != 'X';
-}
-
 /* Does the thread or process have a signal pending that the thread does not block? */
 static bool signal_pending(pid_t pid, pid_t tid)
 {
@@ -250,7 +239,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 	}
 	*why = await_stop(ctx, thr, ctx->stop_timeout_ms);
 	if (*why) {
-		if (thr->state == ATT_TS_GONE && process_alive(ctx->pid)) {
+		if (thr->state == ATT_TS_GONE && att_process_alive(ctx->pid)) {
 			ctx->have_thr = false;
 			return TRY_NEXT;
 		}
@@ -264,7 +253,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 	}
 	rc = check_stop_regs(ctx, thr, reason, sizeof(reason));
 	if (rc == 0) {
-		rc = att_maps_read(ctx->pid, &maps);
+		rc = att_maps_read_at(ctx->procdir, &maps);
 		if (rc) {
 			snprintf(reason, sizeof(reason), "read maps: %s", strerror(-rc));
 		} else {
@@ -314,7 +303,7 @@ enum att_reason att_seize(struct att_ctx *ctx)
 		ctx->st.rounds = round + 1;
 		if (round > 0)
 			att_sleep_ms(ATT_ROUND_PAUSE_MS);
-		if (!process_alive(ctx->pid))
+		if (!att_process_alive(ctx->pid))
 			return att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
 		why = att_choose_thread(ctx);
 		if (why == ATT_E_NO_THREAD || why == ATT_E_THREAD_UNSAFE)

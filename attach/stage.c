@@ -64,7 +64,7 @@ out_in:
 
 enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, size_t cap, int *staged)
 {
-	char view[PATH_MAX + 64], dir[PATH_MAX], file[PATH_MAX], base_buf[PATH_MAX];
+	char view[PATH_MAX + 128], dir[PATH_MAX], file[PATH_MAX], base_buf[PATH_MAX];
 	struct stat ours, theirs;
 	size_t rootlen;
 	int ret;
@@ -74,13 +74,13 @@ enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, siz
 		return att_fail(ctx, ATT_E_STAGE, EINVAL, "library path %s is not absolute", lib);
 	if (stat(lib, &ours) < 0)
 		return att_fail(ctx, ATT_E_STAGE, errno, "%s", lib);
-	snprintf(view, sizeof(view), "/proc/%d/root%s", (int)ctx->pid, lib);
+	snprintf(view, sizeof(view), "%s/root%s", ctx->procdir, lib);
 	if (stat(view, &theirs) == 0 && theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino) {
 		if ((size_t)snprintf(tpath, cap, "%s", lib) >= cap)
 			return att_fail(ctx, ATT_E_STAGE, ENAMETOOLONG, "%s", lib);
 		return ATT_OK;
 	}
-	snprintf(dir, sizeof(dir), "/proc/%d/root/tmp/heaptap-XXXXXX", (int)ctx->pid);
+	snprintf(dir, sizeof(dir), "%s/root/tmp/heaptap-XXXXXX", ctx->procdir);
 	rootlen = strlen(dir) - strlen("/tmp/heaptap-XXXXXX");
 	if (!mkdtemp(dir))
 		return att_fail(ctx, ATT_E_STAGE, errno, "mkdtemp in the target's /tmp");

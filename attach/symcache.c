@@ -117,7 +117,7 @@ enum att_reason att_forbidden_build(struct att_ctx *ctx)
 {
 	struct att_maps maps;
 	struct scan sc = { .ctx = ctx };
-	char path[PATH_MAX + 64];
+	char path[PATH_MAX + 128];
 	uint64_t vaddr;
 	size_t i;
 	int ret;
@@ -125,9 +125,9 @@ enum att_reason att_forbidden_build(struct att_ctx *ctx)
 	if (ctx->forb_built)
 		return ATT_OK;
 	att_forbidden_free(ctx);
-	ret = att_maps_read(ctx->pid, &maps);
+	ret = att_maps_read_at(ctx->procdir, &maps);
 	if (ret)
-		return att_fail(ctx, ATT_E_EXITED, -ret, "read /proc/%d/maps", (int)ctx->pid);
+		return att_fail(ctx, ATT_E_EXITED, -ret, "read %s/maps", ctx->procdir);
 	for (i = 0; i < maps.n; i++) {
 		const struct att_map *m = &maps.v[i];
 
@@ -140,7 +140,7 @@ enum att_reason att_forbidden_build(struct att_ctx *ctx)
 		/* first pass only for the load address, cheap next to the symbol walk */
 		ret = att_elf_foreach_func(path, NULL, NULL, &vaddr);
 		if (ret) {
-			snprintf(path, sizeof(path), "/proc/%d/root%s", (int)ctx->pid, m->path);
+			snprintf(path, sizeof(path), "%s/root%s", ctx->procdir, m->path);
 			ret = att_elf_foreach_func(path, NULL, NULL, &vaddr);
 		}
 		if (ret)

@@ -1,7 +1,7 @@
 /* tests/attach/att_inject_test.c - drive the attacher against real victims, one case per run */
 /* SPDX-License-Identifier: MIT */
 /*
- * Usage: att_inject_test CASE VICTIM TESTLIB STATIC_VICTIM
+ * Usage: att_inject_test CASE VICTIM TESTLIB [STATIC_VICTIM [ZOMBIE_LEADER_VICTIM]]
  * Each case starts tests/attach/victim (or the static one), attaches with
  * attach/, and checks the outcome and the victim afterwards: it still
  * answers on its pipe, saw no EINTR, lost or duplicated no signal, and kept
@@ -45,8 +45,8 @@ struct victim {
 	char ready[512];
 };
 
-static const char *victim_path, *lib_path, *static_path;
-static char out_file[256];
+static const char *victim_path, *lib_path, *static_path, *zl_path;
+static char out_file[PATH_MAX + 64];
 static int failed;
 
 static void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -907,6 +907,38 @@ static int case_pause(void)
 	return failed;
 }
 
+/* The main thread has exited: the leader is a zombie, the process lives on. */
+static int case_zombie_leader(void)
+{
+	struct victim v;
+	struct att_inject_result res;
+	struct att_ctx *ctx;
+	enum att_reason why;
+	char *argv[] = { (char *)zl_path, NULL }, r[256];
+	int i;
+
+	if (!zl_path || access(zl_path, X_OK) != 0) {
+		printf("skip: no zombie-leader victim given\n");
+		return SKIP;
+	}
+	if (spawn(&v, argv))
+		return 1;
+	for (i = 0; i < 200 && proc_state(v.pid) != 'Z'; i++)
+		usleep(5000);
+	check(proc_state(v.pid) == 'Z', "the leader is a zombie (state %c)", proc_state(v.pid));
+	ctx = att_new(v.pid);
+	why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
+	report_reason("zombie leader", ctx, why);
+	check(why == ATT_OK, "a process whose main thread exited can be attached");
+	check(count_lines(out_file, "count=1 ") == 1, "start function ran");
+	print_stats(&v, ctx);
+	att_free(ctx);
+	check(victim_cmd(&v, "ping", r, sizeof(r)) == 0 && strcmp(r, "pong eintr=0") == 0,
+	      "it answers without EINTR (%s)", r);
+	victim_stop(&v);
+	return failed;
+}
+
 /* Start the victim in a new mount namespace where the library's directory is hidden. */
 static int spawn_hidden(struct victim *v)
 {
@@ -922,8 +954,10 @@ static int spawn_hidden(struct victim *v)
 	if (!slash)
 		return -1;
 	*slash = '\0';
+	/* and a private /tmp, so parallel tests do not see each other's staging */
 	snprintf(script, sizeof(script),
-		 "mount -t tmpfs heaptap-hide '%s' || exit 97; exec '%s'", libdir, victim_path);
+		 "mount -t tmpfs heaptap-hide '%s' && mount -t tmpfs heaptap-tmp /tmp || exit 97; "
+		 "exec '%s'", libdir, victim_path);
 	return spawn(v, argv);
 }
 
@@ -956,6 +990,12 @@ static int case_namespace(const char *fault)
 	struct stat sb;
 	int before;
 
+	char cwd[PATH_MAX];
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		return 1;
+	/* the start function writes there: visible from both namespaces */
+	snprintf(out_file, sizeof(out_file), "%s/heaptap-att-test-%d.txt", cwd, (int)getpid());
 	if (spawn_hidden(&v)) {
 		printf("skip: cannot make a mount namespace here\n");
 		return SKIP;
@@ -1010,7 +1050,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s CASE VICTIM TESTLIB [STATIC_VICTIM]\n", argv[0]);
+		fprintf(stderr, "usage: %s CASE VICTIM TESTLIB [STATIC_VICTIM [ZL_VICTIM]]\n", argv[0]);
 		return 2;
 	}
 	static char vbuf[PATH_MAX], lbuf[PATH_MAX];
@@ -1023,6 +1063,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	static_path = argc > 4 ? argv[4] : NULL;
+	zl_path = argc > 5 ? argv[5] : NULL;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (access("/proc/sys/kernel/yama/ptrace_scope", F_OK) == 0) {
 		char b[8] = "";
@@ -1072,6 +1113,8 @@ int main(int argc, char **argv)
 		ret = case_fault(c + 6);
 	else if (!strncmp(c, "stop-in-call-", 13))
 		ret = case_stop_in_call(c + 13);
+	else if (!strcmp(c, "zombie-leader"))
+		ret = case_zombie_leader();
 	else if (!strcmp(c, "namespace"))
 		ret = case_namespace(NULL);
 	else if (!strcmp(c, "namespace-fault-stage"))
