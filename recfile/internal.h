@@ -54,14 +54,35 @@ enum rec_section {
 	REC_SEC_SYMBOLS = 4,	/* zigzag ip-index delta, module+1, n, n x (fn, file, line) */
 	REC_SEC_TRACES = 5,	/* varint (own index - parent), varint zigzag(ip - prev ip) */
 	REC_SEC_ALLOCINFOS = 6, /* varint size, varint zigzag(trace delta) << 4 | kind */
-	REC_SEC_EVENTS = 7,	/* varint info << 2 | op, op 3 = weighted alloc + weight */
+	REC_SEC_EVENTS = 7,	/* see "Event chunk payload" below */
 	REC_SEC_TICKS = 8,	/* varint time delta, event index delta, zigzag rss delta */
 	REC_SEC_META = 9,	/* varint keylen, key, varint vallen, value */
 	REC_SEC_END = 10,	/* no payload; first = total events */
 	REC_SEC_NUM = 11,
 };
 
+/*
+ * Event chunk payload (count = events, from the chunk header):
+ *
+ *   u8 mode                      REC_EVM_RECENT or REC_EVM_RANKED
+ *   [RANKED: varint D, D x varint info]   the chunk's infos, most used first
+ *   ops[(count + 3) / 4]         2 bits per event, event i at bits 2*(i%4)
+ *                                of byte i/4: enum rec_ev_op, 3 = weighted alloc
+ *   count x info code
+ *     RECENT: varint zigzag(info - hw - 1), hw = highest info so far in
+ *             this chunk (-1 at its start): a newly made info costs one byte
+ *     RANKED: u8 rank (< 255), or 255 then varint (rank - 255)
+ *   one varint weight per weighted alloc, in event order
+ *
+ * Columns rather than records: each column has its own statistics, which
+ * zstd's entropy stage then codes close to their entropy (docs/recording.md
+ * has the measurements behind this).
+ */
 #define REC_EV_WEIGHTED 3 /* op code of a weighted (sampled) allocation */
+#define REC_EVM_RECENT 0
+#define REC_EVM_RANKED 1
+#define REC_EV_CHUNK (512u * 1024) /* events per chunk */
+#define REC_EV_ESC 255
 #define REC_KIND_ESC 15	  /* kind field value meaning "varint kind follows" */
 
 struct rec_chunk_hdr {
@@ -163,6 +184,16 @@ struct rec_writer {
 	uint8_t *symbolized; /* bitmap over ips */
 	size_t symbolized_bytes;
 	uint64_t written;    /* file bytes written */
+	/* pending events, encoded at flush (encode_events.c) */
+	uint32_t *ev_info;
+	uint8_t *ev_op;
+	size_t ev_cap;
+	struct rec_wbuf ev_weights; /* varints */
+	uint32_t *ev_freq;	    /* per info: uses in the pending chunk */
+	uint32_t *ev_rank;
+	size_t ev_freq_cap;
+	uint32_t *ev_ids;	    /* distinct infos of the pending chunk */
+	size_t ev_ids_cap;
 };
 
 int rec_strtab_intern(struct rec_strtab *t, const char *s, size_t len, uint32_t *idx, int *added);
@@ -172,6 +203,11 @@ int rec_wbuf_reserve(struct rec_wbuf *b, size_t more);
 int rec_writer_flush_upto(struct rec_writer *w, int sec);
 /* rec_writer_record_done - count a record appended to sec and cut the chunk if full. */
 int rec_writer_record_done(struct rec_writer *w, int sec);
+/* rec_encode_events - encode the pending events into sec[REC_SEC_EVENTS]. */
+int rec_encode_events(struct rec_writer *w);
+/* rec_decode_events - decode an event chunk payload; 0 or -REC_E_CORRUPT / -REC_E_NOMEM. */
+int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, uint32_t count,
+		      struct rec_event *ev, size_t *n);
 
 /* ------------------------------------------------------------------ */
 /* Reader                                                              */

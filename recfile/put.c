@@ -231,18 +231,33 @@ int rec_put_allocinfo(struct rec_writer *w, uint64_t size, uint32_t trace, uint3
 static int put_event(struct rec_writer *w, uint32_t info, uint32_t op, uint64_t weight)
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
+	size_t n = b->count;
+	size_t cap;
 	int ret;
 
 	if (w->err)
 		return -w->err;
 	if (info >= w->ninfos)
 		return -REC_E_RANGE;
-	ret = rec_wbuf_reserve(b, 2 * WIRE_VARINT_MAX);
-	if (ret)
-		return ret;
-	put_varint(b, (uint64_t)info << 2 | op);
-	if (op == REC_EV_WEIGHTED)
-		put_varint(b, weight);
+	if (n == w->ev_cap) {
+		cap = w->ev_cap;
+		ret = rec_grow((void **)&w->ev_info, &cap, n, 1, sizeof(*w->ev_info));
+		if (ret)
+			return ret;
+		cap = w->ev_cap;
+		ret = rec_grow((void **)&w->ev_op, &cap, n, 1, sizeof(*w->ev_op));
+		if (ret)
+			return ret;
+		w->ev_cap = cap;
+	}
+	if (op == REC_EV_WEIGHTED) {
+		ret = rec_wbuf_reserve(&w->ev_weights, WIRE_VARINT_MAX);
+		if (ret)
+			return ret;
+		put_varint(&w->ev_weights, weight);
+	}
+	w->ev_info[n] = info;
+	w->ev_op[n] = (uint8_t)op;
 	w->nevents++;
 	return rec_writer_record_done(w, REC_SEC_EVENTS);
 }

@@ -79,6 +79,11 @@ static int flush_section(struct rec_writer *w, int sec)
 
 	if (!b->count)
 		return 0;
+	if (sec == REC_SEC_EVENTS) {
+		ret = rec_encode_events(w);
+		if (ret)
+			return set_err(w, ret);
+	}
 	ret = write_chunk(w, sec, b->p, b->len, b->first, b->count);
 	if (ret)
 		return ret;
@@ -88,6 +93,8 @@ static int flush_section(struct rec_writer *w, int sec)
 	b->prev_a = 0;
 	b->prev_b = 0;
 	b->prev_c = 0;
+	if (sec == REC_SEC_EVENTS)
+		w->ev_weights.len = 0;
 	return 0;
 }
 
@@ -110,8 +117,12 @@ int rec_writer_record_done(struct rec_writer *w, int sec)
 	struct rec_wbuf *b = &w->sec[sec];
 
 	b->count++;
-	if (b->len < REC_CHUNK_TARGET && b->count < REC_MAX_INDEX)
+	if (sec == REC_SEC_EVENTS) {
+		if (b->count < REC_EV_CHUNK && w->ev_weights.len < REC_CHUNK_TARGET)
+			return 0;
+	} else if (b->len < REC_CHUNK_TARGET && b->count < REC_MAX_INDEX) {
 		return 0;
+	}
 	return rec_writer_flush_upto(w, sec);
 }
 
@@ -178,6 +189,12 @@ static void writer_free(struct rec_writer *w)
 	for (int s = 0; s < REC_SEC_NUM; s++)
 		free(w->sec[s].p);
 	rec_strtab_free(&w->strs);
+	free(w->ev_info);
+	free(w->ev_op);
+	free(w->ev_weights.p);
+	free(w->ev_freq);
+	free(w->ev_rank);
+	free(w->ev_ids);
 	free(w->symbolized);
 	free(w->out);
 	ZSTD_freeCCtx(w->cctx);

@@ -226,7 +226,7 @@ int main(int argc, char **argv)
 		REC_SEC_SYMBOLS, 0, 1, 6, 0, 0, 1, 1, 0, 7,
 		REC_SEC_TRACES, 1, 2, 4, 1, 0, 1, 2,
 		REC_SEC_ALLOCINFOS, 0, 2, 4, 8, 0x21, 9, 0x11,
-		REC_SEC_EVENTS, 0, 3, 4, 0, 4 | 1, 4 | 3, 9,
+		REC_SEC_EVENTS, 0, 3, 6, REC_EVM_RECENT, 0 | 1 << 2 | 3 << 4, 0, 0, 3, 9,
 		REC_SEC_TICKS, 0, 1, 3, 2, 3, 4,
 		REC_SEC_META, 0, 1, 4, 1, 'k', 1, 'v',
 		REC_SEC_END, 3, 0, 0,

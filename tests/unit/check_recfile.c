@@ -563,7 +563,10 @@ START_TEST(test_flipped_bytes)
 				/*
 				 * anything else is seen by a header or frame
 				 * checksum: at open, or for an event chunk's
-				 * payload when it is decoded
+				 * payload when it is decoded. A few bits of a
+				 * zstd frame (padding, unused table bits) do
+				 * not change its content: then all must be
+				 * read exactly as written.
 				 */
 				int bad = rec_truncated(r) != 0;
 
@@ -578,7 +581,7 @@ START_TEST(test_flipped_bytes)
 						bad = 1;
 				}
 				if (off >= REC_FILE_HDR && !bad)
-					ck_abort_msg("flip at %zu bit %d not detected", off, bit);
+					check_small(r);
 				rec_close(r);
 			}
 			buf[off] ^= (uint8_t)(1u << bit);
@@ -674,7 +677,8 @@ START_TEST(test_dangling)
 	static const uint8_t syms[] = { 0, 6, 1, 50, 51, 0 };
 	static const uint8_t traces[] = { 1, 18 };
 	static const uint8_t infos[] = { 8, 0x81, 0x02, 8, 1 }; /* zigzag(8) << 4 | 1 = 257 */
-	static const uint8_t evs[] = { 0 << 2 | 0, 3 << 2 | 1, 1 << 2 | 2 };
+	/* RECENT mode; ops alloc, free, free-temp; infos 0, 3 (dangling), 1 */
+	static const uint8_t evs[] = { REC_EVM_RECENT, 0 | 1 << 2 | 2 << 4, 0, 4, 0 };
 	static const uint8_t ticks[] = { 2, 9, 2 };
 	struct craft c;
 	struct rec_reader *r;
