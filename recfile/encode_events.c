@@ -98,7 +98,8 @@ int rec_encode_events(struct rec_writer *w)
 				hw = info;
 		}
 	}
-	memcpy(p, w->ev_weights.p, w->ev_weights.len);
+	if (w->ev_weights.len)
+		memcpy(p, w->ev_weights.p, w->ev_weights.len);
 	p += w->ev_weights.len;
 	b->len = (size_t)(p - b->p);
 	ret = 0;
