@@ -148,10 +148,11 @@ struct trk_global {
 	void (*before_end)(void *arg, uint64_t *restored, uint64_t *left);
 	void *before_end_arg;
 	uint64_t start_mono_ns;
-	int statm_fd;			/* /proc/self/statm, opened at start */
 	long page_size;
 
-	_Atomic uint64_t seq;		/* the sequence counter */
+	/* written by every event of every thread: a cache line of its own */
+	_Atomic uint64_t seq __attribute__((aligned(64))); /* the sequence counter */
+	char seq_pad[64 - sizeof(uint64_t)];
 	_Atomic uint64_t dropped;	/* events lost (no memory, dead socket) */
 
 	/* trace tree */
@@ -296,6 +297,12 @@ struct iovec;
 int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt) TRK_HIDDEN;
 /* trk_sock_write_raw - write bytes as they are (the stream header); 0 or -errno. */
 int trk_sock_write_raw(const void *data, size_t len) TRK_HIDDEN;
+/* trk_sock_adopt - move fd to a high number, remember its identity; the fd or -errno (closed). */
+int trk_sock_adopt(int fd) TRK_HIDDEN;
+/* trk_sock_ours - whether trk_g.fd is still the socket we adopted. */
+bool trk_sock_ours(void) TRK_HIDDEN;
+/* trk_sock_close_locked - close trk_g.fd if it is still ours; fd = -1. Socket lock held. */
+void trk_sock_close_locked(void) TRK_HIDDEN;
 /* trk_sock_send - the same, taking the socket lock. */
 int trk_sock_send(uint8_t type, const void *payload, size_t len) TRK_HIDDEN;
 

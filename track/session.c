@@ -21,7 +21,6 @@
 struct trk_global trk_g = {
 	.state = TRK_OFF,
 	.fd = -1,
-	.statm_fd = -1,
 	.next_node = 1,
 	.flush_lock = PTHREAD_MUTEX_INITIALIZER,
 	.free_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -121,7 +120,12 @@ int trk_start(const struct trk_config *cfg)
 		return -EALREADY;
 	}
 	trk_tls_guard = 1; /* whatever libc allocates for us is not recorded */
-	trk_g.fd = cfg->fd;
+	ret = trk_sock_adopt(cfg->fd);
+	if (ret < 0) {
+		atomic_store(&trk_g.state, TRK_DONE);
+		goto out;
+	}
+	trk_g.fd = ret;
 	trk_g.depth = cfg->depth ? cfg->depth : TRK_DEPTH_DEFAULT;
 	if (trk_g.depth > TRK_DEPTH_MAX)
 		trk_g.depth = TRK_DEPTH_MAX;
@@ -131,7 +135,6 @@ int trk_start(const struct trk_config *cfg)
 	trk_g.page_size = sysconf(_SC_PAGESIZE);
 	realtime = trk_now_ns(CLOCK_REALTIME);
 	trk_g.start_mono_ns = trk_now_ns(CLOCK_MONOTONIC);
-	trk_g.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	trk_unwind_init();
 
 	ret = trk_thr_key_init();
@@ -166,8 +169,7 @@ int trk_start(const struct trk_config *cfg)
 out_close:
 	pthread_mutex_lock(&trk_g.sock_lock);
 	trk_g.ended = 1;
-	close(trk_g.fd);
-	trk_g.fd = -1;
+	trk_sock_close_locked();
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	atomic_store(&trk_g.state, TRK_DONE);
 out:
@@ -202,14 +204,12 @@ void trk_end(int reason)
 		trk_sock_send_locked(WIRE_REC_END, &v, 1);
 	}
 	trk_g.ended = 1;
-	if (trk_g.fd >= 0) {
-		if (trk_g.timer_ok) {
-			/* the timer thread polls the fd: it closes it when it sees EOF */
+	if (trk_g.timer_ok) {
+		/* the timer thread polls the fd: it closes it when it sees EOF */
+		if (trk_sock_ours())
 			shutdown(trk_g.fd, SHUT_RDWR);
-		} else {
-			close(trk_g.fd);
-			trk_g.fd = -1;
-		}
+	} else {
+		trk_sock_close_locked();
 	}
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	trk_tls_guard = saved_guard;
@@ -235,11 +235,6 @@ void trk_after_fork_child(void)
 	atomic_store(&trk_g.state, TRK_DONE);
 	trk_g.ended = 1;
 	trk_g.timer_ok = 0;
-	if (trk_g.fd >= 0)
-		close(trk_g.fd);
-	trk_g.fd = -1;
-	if (trk_g.statm_fd >= 0)
-		close(trk_g.statm_fd);
-	trk_g.statm_fd = -1;
+	trk_sock_close_locked(); /* our lock may be held by a vanished thread: not taken */
 	errno = saved_errno;
 }

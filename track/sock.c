@@ -5,13 +5,60 @@
  * vanished heaptap never raises SIGPIPE; any failure other than EINTR marks
  * the socket dead and the session over (hooks pass through from then on).
  * Callers hold trk_g.sock_lock, so records of different threads never
- * interleave byte-wise.
+ * interleave byte-wise. Before each write the fd is checked to still be our
+ * socket (device and inode), because a daemonising program may close every
+ * fd and open files that get the same number: then we let go silently
+ * rather than write into its file (or close it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "track/internal.h"
+
+/* Identity of our socket: programs that close every fd must not make us write into theirs. */
+static dev_t sock_dev;
+static ino_t sock_ino;
+
+#define SOCK_FD_MIN 500 /* out of the way of programs that dup2 onto small fds */
+
+int trk_sock_adopt(int fd)
+{
+	struct stat st;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, SOCK_FD_MIN);
+
+	if (hi >= 0) {
+		close(fd);
+		fd = hi;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		int e = errno ? errno : ENOTSOCK;
+
+		close(fd);
+		return -e;
+	}
+	sock_dev = st.st_dev;
+	sock_ino = st.st_ino;
+	return fd;
+}
+
+bool trk_sock_ours(void)
+{
+	struct stat st;
+
+	return trk_g.fd >= 0 && fstat(trk_g.fd, &st) == 0 && st.st_ino == sock_ino &&
+	       st.st_dev == sock_dev;
+}
+
+void trk_sock_close_locked(void)
+{
+	if (trk_sock_ours())
+		close(trk_g.fd);
+	trk_g.fd = -1;
+}
 
 #define HDR_IOV 8
 
@@ -53,6 +100,13 @@ int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt)
 
 	if (trk_g.ended || trk_g.fd < 0)
 		return -EPIPE;
+	if (!trk_sock_ours()) {
+		/* the program closed our fd (and maybe reused the number): let go */
+		trk_g.ended = 1;
+		trk_g.fd = -1;
+		atomic_store(&trk_g.state, TRK_DONE);
+		return -EBADF;
+	}
 	if (iovcnt > HDR_IOV)
 		return -EINVAL;
 	for (i = 0; i < iovcnt; i++)
@@ -80,7 +134,7 @@ int trk_sock_write_raw(const void *data, size_t len)
 	int ret;
 
 	pthread_mutex_lock(&trk_g.sock_lock);
-	ret = trk_g.ended ? -EPIPE : send_all(&v, 1);
+	ret = trk_g.ended || !trk_sock_ours() ? -EPIPE : send_all(&v, 1);
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	return ret;
 }

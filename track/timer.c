@@ -15,6 +15,7 @@
  * It is the only closer of the socket while it runs (see trk_end).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -37,11 +38,14 @@ static uint64_t rss_bytes(void)
 	char buf[128];
 	ssize_t n;
 	uint64_t v = 0;
-	int i = 0;
+	int i = 0, fd;
 
-	if (trk_g.statm_fd < 0)
+	/* opened per tick: no fd of ours stays open for the program to trip over */
+	fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	n = pread(trk_g.statm_fd, buf, sizeof(buf) - 1, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -158,9 +162,7 @@ static void *timer_main(void *arg)
 		pthread_mutex_unlock(&trk_g.sock_lock);
 		nanosleep(&ms, NULL);
 	}
-	if (trk_g.fd >= 0)
-		close(trk_g.fd);
-	trk_g.fd = -1;
+	trk_sock_close_locked();
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	return NULL;
 }
