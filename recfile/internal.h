@@ -52,8 +52,11 @@ enum rec_section {
 	REC_SEC_MODULES = 2,	/* varint path string, base, size, idlen, id bytes */
 	REC_SEC_IPS = 3,	/* varint zigzag(ip - previous ip) */
 	REC_SEC_SYMBOLS = 4,	/* zigzag ip-index delta, module+1, n, n x (fn, file, line) */
-	REC_SEC_TRACES = 5,	/* varint (own index - parent), varint zigzag(ip - prev ip) */
-	REC_SEC_ALLOCINFOS = 6, /* varint size, varint zigzag(trace delta) << 4 | kind */
+	REC_SEC_TRACES = 5,	/* count x varint (own index - parent), then count x
+				 * varint zigzag(ip - previous ip) */
+	REC_SEC_ALLOCINFOS = 6, /* count x varint size, then count x varint
+				 * zigzag(trace - previous trace) << 4 | kind
+				 * (kind 15: varint kind follows) */
 	REC_SEC_EVENTS = 7,	/* see "Event chunk payload" below */
 	REC_SEC_TICKS = 8,	/* varint time delta, event index delta, zigzag rss delta */
 	REC_SEC_META = 9,	/* varint keylen, key, varint vallen, value */
@@ -152,6 +155,8 @@ int rec_chunk_decode(const uint8_t in[REC_CHUNK_HDR], struct rec_chunk_hdr *h);
 struct rec_wbuf {
 	uint8_t *p;
 	size_t len, cap;
+	uint8_t *p2;	 /* second column (traces, allocinfos), appended at flush */
+	size_t len2, cap2;
 	uint64_t first;	 /* table index of the buffer's first record */
 	uint32_t count;	 /* records buffered */
 	uint64_t prev_a; /* delta states, reset when the buffer is written */

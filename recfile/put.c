@@ -16,6 +16,17 @@ static inline void put_varint(struct rec_wbuf *b, uint64_t v)
 	b->len += wire_put_varint(b->p + b->len, v);
 }
 
+static inline void put_varint2(struct rec_wbuf *b, uint64_t v)
+{
+	b->len2 += wire_put_varint(b->p2 + b->len2, v);
+}
+
+/* room for more bytes in the second column */
+static int reserve2(struct rec_wbuf *b, size_t more)
+{
+	return rec_grow((void **)&b->p2, &b->cap2, b->len2, more, 1);
+}
+
 static inline void put_bytes(struct rec_wbuf *b, const void *p, size_t n)
 {
 	memcpy(b->p + b->len, p, n);
@@ -191,11 +202,13 @@ int rec_put_trace(struct rec_writer *w, uint32_t parent, uint32_t ip, uint32_t *
 		return -w->err;
 	if (parent >= w->ntraces || ip >= w->nips || w->ntraces >= REC_MAX_INDEX)
 		return -REC_E_RANGE;
-	ret = rec_wbuf_reserve(b, 2 * WIRE_VARINT_MAX);
+	ret = rec_wbuf_reserve(b, WIRE_VARINT_MAX);
+	if (!ret)
+		ret = reserve2(b, WIRE_VARINT_MAX);
 	if (ret)
 		return ret;
 	put_varint(b, w->ntraces - parent);
-	put_varint(b, rec_zigzag((int64_t)ip - (int64_t)b->prev_a));
+	put_varint2(b, rec_zigzag((int64_t)ip - (int64_t)b->prev_a));
 	b->prev_a = ip;
 	*idx = w->ntraces++;
 	return rec_writer_record_done(w, REC_SEC_TRACES);
@@ -212,16 +225,18 @@ int rec_put_allocinfo(struct rec_writer *w, uint64_t size, uint32_t trace, uint3
 		return -w->err;
 	if (trace >= w->ntraces || w->ninfos >= REC_MAX_INDEX)
 		return -REC_E_RANGE;
-	ret = rec_wbuf_reserve(b, 3 * WIRE_VARINT_MAX);
+	ret = rec_wbuf_reserve(b, WIRE_VARINT_MAX);
+	if (!ret)
+		ret = reserve2(b, 2 * WIRE_VARINT_MAX);
 	if (ret)
 		return ret;
 	tz = rec_zigzag((int64_t)trace - (int64_t)b->prev_a);
 	put_varint(b, size);
 	if (kind < REC_KIND_ESC) {
-		put_varint(b, tz << 4 | kind);
+		put_varint2(b, tz << 4 | kind);
 	} else {
-		put_varint(b, tz << 4 | REC_KIND_ESC);
-		put_varint(b, kind);
+		put_varint2(b, tz << 4 | REC_KIND_ESC);
+		put_varint2(b, kind);
 	}
 	b->prev_a = trace;
 	*idx = w->ninfos++;

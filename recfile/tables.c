@@ -115,7 +115,7 @@ static int dec_symbols(struct rec_reader *r, struct cur *c, uint32_t count)
 		/* a link takes at least three bytes */
 		if (n > (uint64_t)(c->end - c->p) / 3 || nframes + n > REC_MAX_INDEX)
 			return -REC_E_CORRUPT;
-		prev += rec_unzigzag(v);
+		prev = (int64_t)((uint64_t)prev + (uint64_t)rec_unzigzag(v));
 		s->ip = idx_of(prev);
 		s->module = mod == 0 || mod - 1 > REC_MAX_INDEX ? REC_NONE : (uint32_t)(mod - 1);
 		s->frame = n ? (uint32_t)nframes : REC_NONE;
@@ -142,13 +142,20 @@ static int dec_traces(struct rec_reader *r, struct cur *c, uint32_t count)
 	uint64_t d, v;
 	int ret = ROOM(r->traces, r->ntraces, r->cap_traces, count);
 
+	/* column 1: parents */
 	for (uint32_t i = 0; !ret && i < count; i++) {
 		uint64_t own = r->ntraces + i;
 
-		if (get(c, &d) || get(c, &v) || d == 0 || d > own)
+		if (get(c, &d) || d == 0 || d > own)
 			return -REC_E_CORRUPT;
-		prev += rec_unzigzag(v);
-		r->traces[own] = (struct rec_trace){ .parent = (uint32_t)(own - d), .ip = idx_of(prev) };
+		r->traces[own].parent = (uint32_t)(own - d);
+	}
+	/* column 2: ips */
+	for (uint32_t i = 0; !ret && i < count; i++) {
+		if (get(c, &v))
+			return -REC_E_CORRUPT;
+		prev = (int64_t)((uint64_t)prev + (uint64_t)rec_unzigzag(v));
+		r->traces[r->ntraces + i].ip = idx_of(prev);
 	}
 	if (!ret)
 		r->ntraces += count;
@@ -161,15 +168,20 @@ static int dec_allocinfos(struct rec_reader *r, struct cur *c, uint32_t count)
 	uint64_t v;
 	int ret = ROOM(r->infos, r->ninfos, r->cap_infos, count);
 
+	/* column 1: sizes */
+	for (uint32_t i = 0; !ret && i < count; i++)
+		if (get(c, &r->infos[r->ninfos + i].size))
+			return -REC_E_CORRUPT;
+	/* column 2: trace delta and kind */
 	for (uint32_t i = 0; !ret && i < count; i++) {
 		struct rec_allocinfo *a = &r->infos[r->ninfos + i];
 
-		if (get(c, &a->size) || get(c, &v))
+		if (get(c, &v))
 			return -REC_E_CORRUPT;
 		a->kind = (uint32_t)(v & 15);
 		if (a->kind == REC_KIND_ESC && get32(c, &a->kind))
 			return -REC_E_CORRUPT;
-		prev += rec_unzigzag(v >> 4);
+		prev = (int64_t)((uint64_t)prev + (uint64_t)rec_unzigzag(v >> 4));
 		a->trace = idx_of(prev);
 	}
 	if (!ret)

@@ -84,6 +84,14 @@ static int flush_section(struct rec_writer *w, int sec)
 		if (ret)
 			return set_err(w, ret);
 	}
+	if (b->len2) {
+		ret = rec_wbuf_reserve(b, b->len2);
+		if (ret)
+			return set_err(w, ret);
+		memcpy(b->p + b->len, b->p2, b->len2);
+		b->len += b->len2;
+		b->len2 = 0;
+	}
 	ret = write_chunk(w, sec, b->p, b->len, b->first, b->count);
 	if (ret)
 		return ret;
@@ -120,7 +128,7 @@ int rec_writer_record_done(struct rec_writer *w, int sec)
 	if (sec == REC_SEC_EVENTS) {
 		if (b->count < REC_EV_CHUNK && w->ev_weights.len < REC_CHUNK_TARGET)
 			return 0;
-	} else if (b->len < REC_CHUNK_TARGET && b->count < REC_MAX_INDEX) {
+	} else if (b->len + b->len2 < REC_CHUNK_TARGET && b->count < REC_MAX_INDEX) {
 		return 0;
 	}
 	return rec_writer_flush_upto(w, sec);
@@ -186,8 +194,10 @@ int rec_writer_flush(struct rec_writer *w)
 
 static void writer_free(struct rec_writer *w)
 {
-	for (int s = 0; s < REC_SEC_NUM; s++)
+	for (int s = 0; s < REC_SEC_NUM; s++) {
 		free(w->sec[s].p);
+		free(w->sec[s].p2);
+	}
 	rec_strtab_free(&w->strs);
 	free(w->ev_info);
 	free(w->ev_op);

@@ -676,7 +676,8 @@ START_TEST(test_dangling)
 	static const uint8_t ips[] = { 2 };
 	static const uint8_t syms[] = { 0, 6, 1, 50, 51, 0 };
 	static const uint8_t traces[] = { 1, 18 };
-	static const uint8_t infos[] = { 8, 0x81, 0x02, 8, 1 }; /* zigzag(8) << 4 | 1 = 257 */
+	/* sizes 8, 8; then zigzag(8) << 4 | 1 = 257 (trace 8), 1 (trace 8 again) */
+	static const uint8_t infos[] = { 8, 8, 0x81, 0x02, 1 };
 	/* RECENT mode; ops alloc, free, free-temp; infos 0, 3 (dangling), 1 */
 	static const uint8_t evs[] = { REC_EVM_RECENT, 0 | 1 << 2 | 2 << 4, 0, 4, 0 };
 	static const uint8_t ticks[] = { 2, 9, 2 };
