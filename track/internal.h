@@ -148,6 +148,7 @@ struct trk_global {
 	void (*before_end)(void *arg, uint64_t *restored, uint64_t *left);
 	void *before_end_arg;
 	uint64_t start_mono_ns;
+	int pid;			/* the recorded process (a vfork child is not it) */
 	long page_size;
 
 	/* written by every event of every thread: a cache line of its own */

@@ -133,6 +133,7 @@ int trk_start(const struct trk_config *cfg)
 	trk_g.before_end = cfg->before_end;
 	trk_g.before_end_arg = cfg->before_end_arg;
 	trk_g.page_size = sysconf(_SC_PAGESIZE);
+	trk_g.pid = getpid();
 	realtime = trk_now_ns(CLOCK_REALTIME);
 	trk_g.start_mono_ns = trk_now_ns(CLOCK_MONOTONIC);
 	trk_unwind_init();
@@ -184,6 +185,9 @@ void trk_end(int reason)
 	uint8_t p[5 * WIRE_VARINT_MAX];
 	size_t n = 0;
 
+	/* a vfork child shares our memory: it must not end its parent's session */
+	if (getpid() != trk_g.pid)
+		return;
 	if (!atomic_compare_exchange_strong(&trk_g.state, &expected, TRK_DONE))
 		return;
 	trk_tls_guard = 1;

@@ -122,6 +122,39 @@ static int child_main(void)
 	return CHILD_OK;
 }
 
+static void *exit_thread(void *arg)
+{
+	(void)arg;
+	child_keep = malloc(31337);
+	_exit(CHILD_OK); /* from a thread, no destructors: the library's _exit still ends the session */
+	return NULL;
+}
+
+/* vfork_exit - a vfork child that _exits: it shares our memory, must not end our session. */
+static __attribute__((noinline)) void vfork_exit(void)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/* child_exit_main - allocate, vfork children that _exit, then _exit from a thread. */
+static int child_exit_main(void)
+{
+	pthread_t th;
+
+	for (int i = 0; i < 3; i++)
+		vfork_exit();
+	child_keep = malloc(4242);
+	if (pthread_create(&th, NULL, exit_thread, NULL) != 0)
+		return 5;
+	for (;;)
+		pause();
+}
+
 struct sink {
 	int fd;
 	uint8_t *buf;
@@ -155,21 +188,21 @@ static void *sink_main(void *arg)
 #define UNDER_ASAN 0
 #endif
 
-START_TEST(run_with_library)
+/* run_child - run this binary with the library preloaded in mode; the decoded stream in st. */
+static bool run_child(const char *mode, struct tstream *st, int *exit_code)
 {
 	const char *bd = getenv("HEAPTAP_BUILD_DIR");
 	char lib[PATH_MAX], dir[] = "/tmp/check_preload.XXXXXX", self[PATH_MAX];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct sink sk = { 0 };
-	struct tstream st;
 	pthread_t th;
-	int ls, st_code, big = 0, found[4] = { 0 };
+	int ls, st_code;
 	ssize_t sl;
 	pid_t pid;
 
 	/* outside ctest there is no library to preload; an ASan program cannot take it */
 	if (!bd || UNDER_ASAN)
-		return;
+		return false;
 	snprintf(lib, sizeof(lib), "%s/lib/libheaptap_preload.so", bd);
 	ck_assert_msg(access(lib, R_OK) == 0, "%s missing", lib);
 	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -187,7 +220,7 @@ START_TEST(run_with_library)
 		setenv("LD_PRELOAD", lib, 1);
 		setenv("HEAPTAP_SOCKET", sa.sun_path, 1);
 		setenv("HEAPTAP_DEPTH", "32", 1);
-		execl(self, self, "--child", (char *)NULL);
+		execl(self, self, mode, (char *)NULL);
 		_exit(127);
 	}
 	sk.fd = accept(ls, NULL, NULL);
@@ -196,15 +229,27 @@ START_TEST(run_with_library)
 	pthread_join(th, NULL);
 	ck_assert_int_eq(waitpid(pid, &st_code, 0), pid);
 	ck_assert(WIFEXITED(st_code));
-	ck_assert_int_eq(WEXITSTATUS(st_code), CHILD_OK);
+	*exit_code = WEXITSTATUS(st_code);
 	close(sk.fd);
 	close(ls);
 	unlink(sa.sun_path);
 	rmdir(dir);
 
-	ck_assert_msg(tstream_decode(sk.buf, sk.len, &st) == 0, "malformed at %zu", st.error_at);
-	ck_assert_uint_eq(st.pid, (uint32_t)pid);
-	ck_assert_str_eq(st.exe, self);
+	ck_assert_msg(tstream_decode(sk.buf, sk.len, st) == 0, "malformed at %zu", st->error_at);
+	ck_assert_uint_eq(st->pid, (uint32_t)pid);
+	ck_assert_str_eq(st->exe, self);
+	free(sk.buf);
+	return true;
+}
+
+START_TEST(run_with_library)
+{
+	struct tstream st;
+	int code = -1, big = 0, found[4] = { 0 };
+
+	if (!run_child("--child", &st, &code))
+		return;
+	ck_assert_int_eq(code, CHILD_OK);
 	ck_assert_int_eq(st.have_end, 1);
 	ck_assert_uint_eq(st.end_reason, WIRE_END_EXIT);
 	for (size_t i = 0; i < st.nev; i++) {
@@ -223,7 +268,26 @@ START_TEST(run_with_library)
 		ck_assert_msg(found[i], "allocation %d not recorded", i);
 	ck_assert_int_eq(big, 0); /* the forked child was not recorded */
 	tstream_free(&st);
-	free(sk.buf);
+}
+END_TEST
+
+START_TEST(run_exit_from_thread)
+{
+	struct tstream st;
+	int code = -1, found = 0, thread_found = 0;
+
+	if (!run_child("--child-exit", &st, &code))
+		return;
+	ck_assert_int_eq(code, CHILD_OK);
+	ck_assert_int_eq(st.have_end, 1); /* END despite _exit and the vfork children */
+	ck_assert_uint_eq(st.end_reason, WIRE_END_EXIT);
+	for (size_t i = 0; i < st.nev; i++) {
+		found |= st.ev[i].op == WIRE_EV_ALLOC && st.ev[i].a == 4242;
+		thread_found |= st.ev[i].op == WIRE_EV_ALLOC && st.ev[i].a == 31337;
+	}
+	ck_assert_int_eq(found, 1);
+	ck_assert_int_eq(thread_found, 1);
+	tstream_free(&st);
 }
 END_TEST
 
@@ -236,6 +300,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--child") == 0)
 		return child_main();
+	if (argc > 1 && strcmp(argv[1], "--child-exit") == 0)
+		return child_exit_main();
 	s = suite_create("preload");
 	tc = tcase_create("env");
 	tcase_add_test(tc, env_drops_ours);
@@ -247,6 +313,7 @@ int main(int argc, char **argv)
 	tc = tcase_create("run");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, run_with_library);
+	tcase_add_test(tc, run_exit_from_thread);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
