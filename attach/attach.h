@@ -24,6 +24,16 @@
  * text, the errno of the failing call), att_exit_code() a distinct process
  * exit status for the command layer. Nothing here prints.
  *
+ * Threads: ptrace ties a tracee to the thread that seized it, so every
+ * call for one ctx must come from the same thread of heaptap. While the
+ * target's thread runs our code (inside att_inject/att_call), the calling
+ * thread blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
+ * SIGALRM, and unblocks them when the registers are back: if heaptap died
+ * in that window the kernel would detach a thread whose registers are ours
+ * and the target would crash at our return address. The command layer
+ * must still handle those signals (flag + act after the step returns) and
+ * block them in its other threads; SIGKILL cannot be covered.
+ *
  * Fault injection: HEAPTAP_FAULT=<step> (read by att_new) makes that step
  * fail right after its action, so its rollback runs (see docs/attach.md for
  * the step names). The failure reason is then ATT_E_FAULT.

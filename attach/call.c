@@ -10,6 +10,8 @@
  * which is suppressed (never delivered).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ptrace.h>
 
@@ -78,6 +80,37 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
 	return ATT_OK;
 }
 
+/*
+ * Defer the signals that would end heaptap while the target's thread holds
+ * our registers (see attach.h): blocked in this thread, they stay pending
+ * and arrive once att_call_end() put everything back.
+ */
+static void defer_own_signals(struct att_ctx *ctx)
+{
+	sigset_t set;
+
+	if (ctx->own_mask_saved)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGALRM);
+	if (pthread_sigmask(SIG_BLOCK, &set, &ctx->own_mask) == 0)
+		ctx->own_mask_saved = true;
+}
+
+void att_own_signals_restore(struct att_ctx *ctx)
+{
+	if (!ctx->own_mask_saved)
+		return;
+	pthread_sigmask(SIG_SETMASK, &ctx->own_mask, NULL);
+	ctx->own_mask_saved = false;
+}
+
 enum att_reason att_call_begin(struct att_ctx *ctx)
 {
 	struct att_thread *thr = &ctx->thr;
@@ -94,6 +127,7 @@ enum att_reason att_call_begin(struct att_ctx *ctx)
 		if (why)
 			return why;
 	}
+	defer_own_signals(ctx);
 	if (att_fault(ctx, "regs"))
 		return ATT_E_FAULT;
 	why = att_mask_block(ctx, thr);
@@ -125,7 +159,9 @@ void att_call_end(struct att_ctx *ctx, enum att_reason *why)
 	int err;
 
 	if (thr->state != ATT_TS_STOPPED) {
+		/* gone, or stuck running our code: nothing left to put back */
 		thr->regs_saved = thr->mask_changed = thr->errno_saved = false;
+		att_own_signals_restore(ctx);
 		return;
 	}
 	if (thr->errno_saved) {
@@ -138,8 +174,10 @@ void att_call_end(struct att_ctx *ctx, enum att_reason *why)
 	r = att_regs_restore(ctx, thr);
 	if (r && *why == ATT_OK)
 		*why = r;
-	if (r == ATT_OK)
+	if (r == ATT_OK) {
 		thr->regs_saved = false;
+		att_own_signals_restore(ctx);
+	}
 }
 
 enum att_reason att_call(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,

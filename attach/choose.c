@@ -6,7 +6,8 @@
  * for a thread on a CPU. Ranking, best first:
  *   0  blocked in a transparently restarted syscall; among those futex,
  *      nanosleep and clock_nanosleep first (pure waits, nothing in flight),
- *      then read/poll/wait, then I/O that may be mid-transfer
+ *      then read/poll/wait, then I/O that may be mid-transfer; each of
+ *      them after all others when it restarts through the restart block
  *   1  running user code
  * Threads in EINTR-returning, mask-swapping or unknown syscalls are not
  * candidates at all (see arch/x86_64.c).
@@ -42,6 +43,31 @@ static int sys_pref(long sysno)
 		return 1;
 	default:
 		return 2;
+	}
+}
+
+/*
+ * Does the syscall, when interrupted, resume through the thread's restart
+ * block (-ERESTART_RESTARTBLOCK, restart_syscall)? Any nanosleep or
+ * clock_nanosleep our calls made would reset that block at entry, and the
+ * restart would then return EINTR. Our own calls do not sleep, but a
+ * library's start function might: such threads rank after the others.
+ */
+static bool uses_restart_block(long sysno, const unsigned long args[6])
+{
+	unsigned cmd;
+
+	switch (sysno) {
+	case SYS_nanosleep:
+	case SYS_poll:
+		return true;
+	case SYS_clock_nanosleep:
+		return !(args[1] & 1);	/* TIMER_ABSTIME gives -ERESTARTNOHAND */
+	case SYS_futex:
+		cmd = args[1] & 0x7f;	/* without FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME */
+		return (cmd == 0 || cmd == 9) && args[3];	/* WAIT, WAIT_BITSET with a timeout */
+	default:
+		return false;
 	}
 }
 
@@ -108,7 +134,9 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 			continue;
 		if (ctx->prefer_tid && c.tid != ctx->prefer_tid)
 			continue;
-		c.rank = c.sysclass == ATT_SC_RESTART ? sys_pref(c.sysno) : 10;
+		c.rank = c.sysclass == ATT_SC_RESTART
+				 ? sys_pref(c.sysno) + (uses_restart_block(c.sysno, c.sysargs) ? 5 : 0)
+				 : 10;
 		if (ctx->ncand < ATT_MAX_CAND)
 			ctx->cand[ctx->ncand++] = c;
 	}

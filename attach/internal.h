@@ -157,6 +157,9 @@ struct att_ctx {
 	char prepared_lib[PATH_MAX];
 	char prepared_tpath[PATH_MAX];
 	int prepared_staged;
+	/* our own signal mask while the target runs our code (call.c) */
+	bool own_mask_saved;
+	sigset_t own_mask;
 	struct att_stats st;
 	unsigned stop_timeout_ms;
 	unsigned call_timeout_ms;
@@ -295,6 +298,8 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
 			     uint64_t *ret);
 /* Save regs, block the mask, save errno: the state remote calls need. */
 enum att_reason att_call_begin(struct att_ctx *ctx);
+/* Unblock heaptap's own signals deferred by att_call_begin (idempotent). */
+void att_own_signals_restore(struct att_ctx *ctx);
 /* Put errno, mask and registers back. Keeps the first failure in *why. */
 void att_call_end(struct att_ctx *ctx, enum att_reason *why);
 

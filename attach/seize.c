@@ -100,6 +100,7 @@ void att_release(struct att_ctx *ctx)
 	att_thread_detach(ctx, &ctx->thr);
 	ctx->st.pause_ns = att_now_ns() - ctx->thr.t_interrupt;
 	ctx->have_thr = false;
+	att_own_signals_restore(ctx);	/* in case registers could not be put back */
 	att_unstage(ctx);
 }
 

@@ -774,6 +774,74 @@ static int case_stop_in_call(const char *which)
 	return failed;
 }
 
+static volatile sig_atomic_t term_seen;
+static uint64_t term_at;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	term_at = mono_ns();
+	term_seen = 1;
+}
+
+/*
+ * SIGTERM to heaptap while the target runs our 200 ms call: it must be
+ * deferred until the target's registers are back (attach.h, "Threads").
+ */
+static int case_defer_signals(void)
+{
+	struct victim v;
+	struct att_inject_result res;
+	struct att_ctx *ctx;
+	enum att_reason why;
+	struct sigaction sa;
+	uint64_t t0, t1;
+	pid_t killer;
+
+	if (victim_start(&v))
+		return 1;
+	usleep(100000);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	ctx = att_new(v.pid);
+	why = att_preflight(ctx);
+	if (!why)
+		why = att_prepare(ctx, lib_path);
+	if (!why)
+		why = att_seize(ctx);
+	check(why == ATT_OK, "seized");
+	t0 = mono_ns();
+	killer = fork();
+	if (killer == 0) {
+		usleep(50000);
+		kill(getppid(), SIGTERM);
+		_exit(0);
+	}
+	why = att_inject(ctx, lib_path, "heaptap_test_sleep", out_file, &res);
+	t1 = mono_ns();
+	att_release(ctx);
+	waitpid(killer, NULL, 0);
+	report_reason("200 ms call", ctx, why);
+	check(why == ATT_OK, "the 200 ms call succeeds");
+	check(term_seen, "heaptap's SIGTERM was delivered");
+	check(term_seen && term_at >= t0 + 190000000u,
+	      "only after the call (%.1f ms after it began, call took %.1f ms)",
+	      (double)(term_at - t0) / 1e6, (double)(t1 - t0) / 1e6);
+	att_free(ctx);
+	victim_check(&v, "after the deferred signal");
+	victim_stop(&v);
+	return failed;
+}
+
 /* HEAPTAP_FAULT=<step>: that step fails; the victim must run on unharmed. */
 static int case_fault(const char *step)
 {
@@ -1113,6 +1181,8 @@ int main(int argc, char **argv)
 		ret = case_fault(c + 6);
 	else if (!strncmp(c, "stop-in-call-", 13))
 		ret = case_stop_in_call(c + 13);
+	else if (!strcmp(c, "defer-signals"))
+		ret = case_defer_signals();
 	else if (!strcmp(c, "zombie-leader"))
 		ret = case_zombie_leader();
 	else if (!strcmp(c, "namespace"))

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int count;
@@ -62,6 +63,23 @@ __attribute__((visibility("default"))) int heaptap_test_hang(const char *path)
 	(void)path;
 	for (;;)
 		pause();
+}
+
+/*
+ * Runs 200 ms: heaptap's own SIGTERM must wait until the call is over.
+ * Spins rather than sleeps: a nanosleep here would reset the hijacked
+ * thread's restart block (docs/attach.md, "Registers and syscall restart").
+ */
+__attribute__((visibility("default"))) int heaptap_test_sleep(const char *path)
+{
+	struct timespec t0, t;
+
+	(void)path;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 200000000L);
+	return 0;
 }
 
 /* Job control stop of the own thread while the remote call runs: held, then re-delivered. */
