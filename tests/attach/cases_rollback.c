@@ -1,0 +1,218 @@
+/* tests/attach/cases_rollback.c - failing calls, HEAPTAP_FAULT steps and mount namespaces */
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/attach/harness.h"
+
+/* Calls that crash, hang, fail, or name missing things: the victim runs on unharmed. */
+int case_bad_call(const char *which)
+{
+	struct victim v;
+	struct att_inject_result res;
+	struct att_stats st;
+	struct att_ctx *ctx;
+	enum att_reason why, want;
+	const char *sym = "heaptap_test_start", *lib = lib_path, *needle = NULL;
+	char junk[128];
+	int fd;
+
+	snprintf(junk, sizeof(junk), "/tmp/heaptap-att-junk-%d.so", (int)getpid());
+	if (strcmp(which, "crash") == 0) {
+		sym = "heaptap_test_crash";
+		want = ATT_E_CALL_FAULT;
+	} else if (strcmp(which, "hang") == 0) {
+		sym = "heaptap_test_hang";
+		want = ATT_E_CALL_TIMEOUT;
+	} else if (strcmp(which, "startfail") == 0) {
+		sym = "heaptap_test_fail";
+		want = ATT_E_START;
+	} else if (strcmp(which, "dlsym") == 0) {
+		sym = "no_such_function";
+		want = ATT_E_DLSYM;
+		needle = "undefined symbol";
+	} else {
+		fd = open(junk, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, "not an ELF file at all\n", 23) != 23)
+			return 1;
+		close(fd);
+		lib = junk;
+		want = ATT_E_DLOPEN;
+		needle = junk;
+	}
+	if (victim_start(&v))
+		return 1;
+	usleep(200000);
+	ctx = att_new(v.pid);
+	att_set_timeouts(ctx, 0, 300);
+	why = att_preflight(ctx);
+	if (!why)
+		why = att_seize(ctx);
+	if (!why) {
+		why = att_inject(ctx, lib, sym, out_file, &res);
+		att_release(ctx);
+	}
+	report_reason(which, ctx, why);
+	check(why == want, "%s: reason is \"%s\"", which, att_strerror(want));
+	if (needle)
+		check(strstr(att_detail(ctx), needle) != NULL, "the target's dlerror() text is reported");
+	att_get_stats(ctx, &st);
+	print_stats(&v, ctx);
+	check(st.scratch && !maps_has_addr(v.pid, st.scratch), "scratch page unmapped again");
+	check(tracer_pid(v.pid) == 0, "target not traced after release");
+	att_free(ctx);
+	unlink(junk);
+	usleep(100000);
+	victim_check(&v, "after the failed call");
+	victim_stop(&v);
+	return failed;
+}
+
+/* HEAPTAP_FAULT=<step>: that step fails; the victim must run on unharmed. */
+int case_fault(const char *step)
+{
+	struct victim v;
+	struct att_inject_result res;
+	struct att_stats st;
+	struct att_ctx *ctx;
+	enum att_reason why;
+	int loaded, started;
+
+	if (victim_start(&v))
+		return 1;
+	usleep(200000);
+	setenv("HEAPTAP_FAULT", step, 1);
+	ctx = att_new(v.pid);
+	unsetenv("HEAPTAP_FAULT");
+	memset(&res, 0, sizeof(res));
+	why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
+	report_reason(step, ctx, why);
+	check(why == ATT_E_FAULT, "fault at step %s is reported", step);
+	att_get_stats(ctx, &st);
+	att_free(ctx);
+	check(tracer_pid(v.pid) == 0, "target not traced after rollback");
+	if (st.scratch)
+		check(!maps_has_addr(v.pid, st.scratch), "scratch page unmapped");
+	loaded = maps_contains(v.pid, "libheaptap_attach_testlib");
+	started = count_lines(out_file, "start ");
+	if (!strcmp(step, "dlopen") || !strcmp(step, "dlsym") || !strcmp(step, "start"))
+		check(loaded && !started, "library loaded (never unloaded) but not started");
+	else
+		check(!loaded && !started, "library neither loaded nor started");
+	usleep(100000);
+	victim_check(&v, "after rollback");
+	/* and a clean attach still works afterwards */
+	ctx = att_new(v.pid);
+	why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
+	check(why == ATT_OK, "a later attach succeeds");
+	check(count_lines(out_file, "count=1 ") == 1, "start ran once");
+	att_free(ctx);
+	usleep(50000);
+	victim_check(&v, "after the later attach");
+	victim_stop(&v);
+	return failed;
+}
+
+/* Start the victim in a new mount namespace where the library's directory is hidden. */
+static int spawn_hidden(struct victim *v)
+{
+	static char script[1400];
+	char libdir[512], *slash;
+	char *argv[] = { "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+			 script, NULL };
+
+	if (access("/usr/bin/unshare", X_OK) != 0)
+		return -1;
+	snprintf(libdir, sizeof(libdir), "%s", lib_path);
+	slash = strrchr(libdir, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	/* and a private /tmp, so parallel tests do not see each other's staging */
+	snprintf(script, sizeof(script),
+		 "mount -t tmpfs heaptap-hide '%s' && mount -t tmpfs heaptap-tmp /tmp || exit 97; "
+		 "exec '%s'", libdir, victim_path);
+	return spawn(v, argv);
+}
+
+/* Entries named heaptap-* in the target's /tmp. */
+static int staged_dirs(pid_t pid)
+{
+	char cmd[128], line[256];
+	FILE *f;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "ls -a /proc/%d/root/tmp", (int)pid);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "heaptap-", 8) && strncmp(line, "heaptap-att-", 12))
+			n++;
+	pclose(f);
+	return n;
+}
+
+/* The library is hidden from the target by a mount: attach stages a copy. */
+int case_namespace(const char *fault)
+{
+	struct victim v;
+	struct att_inject_result res;
+	struct att_ctx *ctx;
+	enum att_reason why;
+	char probe[600];
+	struct stat sb;
+	int before;
+
+	char cwd[PATH_MAX];
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		return 1;
+	/* the start function writes there: visible from both namespaces */
+	snprintf(out_file, sizeof(out_file), "%s/heaptap-att-test-%d.txt", cwd, (int)getpid());
+	if (spawn_hidden(&v)) {
+		printf("skip: cannot make a mount namespace here\n");
+		return SKIP;
+	}
+	snprintf(probe, sizeof(probe), "/proc/%d/root%s", (int)v.pid, lib_path);
+	check(stat(probe, &sb) != 0, "the library is not visible inside the target's namespace");
+	before = staged_dirs(v.pid);
+	if (fault)
+		setenv("HEAPTAP_FAULT", fault, 1);
+	ctx = att_new(v.pid);
+	unsetenv("HEAPTAP_FAULT");
+	why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
+	report_reason("namespace", ctx, why);
+	if (fault) {
+		check(why == ATT_E_FAULT, "fault at step %s is reported", fault);
+		check(count_lines(out_file, "start ") == 0, "start function did not run");
+		check(!maps_contains(v.pid, "heaptap_attach_testlib"), "library not loaded");
+	} else {
+		check(why == ATT_OK, "injection into another mount namespace succeeds");
+		check(res.staged == 1, "the library was staged into the target's /tmp");
+		check(count_lines(out_file, "count=1 ") == 1, "start function ran");
+		check(maps_contains(v.pid, "/tmp/heaptap-"), "the staged copy is what got mapped");
+		check(maps_contains(v.pid, "(deleted)"), "the staged copy was removed after dlopen");
+	}
+	att_free(ctx);
+	check(staged_dirs(v.pid) == before, "no staging directory left in the target's /tmp");
+	check(tracer_pid(v.pid) == 0, "not traced");
+	victim_check(&v, "after staged injection");
+	victim_stop(&v);
+	return failed;
+}
+
