@@ -108,7 +108,6 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 	struct att_cand c;
 	unsigned threads = 0;
 	bool prefer_seen = false;
-	enum att_sysclass prefer_class = ATT_SC_GONE;
 	long prefer_sys = -1;
 	DIR *d;
 	char *end;
@@ -127,7 +126,6 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 		c.sysclass = classify(ctx->pid, c.tid, &c.sysno, c.sysargs);
 		if (ctx->prefer_tid && c.tid == ctx->prefer_tid) {
 			prefer_seen = true;
-			prefer_class = c.sysclass;
 			prefer_sys = c.sysno;
 		}
 		if (c.sysclass != ATT_SC_RESTART && c.sysclass != ATT_SC_USER)
@@ -153,7 +151,6 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 		return att_fail(ctx, ATT_E_THREAD_UNSAFE, 0, "thread %d is in %s (syscall %ld)",
 				(int)ctx->prefer_tid, att_arch_sysname(prefer_sys), prefer_sys);
 	}
-	(void)prefer_class;
 	if (ctx->ncand == 0)
 		return att_fail(ctx, ATT_E_NO_THREAD, 0, "%u threads, none interruptible", threads);
 	qsort(ctx->cand, ctx->ncand, sizeof(ctx->cand[0]), cand_cmp);
