@@ -96,6 +96,8 @@ int main(int argc, char **argv)
 		ret = case_stopped();
 	else if (!strcmp(c, "stopped-late"))
 		ret = case_stopped_late();
+	else if (!strcmp(c, "traced-strace"))
+		ret = case_traced_strace();
 	else if (!strcmp(c, "traced"))
 		ret = case_traced();
 	else if (!strcmp(c, "static"))

@@ -118,6 +118,50 @@ int case_traced(void)
 	return failed;
 }
 
+/* The same with a real tracer: strace -p. */
+int case_traced_strace(void)
+{
+	struct victim v;
+	struct att_ctx *ctx;
+	enum att_reason why;
+	pid_t st;
+	char pidstr[16];
+	int i;
+
+	if (access("/usr/bin/strace", X_OK) != 0) {
+		printf("skip: no strace\n");
+		return SKIP;
+	}
+	if (victim_start(&v))
+		return 1;
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)v.pid);
+	st = fork();
+	if (st == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 2);
+		execl("/usr/bin/strace", "strace", "-q", "-o", "/dev/null", "-p", pidstr, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 400 && tracer_pid(v.pid) != st; i++)
+		usleep(5000);
+	check(tracer_pid(v.pid) == st, "strace attached");
+	ctx = att_new(v.pid);
+	why = att_preflight(ctx);
+	report_reason("traced by strace", ctx, why);
+	check(why == ATT_E_TRACED, "a process under strace is refused");
+	check(strstr(att_detail(ctx), "(strace)") != NULL, "the reason names strace");
+	att_free(ctx);
+	kill(st, SIGINT);	/* strace detaches on SIGINT */
+	waitpid(st, NULL, 0);
+	for (i = 0; i < 200 && tracer_pid(v.pid) != 0; i++)
+		usleep(5000);
+	/* strace's own attach interrupts every thread: epoll_wait may see EINTR from it */
+	victim_check_jc(&v, "after strace detached", 1);
+	victim_stop(&v);
+	return failed;
+}
+
 int case_static(void)
 {
 	struct victim v;

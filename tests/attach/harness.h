@@ -46,7 +46,10 @@ int victim_start(struct victim *v);
 int victim_cmd(struct victim *v, const char *cmd, char *reply, size_t cap);
 /* Close its stdin, reap it (kill after 3 s). Returns the wait status. */
 int victim_stop(struct victim *v);
-/* Ping and check its self-checks; job_control tolerates epoll EINTR after SIGSTOP/SIGCONT. */
+/*
+ * Ping and check its self-checks; job_control tolerates epoll EINTR caused
+ * by the test itself (SIGSTOP/SIGCONT, strace's attach), not by attach/.
+ */
 void victim_check_jc(struct victim *v, const char *when, int job_control);
 void victim_check(struct victim *v, const char *when);
 /* Role of a tid in the victim, -1 if none. */
@@ -78,6 +81,7 @@ int case_zombie_leader(void);
 int case_stopped(void);
 int case_stopped_late(void);
 int case_traced(void);
+int case_traced_strace(void);
 int case_static(void);
 int case_nopid(void);
 int case_gone_before_seize(void);
