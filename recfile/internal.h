@@ -44,7 +44,9 @@
 #define REC_MAX_BUILD_ID 1024
 #define REC_MAX_CHAIN 4096		    /* links in one symbol chain */
 #define REC_MAX_INDEX (UINT32_MAX - 1)	    /* REC_NONE is never a valid index */
-#define REC_ZSTD_LEVEL 3
+#ifndef REC_ZSTD_LEVEL
+#define REC_ZSTD_LEVEL 3 /* see docs/recording.md "Compression level" */
+#endif
 
 /* Section types; the numbering is also the writer's flush order. */
 enum rec_section {
