@@ -65,6 +65,7 @@ static void bind(struct trk_thr *t, uint32_t tid)
 {
 	t->tid = tid;
 	t->len = 0;
+	t->nev = 0;
 	t->next_free = NULL;
 	t->prev_n = 0;
 	t->seen = atomic_load(&t->pub);
@@ -117,9 +118,10 @@ void trk_thr_flush_locked(struct trk_thr *t)
 	v[1].iov_len = t->len;
 	pthread_mutex_lock(&trk_g.sock_lock);
 	if (trk_sock_send_locked(WIRE_REC_CHUNK, v, 2) < 0)
-		atomic_fetch_add(&trk_g.dropped, 1);
+		atomic_fetch_add(&trk_g.dropped, t->nev);
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	t->len = 0;
+	t->nev = 0;
 }
 
 /* claim - flusher (flush_lock held): take t unless its owner is appending. */

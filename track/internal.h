@@ -111,6 +111,7 @@ struct trk_thr {
 	uint64_t first_seq;	    /* seq of the chunk's first event */
 	uint64_t last_seq;	    /* seq of the chunk's last event */
 	size_t len;		    /* event bytes in data */
+	uint32_t nev;		    /* events in data (counted as dropped if unsendable) */
 	struct trk_thr *next_all;   /* global list, set before publication */
 	struct trk_thr *next_free;  /* free list (under trk_g.free_lock) */
 	uintptr_t *frames;	    /* unwind scratch, TRK_DEPTH_MAX + 32 slots */
@@ -279,6 +280,7 @@ static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, ui
 		p += wire_put_varint(p, seq - t->last_seq);
 	}
 	t->last_seq = seq;
+	t->nev++;
 	return p;
 }
 

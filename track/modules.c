@@ -129,7 +129,8 @@ static void send_module(struct trk_thr *t, const struct dl_phdr_info *info, bool
 		nseg += info->dlpi_phdr[i].p_type == PT_LOAD;
 	if (nseg > NSEG_MAX)
 		nseg = NSEG_MAX;
-	need = 2 + 4 * WIRE_VARINT_MAX + nseg * 3 * WIRE_VARINT_MAX + bid_len + path_len;
+	/* op, delta, base, nseg, build-id length, path length; segments; bytes */
+	need = 1 + 5 * WIRE_VARINT_MAX + nseg * 3 * WIRE_VARINT_MAX + bid_len + path_len;
 
 	q = trk_ev_put(t, need, WIRE_EV_MODULE, trk_thr_enter_seq(t));
 	q += wire_put_varint(q, info->dlpi_addr);

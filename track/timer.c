@@ -80,9 +80,13 @@ static void tick(void)
  */
 static int read_ctl(struct ctl *c)
 {
-	ssize_t r = recv(trk_g.fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
 	size_t off = 0;
+	ssize_t r;
 
+	/* never read from an fd the program closed and reused: its data is not ours */
+	if (!trk_sock_ours())
+		return 0;
+	r = recv(trk_g.fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
 	if (r < 0)
 		return errno == EINTR || errno == EAGAIN;
 	if (r == 0)
