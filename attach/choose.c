@@ -46,31 +46,6 @@ static int sys_pref(long sysno)
 	}
 }
 
-/*
- * Does the syscall, when interrupted, resume through the thread's restart
- * block (-ERESTART_RESTARTBLOCK, restart_syscall)? Any nanosleep or
- * clock_nanosleep our calls made would reset that block at entry, and the
- * restart would then return EINTR. Our own calls do not sleep, but a
- * library's start function might: such threads rank after the others.
- */
-static bool uses_restart_block(long sysno, const unsigned long args[6])
-{
-	unsigned cmd;
-
-	switch (sysno) {
-	case SYS_nanosleep:
-	case SYS_poll:
-		return true;
-	case SYS_clock_nanosleep:
-		return !(args[1] & 1);	/* TIMER_ABSTIME gives -ERESTARTNOHAND */
-	case SYS_futex:
-		cmd = args[1] & 0x7f;	/* without FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME */
-		return (cmd == 0 || cmd == 9) && args[3];	/* WAIT, WAIT_BITSET with a timeout */
-	default:
-		return false;
-	}
-}
-
 static int cand_cmp(const void *a, const void *b)
 {
 	const struct att_cand *x = a, *y = b;
@@ -87,10 +62,13 @@ static enum att_sysclass classify(pid_t pid, pid_t tid, long *sysno, unsigned lo
 	unsigned long flags;
 	bool running;
 
-	/* a zombie (the leader after pthread_exit) or dead thread cannot run a call */
+	/*
+	 * A zombie (the leader after pthread_exit) or dead thread cannot run
+	 * a call; an io_uring worker (PF_IO_WORKER) cannot be traced at all.
+	 */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	if (att_read_file(path, buf, sizeof(buf)) < 0 || att_parse_stat(buf, &state, &flags, NULL) < 0 ||
-	    state == 'Z' || state == 'X' || state == 'x')
+	    state == 'Z' || state == 'X' || state == 'x' || (flags & 0x10))
 		return ATT_SC_GONE;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
@@ -133,7 +111,7 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 		if (ctx->prefer_tid && c.tid != ctx->prefer_tid)
 			continue;
 		c.rank = c.sysclass == ATT_SC_RESTART
-				 ? sys_pref(c.sysno) + (uses_restart_block(c.sysno, c.sysargs) ? 5 : 0)
+				 ? sys_pref(c.sysno) + (att_arch_uses_restart_block(c.sysno, c.sysargs) ? 5 : 0)
 				 : 10;
 		if (ctx->ncand < ATT_MAX_CAND)
 			ctx->cand[ctx->ncand++] = c;

@@ -255,6 +255,8 @@ const struct att_scanned *att_unwind_module(const struct att_ctx *ctx, uint64_t 
 
 /* ---- arch/x86_64.c ---- */
 enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6]);
+/* Does the syscall resume through the restart block when interrupted (see arch/x86_64.c)? */
+bool att_arch_uses_restart_block(long sysno, const unsigned long args[6]);
 /* Prepare gp for a call of fn(args) with the return address at *ret_slot. */
 void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_t *args,
 			 unsigned nargs, uint64_t *ret_slot);

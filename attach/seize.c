@@ -25,7 +25,12 @@
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
 
-enum try_result { TRY_OK, TRY_NEXT, TRY_FATAL };
+enum try_result {
+	TRY_OK,
+	TRY_NEXT,	/* gone or unsafe: try the next candidate */
+	TRY_REFUSED,	/* PTRACE_SEIZE refused (EPERM) for this thread: try the next */
+	TRY_FATAL,	/* give up; *why says why */
+};
 
 /* Await a stop after PTRACE_INTERRUPT. */
 static enum att_reason await_stop(struct att_ctx *ctx, struct att_thread *thr, unsigned timeout_ms)
@@ -215,10 +220,11 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 				snprintf(tracer, sizeof(tracer), "?");
 			tracer[strcspn(tracer, "\n")] = '\0';
 			*why = att_fail(ctx, ATT_E_TRACED, err, "traced by %d (%s)", atoi(v), tracer);
-		} else {
-			*why = att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SEIZE thread %d", (int)c->tid);
+			return TRY_FATAL;
 		}
-		return TRY_FATAL;
+		/* e.g. an io_uring worker slipped through, or an LSM says no for this one */
+		*why = att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SEIZE thread %d", (int)c->tid);
+		return err == EPERM ? TRY_REFUSED : TRY_FATAL;
 	}
 	thr->state = ATT_TS_SEIZED;
 	ctx->have_thr = true;
@@ -290,7 +296,7 @@ enum att_reason att_seize(struct att_ctx *ctx)
 {
 	enum att_reason why = ATT_OK;
 	unsigned round;
-	size_t i;
+	size_t i, refused;
 	bool had_cand = false;
 
 	if (!ctx->preflight_ok || ctx->have_thr)
@@ -312,16 +318,22 @@ enum att_reason att_seize(struct att_ctx *ctx)
 		if (why)
 			return why;
 		had_cand = true;
+		refused = 0;
 		for (i = 0; i < ctx->ncand; i++) {
 			switch (try_thread(ctx, &ctx->cand[i], &why)) {
 			case TRY_OK:
 				return ATT_OK;
 			case TRY_FATAL:
 				return why;
+			case TRY_REFUSED:
+				refused++;
+				break;
 			case TRY_NEXT:
 				break;
 			}
 		}
+		if (refused == ctx->ncand)
+			return ATT_E_PTRACE;	/* every candidate refused: detail of the last */
 	}
 	if (!had_cand)
 		return why;	/* ATT_E_NO_THREAD or ATT_E_THREAD_UNSAFE, detail from the last look */

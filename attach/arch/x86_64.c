@@ -72,6 +72,31 @@ enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6])
 	}
 }
 
+/*
+ * Does the syscall, when interrupted, resume through the thread's restart
+ * block (-ERESTART_RESTARTBLOCK, restart_syscall)? Any nanosleep or
+ * clock_nanosleep our calls made would reset that block at entry, and the
+ * restart would then return EINTR. Our own calls do not sleep, but a
+ * library's start function might: such threads rank after the others.
+ */
+bool att_arch_uses_restart_block(long sysno, const unsigned long args[6])
+{
+	unsigned cmd;
+
+	switch (sysno) {
+	case SYS_nanosleep:
+	case SYS_poll:
+		return true;
+	case SYS_clock_nanosleep:
+		return !(args[1] & 1);	/* TIMER_ABSTIME gives -ERESTARTNOHAND */
+	case SYS_futex:
+		cmd = args[1] & 0x7f;	/* without FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME */
+		return (cmd == 0 || cmd == 9) && args[3];	/* WAIT, WAIT_BITSET with a timeout */
+	default:
+		return false;
+	}
+}
+
 const char *att_arch_sysname(long sysno)
 {
 	switch (sysno) {

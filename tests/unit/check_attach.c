@@ -80,6 +80,25 @@ START_TEST(syscall_classes)
 }
 END_TEST
 
+START_TEST(restart_block_users)
+{
+	unsigned long rel[6] = { 1, 0, 0x7ff0, 0, 0, 0 }, abs[6] = { 1, 1, 0x7ff0, 0, 0, 0 };
+	unsigned long fwait[6] = { 0x55d0, 128, 2, 0, 0, 0 }, fwait_to[6] = { 0x55d0, 128, 2, 0x7ff0, 0, 0 };
+	unsigned long fbitset_to[6] = { 0x55d0, 9 | 128 | 256, 2, 0x7ff0, 0, 0 };
+	unsigned long fwake[6] = { 0x55d0, 1 | 128, 1, 0x7ff0, 0, 0 };
+
+	ck_assert(att_arch_uses_restart_block(SYS_nanosleep, rel));
+	ck_assert(att_arch_uses_restart_block(SYS_clock_nanosleep, rel));
+	ck_assert(!att_arch_uses_restart_block(SYS_clock_nanosleep, abs));
+	ck_assert(att_arch_uses_restart_block(SYS_poll, rel));
+	ck_assert(!att_arch_uses_restart_block(SYS_futex, fwait));
+	ck_assert(att_arch_uses_restart_block(SYS_futex, fwait_to));
+	ck_assert(att_arch_uses_restart_block(SYS_futex, fbitset_to));
+	ck_assert(!att_arch_uses_restart_block(SYS_futex, fwake));
+	ck_assert(!att_arch_uses_restart_block(SYS_read, rel));
+}
+END_TEST
+
 START_TEST(stat_and_status_parsing)
 {
 	char state;
@@ -382,6 +401,7 @@ static Suite *attach_suite(void)
 	tcase_add_test(t, reasons_have_text_and_distinct_codes);
 	tcase_add_test(t, syscall_line_parsing);
 	tcase_add_test(t, syscall_classes);
+	tcase_add_test(t, restart_block_users);
 	tcase_add_test(t, stat_and_status_parsing);
 	tcase_add_test(t, yama_scopes);
 	tcase_add_test(t, exe_check);
