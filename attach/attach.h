@@ -6,8 +6,13 @@
  *
  *   att_new(pid)               ... att_free()
  *   att_preflight()            reads /proc only, stops nothing
+ *   att_prepare(lib)           optional: file work done before any stop
+ *                              (libc symbols, forbidden ranges, unwind
+ *                              tables, staging the library)
  *   att_choose_thread()        ranks threads from /proc/PID/task/TID/syscall
+ *                              (att_seize calls it; callable alone to look)
  *   att_seize()                ... att_release()   stops the best safe thread
+ *                              (needs a passed preflight)
  *   att_inject()               saves registers, signal mask and errno, calls
  *                              mmap, dlopen, dlsym and the start function in
  *                              the target, then puts everything back
