@@ -156,7 +156,8 @@ int case_hold(void)
 	printf("     victim: %s\n", r);
 	check(kv(r, "gap_condwait") >= 150000, "the held thread saw its pause (%ld us)",
 	      kv(r, "gap_condwait"));
-	check(kv(r, "gap_condwait") * 1000 <= (long)st.pause_ns + 20000000,
+	/* the thread may wait for a CPU after release: allow 50 ms on a loaded machine */
+	check(kv(r, "gap_condwait") * 1000 <= (long)st.pause_ns + 50000000,
 	      "its gap matches the measured pause (%.0f us)", st.pause_ns / 1e3);
 	for (i = 0; i < sizeof(independent) / sizeof(independent[0]); i++) {
 		char key[32];
@@ -166,7 +167,7 @@ int case_hold(void)
 			worst = kv(r, key);
 	}
 	printf("     longest gap of the other threads: %ld us\n", worst);
-	check(worst < 75000, "other threads kept running (longest gap %ld us < 75000)", worst);
+	check(worst < 100000, "other threads kept running (longest gap %ld us < 100000)", worst);
 	victim_check(&v, "after hold");
 	victim_stop(&v);
 	return failed;
