@@ -312,6 +312,25 @@ int itp_dwarf_scopes(struct itp_cu_cache *cc, Dwarf_Die *cu, uint64_t pc, Dwarf_
 #endif
 void itp_cu_cache_free(struct itp_cu_cache *cc);
 
+/* symtab.c: ELF function symbols of one module, sorted */
+struct itp_sym {
+	uint64_t lo, hi;  /* runtime addresses */
+	const char *name; /* owned by libdwfl */
+	int rank;	  /* 0 global, 1 weak, 2 local */
+};
+
+struct itp_symtab {
+	struct itp_sym *v;
+	size_t n;
+	int built;
+};
+
+#ifdef _LIBDWFL_H
+/* itp_symtab_lookup - the function symbol covering ip, or NULL; indexes mod on first use. */
+const char *itp_symtab_lookup(struct itp_symtab *t, Dwfl_Module *mod, uint64_t ip);
+#endif
+void itp_symtab_free(struct itp_symtab *t);
+
 /* symbolize.c: resolve modules and symbols of every ip, write them. */
 int itp_symbolize(struct itp_ctx *c);
 

@@ -40,6 +40,7 @@ struct symctx {
 	Dwfl *dwfl;	   /* for the current module, or NULL */
 	Dwfl_Module *mod;  /* NULL when the current module cannot be symbolized */
 	struct itp_cu_cache cus; /* function ranges per CU of the current module */
+	struct itp_symtab syms;	 /* its ELF function symbols */
 	char *to_free[ITP_MAX_INLINE + 1];
 	size_t nfree;
 };
@@ -58,6 +59,7 @@ static int sorted_cmp(const void *a, const void *b)
 static void close_module(struct symctx *s)
 {
 	itp_cu_cache_free(&s->cus);
+	itp_symtab_free(&s->syms);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	s->dwfl = NULL;
@@ -185,7 +187,7 @@ static size_t symbolize_ip(struct symctx *s, uint64_t ip, struct rec_sym *chain)
 	}
 	if (!n) {
 		/* no DWARF for it: the ELF symbol table still names the function */
-		const char *name = dwfl_module_addrname(s->mod, ip);
+		const char *name = itp_symtab_lookup(&s->syms, s->mod, ip);
 
 		if (name || file) {
 			char *d = name ? itp_demangle(name) : NULL;

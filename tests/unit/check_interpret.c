@@ -42,7 +42,7 @@ struct feeder {
 static void write_all(int fd, const uint8_t *p, size_t n)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
 
 		if (w <= 0)
 			return;
@@ -116,8 +116,8 @@ static int run_feed(const struct sbuf *s, struct itp_options *opt, struct itp_re
 	ck_assert_int_eq(pthread_create(&th, NULL, feed, f), 0);
 	rc = itp_run(sv[0], opt, res);
 	f->release = 1;
+	close(sv[0]); /* a feeder still writing gets EPIPE */
 	pthread_join(th, NULL);
-	close(sv[0]);
 	close(sv[1]);
 	ck_assert_int_eq(rc, -res->err);
 	return rc;
@@ -1117,8 +1117,8 @@ START_TEST(test_symbolize_self)
 		fd.s = &s;
 		pthread_create(&th, NULL, feed, &fd);
 		ck_assert_int_eq(itp_run(sv[0], &opt, &res), 0);
-		pthread_join(th, NULL);
 		close(sv[0]);
+		pthread_join(th, NULL);
 		close(sv[1]);
 	}
 	ck_assert_uint_eq(res.ips, 4);
@@ -1292,7 +1292,9 @@ static int bench_run(struct sbuf *s, uint64_t nev)
 	pthread_create(&th, NULL, feed, &f);
 	rc = itp_run(sv[0], &opt, &res);
 	t1 = now_s();
+	close(sv[0]);
 	pthread_join(th, NULL);
+	close(sv[1]);
 	if (!nev)
 		nev = res.final.alloc_calls + res.final.free_calls + res.final.traces;
 	printf("stream %.1f MB, %llu events, itp_run %.3f s: %.1f M events/s, %.0f MB/s; "
@@ -1413,8 +1415,13 @@ static int bench_symbols(uint64_t nips, const char *lib)
 	header(&s);
 	ck_begin(&c, 1, 0);
 	ck_module(&c, 0, b.m.base, b.m.nseg, b.m.segs, NULL, 0, b.m.path);
-	for (q = 0; q < nips; q++)
+	for (q = 0; q < nips; q++) {
+		if (q && q % 10000 == 0) { /* stay below WIRE_MAX_RECORD */
+			ck_end(&s, &c);
+			ck_begin(&c, 1, q + 1);
+		}
 		ck_node(&c, q + 1, q + 1, 0, lo + q * step + (q * 13) % step);
+	}
 	ck_end(&s, &c);
 	sb_end(&s, nips + 1, WIRE_END_EXIT);
 	snprintf(outpath, sizeof(outpath), "/tmp/itp-bench.%d.htap", (int)getpid());
@@ -1427,7 +1434,9 @@ static int bench_symbols(uint64_t nips, const char *lib)
 	pthread_create(&th, NULL, feed, &f);
 	rc = itp_run(sv[0], &opt, &res);
 	t1 = now_s();
+	close(sv[0]);
 	pthread_join(th, NULL);
+	close(sv[1]);
 	printf("%s: %llu ips, itp_run %.3f s, symbolization %.3f s (%.1f us/ip), "
 	       "unsymbolized %llu; rc %d %s\n",
 	       b.m.path, (unsigned long long)res.ips, t1 - t0, (double)res.symbolize_ns / 1e9,
