@@ -13,6 +13,7 @@
  *                  varint first_seq | events (t->data[0 .. t->len))
  */
 #include <errno.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -122,6 +123,18 @@ void trk_thr_flush_locked(struct trk_thr *t)
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	t->len = 0;
 	t->nev = 0;
+}
+
+void trk_thr_wait_flusher(struct trk_thr *t)
+{
+	unsigned spins = 0;
+
+	while (atomic_load_explicit(&t->claim, memory_order_acquire)) {
+		if (++spins > 100)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+	}
 }
 
 /* claim - flusher (flush_lock held): take t unless its owner is appending. */

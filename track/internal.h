@@ -217,11 +217,14 @@ void trk_thr_flush_idle(void) TRK_HIDDEN;
 /* trk_thr_key_init - create the pthread key; 0 or -errno. */
 int trk_thr_key_init(void) TRK_HIDDEN;
 
+/* trk_thr_wait_flusher - owner: a flusher holds the buffer, wait (yielding: it may be in a write). */
+void trk_thr_wait_flusher(struct trk_thr *t) TRK_HIDDEN;
+
 /* trk_thr_wait_claim - owner, busy set and fenced: wait out a flusher, honour flush_req. */
 static inline void trk_thr_wait_claim(struct trk_thr *t)
 {
-	while (unlikely(atomic_load_explicit(&t->claim, memory_order_acquire)))
-		__builtin_ia32_pause();
+	if (unlikely(atomic_load_explicit(&t->claim, memory_order_acquire)))
+		trk_thr_wait_flusher(t);
 	if (unlikely(atomic_load_explicit(&t->flush_req, memory_order_relaxed))) {
 		atomic_store_explicit(&t->flush_req, 0, memory_order_relaxed);
 		trk_thr_flush_locked(t);
