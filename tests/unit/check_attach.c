@@ -378,7 +378,9 @@ START_TEST(remote_call_in_child)
 	att_release(ctx);
 	att_get_stats(ctx, &s);
 	ck_assert_int_eq(s.tid, c);
-	ck_assert(s.syscall == SYS_nanosleep || s.syscall == SYS_clock_nanosleep);
+	/* mostly caught sleeping; on a loaded machine also in its write() or running */
+	ck_assert_msg(s.syscall == SYS_nanosleep || s.syscall == SYS_clock_nanosleep ||
+		      s.syscall == SYS_write || s.syscall == -1, "syscall %ld", s.syscall);
 	ck_assert_uint_gt(s.pause_ns, 0);
 	ck_assert_uint_ge(s.calls, 2);	/* __errno_location, getpid */
 	att_free(ctx);
