@@ -1,0 +1,57 @@
+/* inject/inject.h - libheaptap_inject.so: the library attach loads into a running process */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runtime-attach half that runs inside the target. `heaptap attach` (attach/)
+ * remote-calls dlopen("libheaptap_inject.so", RTLD_NOW) in a thread it
+ * hijacked, then heaptap_inject_start(socket_path) in the same thread. The
+ * start function only validates and creates the library's own thread, so
+ * the hijacked thread is released within microseconds. That thread connects
+ * the socket, starts a track/ session (WIRE_F_ATTACHED) and points the GOT
+ * slots of malloc & co. in every loaded module at track/'s hooks; modules
+ * loaded later are patched within INJ_POLL_MS. When the session ends (STOP,
+ * EOF, heaptap_inject_stop) every slot that still holds a hook gets back the
+ * exact value it held. The library is never unloaded: after the session it
+ * is inert (docs/inject.md).
+ *
+ * Only the two functions below are exported (exports.map); everything else
+ * in the .so is hidden. Both are plain C, one pointer argument or none, and
+ * return an int, so a remote call through the System V ABI needs only rdi
+ * and rax.
+ */
+#ifndef HEAPTAP_INJECT_H
+#define HEAPTAP_INJECT_H
+
+#define INJ_EXPORT __attribute__((visibility("default")))
+#define INJ_LIB_NAME "libheaptap_inject.so"
+#define INJ_START_SYMBOL "heaptap_inject_start"
+#define INJ_STOP_SYMBOL "heaptap_inject_stop"
+
+/*
+ * heaptap_inject_start - begin a session that streams to the unix stream
+ * socket at socket_path (heaptap listens there). The path is copied before
+ * returning, so the caller may free it afterwards.
+ * Runs in whatever thread calls it (a hijacked one): it allocates nothing
+ * through malloc itself, takes no lock but the library's own, leaves the
+ * caller's signal mask and errno as they were, and returns after
+ * pthread_create (tens of microseconds). Everything else happens in the
+ * library's thread, whose signals are all blocked.
+ * Returns 0 when the thread was created; -EINVAL for NULL or "",
+ * -ENAMETOOLONG when the path does not fit sockaddr_un.sun_path, -EBUSY
+ * while a session of this library is still starting, running or ending, or
+ * -errno of pthread_create. A failure after 0 was returned (connect, the
+ * real allocator not found, track refusing the session) leaves the process
+ * as it was: no slot is patched before the session started, and heaptap
+ * sees the connection fail or close without a stream header.
+ */
+int heaptap_inject_start(const char *socket_path) INJ_EXPORT;
+
+/*
+ * heaptap_inject_stop - end the running session from inside the target (for
+ * `heaptap detach PID` when no heaptap is connected any more): restore every
+ * slot, flush, send END (reason WIRE_END_STOP), close the socket. Blocks
+ * for as long as that takes (the socket write; a dead peer fails at once).
+ * Returns 0, or -ENOENT when no session of this library runs.
+ */
+int heaptap_inject_stop(void) INJ_EXPORT;
+
+#endif /* HEAPTAP_INJECT_H */

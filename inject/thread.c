@@ -1,0 +1,139 @@
+/* inject/thread.c - the library's own thread: connect, start the session, patch, watch for new modules */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs in the target, in a thread created with every signal blocked (no
+ * signal of the program is ever delivered here). Nothing is patched before
+ * track's session started, so any failure before that leaves the process
+ * exactly as it was (rule 7): the socket is closed and the thread ends.
+ *
+ * New modules are noticed by comparing dl_iterate_phdr's dlpi_adds /
+ * dlpi_subs every INJ_POLL_MS (one callback call under the loader's lock,
+ * well under a microsecond); dlopen is never hooked, so the caller's RPATH
+ * and $ORIGIN lookups stay intact.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject/internal.h"
+
+/* connect_to - a connected unix stream socket to path, or -errno. */
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = strlen(path);
+	int fd;
+
+	if (len == 0 || len >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, len + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		if (e == EINTR)
+			continue;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* new_session - empty the tables for a session (lock held). */
+static void new_session(void)
+{
+	inj_g.closing = 0;
+	inj_g.nmods = 0;
+	inj_g.nslots = 0;
+	inj_g.nranges = 0;
+	inj_g.any_pending = false;
+	inj_g.adds = 0;
+	inj_g.subs = 0;
+	memset(&inj_g.st, 0, sizeof(inj_g.st));
+}
+
+static void first_pass(void)
+{
+	uint64_t t0 = inj_now_ns();
+
+	/* -EAGAIN: a module came or went meanwhile; the poll loop finishes the job */
+	(void)inj_patch_pass();
+	inj_g.st.first_pass_ns = inj_now_ns() - t0;
+	inj_g.st.start_ns = inj_now_ns() - inj_g.t_start;
+}
+
+static void poll_loop(void)
+{
+	for (;;) {
+		struct timespec ts = { 0, INJ_POLL_MS * 1000000L };
+		unsigned long long adds, subs;
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		pthread_mutex_lock(&inj_g.lock);
+		/*
+		 * Only before_end's flag ends the loop: trk_active() turns false a
+		 * moment before before_end runs, and leaving then would let a new
+		 * start empty the tables before they are restored.
+		 */
+		if (inj_g.closing) {
+			pthread_mutex_unlock(&inj_g.lock);
+			return;
+		}
+		inj_counters(&adds, &subs);
+		if (adds != inj_g.adds || subs != inj_g.subs || inj_g.any_pending)
+			(void)inj_patch_pass();
+		pthread_mutex_unlock(&inj_g.lock);
+	}
+}
+
+void *inj_thread_main(void *arg)
+{
+	struct trk_config cfg = { .fd = -1 };
+	int fd;
+
+	(void)arg;
+	fd = connect_to(inj_g.sock_path);
+	if (fd < 0)
+		goto out_idle;
+	if (inj_real_find() < 0)
+		goto out_close;
+	trk_set_real(&inj_g.real);
+	if (!inj_g.atfork_done) {
+		/* registered once per process: a handler cannot be removed, and it is harmless when idle */
+		if (pthread_atfork(inj_fork_prepare, inj_fork_parent, inj_fork_child) != 0)
+			goto out_close;
+		inj_g.atfork_done = 1;
+	}
+	pthread_mutex_lock(&inj_g.lock);
+	new_session();
+	pthread_mutex_unlock(&inj_g.lock);
+
+	cfg.fd = fd;
+	cfg.flags = WIRE_F_ATTACHED;
+	cfg.before_end = inj_before_end;
+	cfg.before_end_arg = NULL;
+	/* not under inj_g.lock: a failing trk_start ends the session, calling before_end */
+	if (trk_start(&cfg) < 0)
+		goto out_idle; /* track closed the fd; nothing was patched */
+	atomic_store(&inj_g.run, INJ_RUNNING);
+
+	pthread_mutex_lock(&inj_g.lock);
+	if (!inj_g.closing)
+		first_pass();
+	pthread_mutex_unlock(&inj_g.lock);
+	poll_loop();
+	goto out_idle;
+
+out_close:
+	close(fd);
+out_idle:
+	atomic_store(&inj_g.run, INJ_IDLE);
+	return NULL;
+}
