@@ -10,6 +10,7 @@
  * far is coded, where a new info is a 0.
  */
 #include <stdlib.h>
+#include <zstd.h>
 
 #include "track/wire.h"
 #include "recfile/internal.h"
@@ -55,14 +56,93 @@ out:
 	return ret;
 }
 
+/* the info column of events [0, n) in mode, at p; returns the end */
+static uint8_t *put_infos(const struct rec_writer *w, int mode, size_t n, uint8_t *p)
+{
+	int64_t hw = -1;
+	uint32_t prev[2] = { 0, 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t info = w->ev_info[i];
+
+		switch (mode) {
+		case REC_EVM_RANKED: {
+			uint32_t r = w->ev_rank[info];
+
+			if (r < REC_EV_ESC) {
+				*p++ = (uint8_t)r;
+			} else {
+				*p++ = REC_EV_ESC;
+				p += wire_put_varint(p, r - REC_EV_ESC);
+			}
+			break;
+		}
+		case REC_EVM_DELTA: {
+			int cl = rec_ev_class(w->ev_op[i]);
+
+			p += wire_put_varint(p, rec_zigzag((int64_t)info - prev[cl]));
+			prev[cl] = info;
+			break;
+		}
+		default:
+			p += wire_put_varint(p, rec_zigzag((int64_t)info - hw - 1));
+			if ((int64_t)info > hw)
+				hw = info;
+			break;
+		}
+	}
+	return p;
+}
+
+/*
+ * Pick the mode that compresses best: each candidate codes the first
+ * REC_EV_SAMPLE events, zstd level 1 compresses that, and the sizes are
+ * compared (scaled to the chunk, the rank table added). Trying is the only
+ * reliable judge: which mode wins depends on how infos repeat, which no
+ * cheap count tells (docs/recording.md has the cases).
+ */
+static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
+{
+	size_t ns = n < REC_EV_SAMPLE ? n : REC_EV_SAMPLE;
+	size_t best = SIZE_MAX, need = ns * WIRE_VARINT_MAX;
+	int mode = REC_EVM_RECENT;
+
+	if (n <= 64)
+		return can_rank ? REC_EVM_RANKED : REC_EVM_RECENT;
+	if (!w->sample_cctx)
+		w->sample_cctx = ZSTD_createCCtx();
+	if (!w->sample_cctx ||
+	    rec_grow((void **)&w->sample, &w->sample_cap, 0, need, 1) ||
+	    rec_grow((void **)&w->sample_out, &w->sample_out_cap, 0, ZSTD_compressBound(need), 1))
+		return can_rank ? REC_EVM_RANKED : REC_EVM_RECENT; /* no memory to try: guess */
+	for (int m = REC_EVM_RECENT; m <= REC_EVM_DELTA; m++) {
+		size_t len, cs, cost;
+
+		if (m == REC_EVM_RANKED && !can_rank)
+			continue;
+		len = (size_t)(put_infos(w, m, ns, w->sample) - w->sample);
+		cs = ZSTD_compressCCtx(w->sample_cctx, w->sample_out, w->sample_out_cap, w->sample, len,
+				       1);
+		if (ZSTD_isError(cs))
+			cs = len;
+		cost = (size_t)((double)cs * n / ns);
+		if (m == REC_EVM_RANKED)
+			cost += nd * 2; /* the table: about two bytes an entry */
+		if (cost < best) {
+			best = cost;
+			mode = m;
+		}
+	}
+	return mode;
+}
+
 int rec_encode_events(struct rec_writer *w)
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
 	size_t n = b->count, nd = 0, cap;
 	uint32_t maxf = 0;
-	int64_t hw = -1;
 	uint8_t *p;
-	int ranked, ret;
+	int can_rank, mode, ret;
 
 	/* count uses per info (the arrays grow with the info table) */
 	if (w->ev_freq_cap < w->ninfos) {
@@ -88,13 +168,14 @@ int rec_encode_events(struct rec_writer *w)
 		if (f > maxf)
 			maxf = f;
 	}
-	/* a rank table pays for itself when infos recur a lot */
-	ranked = nd * 4 <= n;
-	if (ranked) {
+	/* a rank table can pay for itself only when infos recur */
+	can_rank = nd * 4 <= n;
+	if (can_rank) {
 		ret = rank_by_use(w, nd, maxf);
 		if (ret)
 			goto out_reset;
 	}
+	mode = choose_mode(w, n, nd, can_rank);
 
 	/* mode + table + ops + infos + weights */
 	b->len = 0;
@@ -103,8 +184,8 @@ int rec_encode_events(struct rec_writer *w)
 	if (ret)
 		goto out_reset;
 	p = b->p;
-	*p++ = ranked ? REC_EVM_RANKED : REC_EVM_RECENT;
-	if (ranked) {
+	*p++ = (uint8_t)mode;
+	if (mode == REC_EVM_RANKED) {
 		p += wire_put_varint(p, nd);
 		for (size_t i = 0; i < nd; i++)
 			p += wire_put_varint(p, w->ev_ids[i]);
@@ -113,24 +194,7 @@ int rec_encode_events(struct rec_writer *w)
 	for (size_t i = 0; i < n; i++)
 		p[i / 4] |= (uint8_t)(w->ev_op[i] << (2 * (i % 4)));
 	p += (n + 3) / 4;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t info = w->ev_info[i];
-
-		if (ranked) {
-			uint32_t r = w->ev_rank[info];
-
-			if (r < REC_EV_ESC) {
-				*p++ = (uint8_t)r;
-			} else {
-				*p++ = REC_EV_ESC;
-				p += wire_put_varint(p, r - REC_EV_ESC);
-			}
-		} else {
-			p += wire_put_varint(p, rec_zigzag((int64_t)info - hw - 1));
-			if ((int64_t)info > hw)
-				hw = info;
-		}
-	}
+	p = put_infos(w, mode, n, p);
 	if (w->ev_weights.len)
 		memcpy(p, w->ev_weights.p, w->ev_weights.len);
 	p += w->ev_weights.len;

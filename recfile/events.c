@@ -18,6 +18,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 	uint32_t *ids = NULL;
 	uint64_t nd = 0, v, info, dropped = 0;
 	int64_t hw = -1;
+	uint64_t prev[2] = { 0, 0 };
 	size_t k = 0;
 	int mode, ret = -REC_E_CORRUPT;
 
@@ -40,7 +41,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 			/* a dangling info stays dangling: dropped below */
 			ids[i] = v < r->ninfos ? (uint32_t)v : REC_NONE;
 		}
-	} else if (mode != REC_EVM_RECENT) {
+	} else if (mode != REC_EVM_RECENT && mode != REC_EVM_DELTA) {
 		goto out_free;
 	}
 	if ((count + 3ull) / 4 > (uint64_t)(end - p))
@@ -62,6 +63,14 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 			if (v >= nd)
 				goto out_free;
 			info = ids[v];
+		} else if (mode == REC_EVM_DELTA) {
+			int cl = rec_ev_class((ops[i / 4] >> (2 * (i % 4))) & 3);
+
+			if (wire_get_varint(&p, end, &v))
+				goto out_free;
+			/* unsigned: a crafted value wraps, and fails the range check */
+			info = prev[cl] + (uint64_t)rec_unzigzag(v);
+			prev[cl] = info;
 		} else {
 			if (wire_get_varint(&p, end, &v))
 				goto out_free;

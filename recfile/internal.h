@@ -69,7 +69,7 @@ enum rec_section {
 /*
  * Event chunk payload (count = events, from the chunk header):
  *
- *   u8 mode                      REC_EVM_RECENT or REC_EVM_RANKED
+ *   u8 mode                      REC_EVM_RECENT, REC_EVM_RANKED or REC_EVM_DELTA
  *   [RANKED: varint D, D x varint info]   the chunk's infos, most used first
  *   ops[(count + 3) / 4]         2 bits per event, event i at bits 2*(i%4)
  *                                of byte i/4: enum rec_ev_op, 3 = weighted alloc
@@ -77,6 +77,9 @@ enum rec_section {
  *     RECENT: varint zigzag(info - hw - 1), hw = highest info so far in
  *             this chunk (-1 at its start): a newly made info costs one byte
  *     RANKED: u8 rank (< 255), or 255 then varint (rank - 255)
+ *     DELTA:  varint zigzag(info - previous info of the same class), the
+ *             classes being allocs (ops 0, 3) and frees (ops 1, 2), each
+ *             starting from 0
  *   one varint weight per weighted alloc, in event order
  *
  * Columns rather than records: each column has its own statistics, which
@@ -86,6 +89,8 @@ enum rec_section {
 #define REC_EV_WEIGHTED 3 /* op code of a weighted (sampled) allocation */
 #define REC_EVM_RECENT 0
 #define REC_EVM_RANKED 1
+#define REC_EVM_DELTA 2
+#define REC_EV_SAMPLE 65536 /* events the writer codes in each mode to choose one */
 #define REC_EV_CHUNK (512u * 1024) /* events per chunk */
 #define REC_EV_ESC 255
 #define REC_KIND_ESC 15	  /* kind field value meaning "varint kind follows" */
@@ -201,7 +206,16 @@ struct rec_writer {
 	size_t ev_freq_cap;
 	uint32_t *ev_ids;	    /* distinct infos of the pending chunk */
 	size_t ev_ids_cap;
+	void *sample_cctx;	    /* ZSTD_CCtx judging the modes */
+	uint8_t *sample, *sample_out;
+	size_t sample_cap, sample_out_cap;
 };
+
+/* the delta class of an event op: 0 for allocs, 1 for frees */
+static inline int rec_ev_class(uint32_t op)
+{
+	return op == REC_EV_FREE || op == REC_EV_FREE_TEMP;
+}
 
 int rec_strtab_intern(struct rec_strtab *t, const char *s, size_t len, uint32_t *idx, int *added);
 void rec_strtab_free(struct rec_strtab *t);

@@ -205,6 +205,9 @@ static void writer_free(struct rec_writer *w)
 	free(w->ev_freq);
 	free(w->ev_rank);
 	free(w->ev_ids);
+	ZSTD_freeCCtx(w->sample_cctx);
+	free(w->sample);
+	free(w->sample_out);
 	free(w->symbolized);
 	free(w->out);
 	ZSTD_freeCCtx(w->cctx);
