@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -147,11 +148,13 @@ void cli_session_close(struct cli_session *s);
 /*
  * cli_spawn - fork and exec argv[0] (searched in PATH) with the current
  * environment plus the given NAME=VALUE overrides (NULL-terminated list; a
- * variable of the same name is replaced), signal dispositions reset to
- * default. Returns the pid once the exec succeeded, or -errno of the failed
+ * variable of the same name is replaced); in the child, the signals in
+ * deflt are set to SIG_DFL and those in ignore to SIG_IGN (either may be
+ * NULL). Returns the pid once the exec succeeded, or -errno of the failed
  * exec (the child is then reaped) or of fork.
  */
-pid_t cli_spawn(char **argv, char *const *overrides);
+pid_t cli_spawn(char **argv, char *const *overrides, const sigset_t *deflt,
+		const sigset_t *ignore);
 
 /*
  * cli_preload_value - the LD_PRELOAD value with lib first and the old value

@@ -11,8 +11,11 @@
  *
  * Signals. The program runs in heaptap's process group, so Ctrl+C on a
  * terminal reaches both; heaptap does not pass such a signal on a second
- * time. A SIGINT or SIGTERM sent to heaptap alone (kill(2): si_code is not
- * SI_KERNEL) is passed on to the program. Either way heaptap keeps
+ * time. A SIGINT, SIGTERM or SIGHUP sent to heaptap alone (kill(2): si_code
+ * is not SI_KERNEL) is passed on to the program, even when heaptap was
+ * started with it ignored (a background job of a script): the program then
+ * has it ignored too, unless it installs a handler. An ignored SIGHUP
+ * (nohup) stays ignored. Either way heaptap keeps
  * recording while the program winds down; if it has not ended after
  * STOP_GRACE_S seconds, heaptap sets the interpreter's stop flag, which
  * makes the library stop tracking and finish the stream, so the recording
@@ -39,6 +42,7 @@
 
 static volatile sig_atomic_t stop_flag;	  /* itp_options.stop */
 static volatile sig_atomic_t child_pid;	  /* where signals are passed on, 0 = none yet */
+static volatile sig_atomic_t pending_sig; /* to pass on once child_pid is known */
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -48,32 +52,74 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	if (sig == SIGALRM) {
 		stop_flag = 1;
 	} else {
-		if (si->si_code != SI_KERNEL && child_pid > 0)
-			kill((pid_t)child_pid, sig);
+		if (si->si_code != SI_KERNEL) {
+			/* The program may run before cli_spawn() returned
+			 * its pid: keep the signal for then. */
+			if (child_pid > 0)
+				kill((pid_t)child_pid, sig);
+			else
+				pending_sig = sig;
+		}
 		alarm(STOP_GRACE_S);
 	}
 	errno = saved;
 }
 
 struct saved_signals {
-	struct sigaction intr, term, alrm, pipe;
+	struct sigaction intr, term, hup, alrm, pipe;
+	sigset_t deflt;	 /* signals the program must get back as SIG_DFL */
+	sigset_t ignore; /* signals the program must get back as SIG_IGN */
 };
+
+static int was_ignored(const struct sigaction *sa)
+{
+	return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_IGN;
+}
+
+/*
+ * Catch sig with on_signal. The program must see the disposition heaptap
+ * found: a caught signal is back to SIG_DFL after exec by itself; one that
+ * was ignored (a background job of a non-interactive shell ignores SIGINT)
+ * is put back to SIG_IGN in the child (o->ignore). With keep_ignored, an
+ * ignored sig stays ignored in heaptap too (SIGHUP under nohup).
+ */
+static void catch_signal(struct saved_signals *o, int sig, struct sigaction *old, int keep_ignored)
+{
+	struct sigaction sa;
+
+	sigaction(sig, NULL, old);
+	if (was_ignored(old)) {
+		if (keep_ignored)
+			return;
+		sigaddset(&o->ignore, sig);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: interrupt poll and read */
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
 
 static void install_signals(struct saved_signals *o)
 {
 	struct sigaction sa;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: interrupt poll and read */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &o->intr);
-	sigaction(SIGTERM, &sa, &o->term);
-	sigaction(SIGALRM, &sa, &o->alrm);
-	/* A target that dies while we write a control record must not kill us. */
+	sigemptyset(&o->deflt);
+	sigemptyset(&o->ignore);
+	catch_signal(o, SIGINT, &o->intr, 0);
+	catch_signal(o, SIGTERM, &o->term, 0);
+	catch_signal(o, SIGHUP, &o->hup, 1); /* a closed terminal: finish the file too */
+	catch_signal(o, SIGALRM, &o->alrm, 0); /* our own grace timer */
+	/*
+	 * A target that dies while we write a control record must not kill
+	 * us. An ignored SIGPIPE would survive exec, so the program gets the
+	 * default back when that is what heaptap found.
+	 */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &o->pipe);
+	if (!was_ignored(&o->pipe))
+		sigaddset(&o->deflt, SIGPIPE);
 }
 
 static void restore_signals(const struct saved_signals *o)
@@ -81,8 +127,28 @@ static void restore_signals(const struct saved_signals *o)
 	alarm(0);
 	sigaction(SIGINT, &o->intr, NULL);
 	sigaction(SIGTERM, &o->term, NULL);
+	sigaction(SIGHUP, &o->hup, NULL);
 	sigaction(SIGALRM, &o->alrm, NULL);
 	sigaction(SIGPIPE, &o->pipe, NULL);
+}
+
+/* Publish the program's pid to the handler, and pass on what came before. */
+static void set_child(pid_t pid)
+{
+	sigset_t block, old;
+	int sig;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	child_pid = pid;
+	sig = pending_sig;
+	pending_sig = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (sig)
+		kill(pid, sig);
 }
 
 void cli_usage_record(FILE *f)
@@ -354,14 +420,15 @@ int cli_cmd_record(int argc, char **argv)
 
 	stop_flag = 0;
 	child_pid = 0;
+	pending_sig = 0;
 	install_signals(&old);
 	signals_set = 1;
-	pid = cli_spawn(a.argv, overrides);
+	pid = cli_spawn(a.argv, overrides, &old.deflt, &old.ignore);
 	if (pid < 0) {
 		cli_msg("record: %s: %s", prog, strerror(-pid));
 		goto out_session;
 	}
-	child_pid = pid;
+	set_child(pid);
 	have_child = 1;
 
 	ret = cli_session_accept(&s, pid, &conn, &exited, &status);

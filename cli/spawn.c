@@ -56,7 +56,8 @@ static char **build_env(char *const *overrides)
 	return env;
 }
 
-pid_t cli_spawn(char **argv, char *const *overrides)
+pid_t cli_spawn(char **argv, char *const *overrides, const sigset_t *deflt,
+		const sigset_t *ignore)
 {
 	char **env;
 	int pfd[2], err = 0, ret;
@@ -76,11 +77,16 @@ pid_t cli_spawn(char **argv, char *const *overrides)
 		goto out_pipe;
 	}
 	if (pid == 0) {
-		/* Child: heaptap ignores SIGPIPE; an ignored disposition would
-		 * survive exec, so give the program the defaults back. */
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
+		int sig;
+
+		/* Child: give back the dispositions heaptap found (an ignored
+		 * one survives exec; a caught one becomes SIG_DFL). */
+		for (sig = 1; sig < NSIG; sig++) {
+			if (deflt && sigismember(deflt, sig) == 1)
+				signal(sig, SIG_DFL);
+			else if (ignore && sigismember(ignore, sig) == 1)
+				signal(sig, SIG_IGN);
+		}
 		close(pfd[0]);
 		execvpe(argv[0], argv, env);
 		err = errno;

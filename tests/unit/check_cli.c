@@ -332,16 +332,53 @@ START_TEST(test_spawn)
 	pid_t pid;
 	int st;
 
-	ck_assert_int_eq(cli_spawn(missing, NULL), -ENOENT);
+	ck_assert_int_eq(cli_spawn(missing, NULL, NULL, NULL), -ENOENT);
 	setenv("CLI_T_A", "old", 1);
 	setenv("CLI_T_B", "keep", 1);
-	pid = cli_spawn(check_env, over);
+	pid = cli_spawn(check_env, over, NULL, NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_int_eq(cli_exit_status(st), 0);
 	/* heaptap's own environment is left alone */
 	ck_assert_str_eq(getenv("CLI_T_A"), "old");
 	ck_assert_ptr_null(getenv("CLI_T_C"));
+}
+END_TEST
+
+/* deflt gives SIG_DFL, ignore gives SIG_IGN, others are inherited. */
+START_TEST(test_spawn_signals)
+{
+	/* field 1 of SigIgn in /proc/self/status, as hex mask */
+	char *show[] = { "/bin/sh", "-c", "exec grep SigIgn /proc/self/status > \"$CLI_T_OUT\"", NULL };
+	char out[512], env[600], line[128];
+	char *over[] = { env, NULL };
+	unsigned long long mask = 0;
+	sigset_t deflt, ign;
+	pid_t pid;
+	int st;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/sigign", tmpdir);
+	snprintf(env, sizeof(env), "CLI_T_OUT=%s", out);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	sigemptyset(&deflt);
+	sigaddset(&deflt, SIGPIPE);
+	sigemptyset(&ign);
+	sigaddset(&ign, SIGUSR2);
+	pid = cli_spawn(show, over, &deflt, &ign);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
+	f = fopen(out, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	fclose(f);
+	ck_assert_int_eq(sscanf(line, "SigIgn: %llx", &mask), 1);
+	ck_assert_uint_eq(mask & (1ull << (SIGPIPE - 1)), 0);
+	ck_assert_uint_ne(mask & (1ull << (SIGUSR1 - 1)), 0);
+	ck_assert_uint_ne(mask & (1ull << (SIGUSR2 - 1)), 0);
 }
 END_TEST
 
@@ -494,6 +531,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_usage_exit_codes);
 	tcase_add_test(tc, test_preload_and_status);
 	tcase_add_test(tc, test_spawn);
+	tcase_add_test(tc, test_spawn_signals);
 	tcase_add_test(tc, test_session_dir);
 	tcase_add_test(tc, test_session_accept);
 	tcase_add_test(tc, test_session_foreign);
