@@ -7,6 +7,7 @@
  * out with an independent reader (check_track_decode.c, wire.h only).
  */
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -626,6 +627,74 @@ START_TEST(session_fork_child)
 }
 END_TEST
 
+/* wait_ticks - let the timer run n more ticks (bounded: 10 s on a loaded machine). */
+static void wait_ticks(struct reader *r, size_t n)
+{
+	size_t start = (size_t)-1;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		struct tstream part = { 0 };
+		size_t ticks = 0;
+
+		pthread_mutex_lock(&r->lock);
+		if (r->len && tstream_decode(r->buf, r->len, &part) == 0)
+			ticks = part.nticks;
+		tstream_free(&part);
+		pthread_mutex_unlock(&r->lock);
+		if (start == (size_t)-1)
+			start = ticks;
+		if (ticks >= start + n)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("no ticks");
+}
+
+START_TEST(session_modules)
+{
+	struct reader r;
+	struct tstream s;
+	uintptr_t zbase = 0;
+	int vdso = 0, main_exe = 0, added = 0, removed = 0;
+	char self[4096];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	void *h;
+
+	ck_assert_int_gt(sl, 0);
+	self[sl] = '\0';
+	/* the test must load it itself, so it must not be loaded yet */
+	ck_assert_ptr_null(dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD));
+	session_start(&r);
+	/* a library loaded and unloaded later is announced by the timer's check */
+	h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	ck_assert_ptr_nonnull(h);
+	wait_ticks(&r, 2);
+	ck_assert_int_eq(dlclose(h), 0);
+	wait_ticks(&r, 2);
+	session_finish(&r, WIRE_END_STOP, &s);
+	check_order(&s);
+	for (size_t i = 0; i < s.nev; i++) {
+		struct tev *e = &s.ev[i];
+
+		if (e->op == WIRE_EV_MODULE) {
+			vdso |= strcmp(e->path, "[vdso]") == 0;
+			main_exe |= strcmp(e->path, self) == 0;
+			if (strstr(e->path, "libz.so") && !zbase) {
+				zbase = e->a;
+				added = 1;
+			}
+		}
+		if (e->op == WIRE_EV_MODULE_DEL && zbase && e->a == zbase)
+			removed = 1;
+	}
+	ck_assert_int_eq(main_exe, 1);
+	ck_assert_int_eq(vdso, 1);
+	ck_assert_int_eq(added, 1);
+	ck_assert_int_eq(removed, 1);
+	tstream_free(&s);
+}
+END_TEST
+
 START_TEST(session_peer_gone)
 {
 	struct trk_config cfg = { 0 };
@@ -669,6 +738,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, session_ctl_stop);
 	tcase_add_test(tc, session_ticks_and_idle_flush);
 	tcase_add_test(tc, session_fork_child);
+	tcase_add_test(tc, session_modules);
 	tcase_add_test(tc, session_peer_gone);
 	suite_add_tcase(s, tc);
 	return s;
