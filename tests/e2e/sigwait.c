@@ -1,7 +1,7 @@
 /* tests/e2e/sigwait.c - allocate, wait for SIGTERM or SIGINT, allocate again, exit 0 */
 /* SPDX-License-Identifier: MIT */
 /*
- * Target of signal.test: prints "ready" once its first allocations are
+ * Target of signal.test: prints "ready pid N" once its first allocations are
  * made, waits until SIGTERM or SIGINT arrives (which heaptap record, when
  * it gets one, passes on), then allocates once more, prints what the report
  * must show and which signal came, and exits 0.
@@ -54,7 +54,7 @@ int main(void)
 	sigaddset(&block, SIGINT);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	w_before();
-	ex_printf("ready\n");
+	ex_printf("ready pid %d\n", (int)getpid());
 	while (!got)
 		sigsuspend(&old);
 	w_after();
