@@ -250,6 +250,8 @@ struct itp_ctx {
 
 	/* numbers */
 	struct itp_status st;
+	uint64_t last_tick_ns;	/* time of the last tick written */
+	uint64_t end_mono_ns;	/* our CLOCK_MONOTONIC when END arrived, 0 before */
 	uint64_t peak_rss;
 	uint64_t total_seq;	/* from END, else 0 */
 	uint64_t events_dropped;
@@ -333,6 +335,15 @@ void itp_symtab_free(struct itp_symtab *t);
 
 /* symbolize.c: resolve modules and symbols of every ip, write them. */
 int itp_symbolize(struct itp_ctx *c);
+
+/* run.c: our CLOCK_MONOTONIC */
+uint64_t itp_now_ns(void);
+/*
+ * itp_clock_elapsed - raise st.elapsed_ns to the time since the header's
+ * start_mono_ns by our clock at mono (CLOCK_MONOTONIC is system-wide), when
+ * that is plausible; ticks alone miss the end of a short run.
+ */
+void itp_clock_elapsed(struct itp_ctx *c, uint64_t mono);
 
 /* meta.c */
 int itp_meta_start(struct itp_ctx *c);

@@ -140,12 +140,14 @@ static int write_tick(struct itp_ctx *c, const struct itp_tick *t)
 	int rc;
 
 	/* the recording's ticks never go back in time */
-	if (time < c->st.elapsed_ns)
-		time = c->st.elapsed_ns;
+	if (time < c->last_tick_ns)
+		time = c->last_tick_ns;
 	rc = rec_put_tick(c->w, time, t->rss);
 	if (rc)
 		return itp_out_fail(c, rc, "tick");
-	c->st.elapsed_ns = time;
+	c->last_tick_ns = time;
+	if (time > c->st.elapsed_ns)
+		c->st.elapsed_ns = time;
 	c->st.rss_bytes = t->rss;
 	if (t->rss > c->peak_rss)
 		c->peak_rss = t->rss;

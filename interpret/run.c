@@ -26,7 +26,7 @@
 #define TICK_MS 250
 #define FLUSH_NS 1000000000ull
 
-static uint64_t now_ns(void)
+uint64_t itp_now_ns(void)
 {
 	struct timespec ts;
 
@@ -34,10 +34,27 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#define now_ns itp_now_ns
+
+/* a time namespace or a bogus header could make the difference absurd */
+#define MAX_PLAUSIBLE_NS (366ull * 24 * 3600 * 1000000000ull)
+
+void itp_clock_elapsed(struct itp_ctx *c, uint64_t mono)
+{
+	uint64_t start = c->hdr.start_mono_ns;
+
+	if (!c->have_header || !start || mono <= start || mono - start > MAX_PLAUSIBLE_NS)
+		return;
+	if (mono - start > c->st.elapsed_ns)
+		c->st.elapsed_ns = mono - start;
+}
+
 static void report_status(struct itp_ctx *c)
 {
 	struct stat sb;
 
+	if (!c->ended)
+		itp_clock_elapsed(c, now_ns());
 	if (c->opt->output && !stat(c->opt->output, &sb))
 		c->st.output_bytes = (uint64_t)sb.st_size;
 	if (c->opt->status)
@@ -184,6 +201,7 @@ static void finish(struct itp_ctx *c)
 	}
 	if (c->have_header && !c->ended)
 		itp_fail(c, ITP_E_TRUNCATED, "stream ended without an end record");
+	itp_clock_elapsed(c, c->ended ? c->end_mono_ns : now_ns());
 	t0 = now_ns();
 	rc = itp_symbolize(c);
 	c->res->symbolize_ns = now_ns() - t0;

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +519,34 @@ START_TEST(test_unknown_parent_and_trace)
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(ai[0].trace, 0);
 	ck_assert_uint_eq(ai[1].trace, 2);
+	rec_close(r);
+	sb_free(&s);
+}
+END_TEST
+
+/* without a final tick, the duration comes from the clock (start_mono_ns) */
+START_TEST(test_duration_by_clock)
+{
+	struct sbuf s = { 0 };
+	struct itp_result res;
+	struct timespec ts;
+	uint64_t start;
+	struct rec_reader *r;
+	size_t n;
+
+	header(&s);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	start = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - 2000000000ull;
+	memcpy(s.p + offsetof(struct wire_header, start_mono_ns), &start, 8);
+	sb_tick(&s, 1000, 4096, 0);
+	sb_end(&s, 0, WIRE_END_EXIT);
+	ck_assert_int_eq(run(&s, &res), 0);
+	ck_assert_uint_ge(res.final.elapsed_ns, 2000000000ull);
+	ck_assert_uint_lt(res.final.elapsed_ns, 60000000000ull);
+	r = open_rec();
+	ck_assert_uint_ge(strtoull(rec_meta(r, "duration_ns"), NULL, 10), 2000000000ull);
+	ck_assert_uint_eq(rec_ticks(r, &n)[0].time_ns, 1000);
+	ck_assert_uint_eq(n, 1);
 	rec_close(r);
 	sb_free(&s);
 }
@@ -1522,6 +1551,7 @@ static Suite *interpret_suite(void)
 	tcase_add_test(tc, test_dedup_allocinfos);
 	tcase_add_test(tc, test_weighted);
 	tcase_add_test(tc, test_unknown_parent_and_trace);
+	tcase_add_test(tc, test_duration_by_clock);
 	tcase_add_test(tc, test_bad_magic);
 	tcase_add_test(tc, test_bad_version);
 	tcase_add_test(tc, test_header_len_too_big);

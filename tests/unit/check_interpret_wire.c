@@ -56,7 +56,7 @@ void sb_header(struct sbuf *b, uint32_t pid, uint32_t flags, const char *exe, co
 	h.pid = pid;
 	h.page_size = 4096;
 	h.start_realtime_ns = 1700000000000000000ull;
-	h.start_mono_ns = 1000;
+	h.start_mono_ns = 0; /* unknown: durations come from ticks alone */
 	sb_var(&tail, strlen(exe));
 	sb_bytes(&tail, exe, strlen(exe));
 	sb_var(&tail, cmd_len);
