@@ -56,40 +56,102 @@ out:
 	return ret;
 }
 
-/* the info column of events [0, n) in mode, at p; returns the end */
-static uint8_t *put_infos(const struct rec_writer *w, int mode, size_t n, uint8_t *p)
-{
-	int64_t hw = -1;
-	uint32_t prev[2] = { 0, 0 };
+/* code info in the alloc modes (RECENT, RANKED, DELTA); st carries their state */
+struct code_state {
+	int64_t hw;	  /* RECENT: highest info so far */
+	uint32_t prev[2]; /* DELTA: previous info per class */
+	uint32_t prev_free; /* AGE: previous free's info */
+	int64_t age;	  /* AGE: allocs back to the predicted freed one */
+	size_t nh;	  /* AGE: allocs so far in the chunk */
+};
 
+static uint8_t *put_plain(const struct rec_writer *w, int mode, struct code_state *st, uint32_t info,
+			  int cl, uint8_t *p)
+{
+	switch (mode) {
+	case REC_EVM_RANKED: {
+		uint32_t r = w->ev_rank[info];
+
+		if (r < REC_EV_ESC) {
+			*p++ = (uint8_t)r;
+		} else {
+			*p++ = REC_EV_ESC;
+			p += wire_put_varint(p, r - REC_EV_ESC);
+		}
+		break;
+	}
+	case REC_EVM_DELTA:
+		p += wire_put_varint(p, rec_zigzag((int64_t)info - st->prev[cl]));
+		st->prev[cl] = info;
+		break;
+	default:
+		p += wire_put_varint(p, rec_zigzag((int64_t)info - st->hw - 1));
+		break;
+	}
+	if ((int64_t)info > st->hw)
+		st->hw = info;
+	return p;
+}
+
+/*
+ * AGE coding of a free (REC_EVF_AGE): find an alloc of the same info in
+ * this chunk, as close as possible to the predicted age (allocs back); hist
+ * holds the infos of the chunk's allocs so far.
+ */
+static uint8_t *put_age(const struct rec_writer *w, struct code_state *st, uint32_t info,
+		       uint64_t from, uint8_t *p)
+{
+	const uint32_t *hist = w->ev_hist;
+	int64_t nh = (int64_t)st->nh, a = 0;
+
+	if (st->age <= nh && hist[nh - st->age] == info) {
+		*p++ = 0;
+		goto out;
+	}
+	/* the caller told which alloc this frees (rec_put_free_of): its true age */
+	if (from != UINT64_MAX && from >= w->ev_alloc_base && from - w->ev_alloc_base < st->nh) {
+		int64_t t = (int64_t)(w->ev_alloc_base + st->nh - from);
+
+		if (hist[nh - t] == info)
+			a = t;
+	}
+	/* else the nearest alloc of that info around the predicted age */
+	for (int64_t d = 1; d <= REC_EV_AGE_SEARCH && !a; d++) {
+		if (st->age + d <= nh && hist[nh - st->age - d] == info)
+			a = st->age + d;
+		else if (st->age - d >= 1 && st->age - d <= nh && hist[nh - st->age + d] == info)
+			a = st->age - d;
+	}
+	if (a) {
+		p += wire_put_varint(p, rec_zigzag(a - st->age) * 2 + 2);
+		st->age = a;
+	} else {
+		p += wire_put_varint(p, rec_zigzag((int64_t)info - st->prev_free) * 2 + 1);
+	}
+out:
+	st->prev_free = info;
+	if ((int64_t)info > st->hw)
+		st->hw = info;
+	return p;
+}
+
+/* the info column of events [0, n) in mode (with REC_EVF_AGE or not), at p; returns the end */
+static uint8_t *put_infos(struct rec_writer *w, int mode, size_t n, uint8_t *p)
+{
+	struct code_state st = { .hw = -1, .age = 1 };
+	int age = mode & REC_EVF_AGE;
+
+	mode &= ~REC_EVF_AGE;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t info = w->ev_info[i];
+		int cl = rec_ev_class(w->ev_op[i]);
 
-		switch (mode) {
-		case REC_EVM_RANKED: {
-			uint32_t r = w->ev_rank[info];
-
-			if (r < REC_EV_ESC) {
-				*p++ = (uint8_t)r;
-			} else {
-				*p++ = REC_EV_ESC;
-				p += wire_put_varint(p, r - REC_EV_ESC);
-			}
-			break;
-		}
-		case REC_EVM_DELTA: {
-			int cl = rec_ev_class(w->ev_op[i]);
-
-			p += wire_put_varint(p, rec_zigzag((int64_t)info - prev[cl]));
-			prev[cl] = info;
-			break;
-		}
-		default:
-			p += wire_put_varint(p, rec_zigzag((int64_t)info - hw - 1));
-			if ((int64_t)info > hw)
-				hw = info;
-			break;
-		}
+		if (!cl)
+			w->ev_hist[st.nh++] = info;
+		if (cl && age)
+			p = put_age(w, &st, info, w->ev_from[i], p);
+		else
+			p = put_plain(w, mode, &st, info, cl, p);
 	}
 	return p;
 }
@@ -98,8 +160,9 @@ static uint8_t *put_infos(const struct rec_writer *w, int mode, size_t n, uint8_
  * Pick the mode that compresses best: each candidate codes the first
  * REC_EV_SAMPLE events, zstd level 1 compresses that, and the sizes are
  * compared (scaled to the chunk, the rank table added). Trying is the only
- * reliable judge: which mode wins depends on how infos repeat, which no
- * cheap count tells (docs/recording.md has the cases).
+ * reliable judge: which mode wins depends on how infos repeat and in which
+ * order memory is given back, which no cheap count tells
+ * (docs/recording.md has the cases).
  */
 static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
 {
@@ -111,14 +174,14 @@ static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
 		return can_rank ? REC_EVM_RANKED : REC_EVM_RECENT;
 	if (!w->sample_cctx)
 		w->sample_cctx = ZSTD_createCCtx();
-	if (!w->sample_cctx ||
-	    rec_grow((void **)&w->sample, &w->sample_cap, 0, need, 1) ||
+	if (!w->sample_cctx || rec_grow((void **)&w->sample, &w->sample_cap, 0, need, 1) ||
 	    rec_grow((void **)&w->sample_out, &w->sample_out_cap, 0, ZSTD_compressBound(need), 1))
 		return can_rank ? REC_EVM_RANKED : REC_EVM_RECENT; /* no memory to try: guess */
-	for (int m = REC_EVM_RECENT; m <= REC_EVM_DELTA; m++) {
+	for (int m = REC_EVM_RECENT; m <= (REC_EVM_DELTA | REC_EVF_AGE); m++) {
 		size_t len, cs, cost;
 
-		if (m == REC_EVM_RANKED && !can_rank)
+		if ((m & ~REC_EVF_AGE) > REC_EVM_DELTA ||
+		    ((m & ~REC_EVF_AGE) == REC_EVM_RANKED && !can_rank))
 			continue;
 		len = (size_t)(put_infos(w, m, ns, w->sample) - w->sample);
 		cs = ZSTD_compressCCtx(w->sample_cctx, w->sample_out, w->sample_out_cap, w->sample, len,
@@ -126,7 +189,7 @@ static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
 		if (ZSTD_isError(cs))
 			cs = len;
 		cost = (size_t)((double)cs * n / ns);
-		if (m == REC_EVM_RANKED)
+		if ((m & ~REC_EVF_AGE) == REC_EVM_RANKED)
 			cost += nd * 2; /* the table: about two bytes an entry */
 		if (cost < best) {
 			best = cost;
@@ -160,6 +223,9 @@ int rec_encode_events(struct rec_writer *w)
 	ret = rec_grow((void **)&w->ev_ids, &w->ev_ids_cap, 0, n, sizeof(*w->ev_ids));
 	if (ret)
 		return ret;
+	ret = rec_grow((void **)&w->ev_hist, &w->ev_hist_cap, 0, n, sizeof(*w->ev_hist));
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t f = ++w->ev_freq[w->ev_info[i]];
 
@@ -185,7 +251,7 @@ int rec_encode_events(struct rec_writer *w)
 		goto out_reset;
 	p = b->p;
 	*p++ = (uint8_t)mode;
-	if (mode == REC_EVM_RANKED) {
+	if ((mode & ~REC_EVF_AGE) == REC_EVM_RANKED) {
 		p += wire_put_varint(p, nd);
 		for (size_t i = 0; i < nd; i++)
 			p += wire_put_varint(p, w->ev_ids[i]);

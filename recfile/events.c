@@ -10,77 +10,137 @@
 #include "track/wire.h"
 #include "recfile/internal.h"
 
+struct dec_state {
+	const uint8_t *p, *end;
+	const uint32_t *ids; /* RANKED table */
+	uint64_t nd;
+	int64_t hw;	     /* RECENT */
+	uint64_t prev[2];    /* DELTA */
+	uint64_t prev_free;  /* AGE */
+	uint64_t age;
+	uint32_t *hist;	     /* AGE: infos of the chunk's allocs */
+	size_t nh;
+	uint64_t ninfos;
+};
+
+/* one info coded in mode (without the AGE flag); 0 or -REC_E_CORRUPT */
+static int get_plain(struct dec_state *d, int mode, int cl, uint64_t *info)
+{
+	uint64_t v;
+
+	if (mode == REC_EVM_RANKED) {
+		if (d->p == d->end)
+			return -REC_E_CORRUPT;
+		v = *d->p++;
+		if (v == REC_EV_ESC) {
+			if (wire_get_varint(&d->p, d->end, &v) || v >= UINT64_MAX - REC_EV_ESC)
+				return -REC_E_CORRUPT;
+			v += REC_EV_ESC;
+		}
+		if (v >= d->nd)
+			return -REC_E_CORRUPT;
+		*info = d->ids[v];
+		return 0;
+	}
+	if (wire_get_varint(&d->p, d->end, &v))
+		return -REC_E_CORRUPT;
+	/* unsigned: a crafted value wraps, and fails the range check */
+	if (mode == REC_EVM_DELTA) {
+		*info = d->prev[cl] + (uint64_t)rec_unzigzag(v);
+		d->prev[cl] = *info;
+	} else {
+		*info = (uint64_t)(d->hw + 1) + (uint64_t)rec_unzigzag(v);
+	}
+	return 0;
+}
+
+/* one free in AGE coding */
+static int get_age(struct dec_state *d, uint64_t *info)
+{
+	uint64_t v;
+
+	if (wire_get_varint(&d->p, d->end, &v))
+		return -REC_E_CORRUPT;
+	if (v & 1) {
+		*info = d->prev_free + (uint64_t)rec_unzigzag(v >> 1);
+	} else {
+		if (v)
+			d->age += (uint64_t)rec_unzigzag((v - 2) >> 1);
+		if (d->age < 1 || d->age > d->nh)
+			return -REC_E_CORRUPT;
+		*info = d->hist[d->nh - d->age];
+	}
+	d->prev_free = *info;
+	return 0;
+}
+
 /* the decoder of encode_events.c; every count and length checked first */
 int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, uint32_t count,
 		      struct rec_event *ev, size_t *n)
 {
-	const uint8_t *end = p + len, *ops;
+	struct dec_state d = { .end = p + len, .hw = -1, .age = 1, .ninfos = r->ninfos };
+	const uint8_t *ops;
 	uint32_t *ids = NULL;
-	uint64_t nd = 0, v, info, dropped = 0;
-	int64_t hw = -1;
-	uint64_t prev[2] = { 0, 0 };
+	uint64_t v, info, dropped = 0;
 	size_t k = 0;
-	int mode, ret = -REC_E_CORRUPT;
+	int mode, age, ret = -REC_E_CORRUPT;
 
 	*n = 0;
-	if (p == end)
+	if (p == d.end)
 		goto out;
 	mode = *p++;
+	age = mode & REC_EVF_AGE;
+	mode &= ~REC_EVF_AGE;
 	if (mode == REC_EVM_RANKED) {
 		/* each table entry takes at least one byte */
-		if (wire_get_varint(&p, end, &nd) || nd > (uint64_t)(end - p))
+		if (wire_get_varint(&p, d.end, &d.nd) || d.nd > (uint64_t)(d.end - p))
 			goto out;
-		ids = malloc(nd ? nd * sizeof(*ids) : 1);
+		ids = malloc(d.nd ? d.nd * sizeof(*ids) : 1);
 		if (!ids) {
 			ret = -REC_E_NOMEM;
 			goto out;
 		}
-		for (uint64_t i = 0; i < nd; i++) {
-			if (wire_get_varint(&p, end, &v))
+		for (uint64_t i = 0; i < d.nd; i++) {
+			if (wire_get_varint(&p, d.end, &v))
 				goto out_free;
 			/* a dangling info stays dangling: dropped below */
 			ids[i] = v < r->ninfos ? (uint32_t)v : REC_NONE;
 		}
+		d.ids = ids;
 	} else if (mode != REC_EVM_RECENT && mode != REC_EVM_DELTA) {
 		goto out_free;
 	}
-	if ((count + 3ull) / 4 > (uint64_t)(end - p))
+	if ((count + 3ull) / 4 > (uint64_t)(d.end - p))
 		goto out_free;
 	ops = p;
 	p += (count + 3ull) / 4;
+	if (age) {
+		d.hist = malloc(count ? (size_t)count * sizeof(*d.hist) : 1);
+		if (!d.hist) {
+			ret = -REC_E_NOMEM;
+			goto out_free;
+		}
+	}
+	d.p = p;
 
 	/* infos: one per event; REC_NONE marks one naming no allocinfo */
 	for (uint32_t i = 0; i < count; i++) {
-		if (mode == REC_EVM_RANKED) {
-			if (p == end)
-				goto out_free;
-			v = *p++;
-			if (v == REC_EV_ESC) {
-				if (wire_get_varint(&p, end, &v) || v >= UINT64_MAX - REC_EV_ESC)
-					goto out_free;
-				v += REC_EV_ESC;
-			}
-			if (v >= nd)
-				goto out_free;
-			info = ids[v];
-		} else if (mode == REC_EVM_DELTA) {
-			int cl = rec_ev_class((ops[i / 4] >> (2 * (i % 4))) & 3);
+		int cl = rec_ev_class((ops[i / 4] >> (2 * (i % 4))) & 3);
 
-			if (wire_get_varint(&p, end, &v))
-				goto out_free;
-			/* unsigned: a crafted value wraps, and fails the range check */
-			info = prev[cl] + (uint64_t)rec_unzigzag(v);
-			prev[cl] = info;
-		} else {
-			if (wire_get_varint(&p, end, &v))
-				goto out_free;
-			/* unsigned: a crafted value wraps, and fails the range check */
-			info = (uint64_t)(hw + 1) + (uint64_t)rec_unzigzag(v);
-			if (info < r->ninfos && (int64_t)info > hw)
-				hw = (int64_t)info;
-		}
+		if (cl && age)
+			ret = get_age(&d, &info);
+		else
+			ret = get_plain(&d, mode, cl, &info);
+		if (ret)
+			goto out_free;
+		ret = -REC_E_CORRUPT;
+		if (info < r->ninfos && (int64_t)info > d.hw)
+			d.hw = (int64_t)info;
 		ev[i].info = info < r->ninfos ? (uint32_t)info : REC_NONE;
+		if (!cl && age)
+			d.hist[d.nh++] = ev[i].info;
 	}
+	p = d.p;
 
 	/* ops and weights; drop the dangling ones (compacting in place, k <= i) */
 	for (uint32_t i = 0; i < count; i++) {
@@ -89,7 +149,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 
 		v = 0;
 		if (op == REC_EV_WEIGHTED) {
-			if (wire_get_varint(&p, end, &v))
+			if (wire_get_varint(&p, d.end, &v))
 				goto out_free;
 			op = REC_EV_ALLOC;
 		}
@@ -99,13 +159,14 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 		}
 		ev[k++] = (struct rec_event){ .info = in, .op = op, .weight = v };
 	}
-	if (p != end)
+	if (p != d.end)
 		goto out_free;
 	if (dropped)
 		__atomic_fetch_add((uint64_t *)&r->dropped, dropped, __ATOMIC_RELAXED);
 	*n = k;
 	ret = 0;
 out_free:
+	free(d.hist);
 	free(ids);
 out:
 	return ret;

@@ -69,7 +69,8 @@ enum rec_section {
 /*
  * Event chunk payload (count = events, from the chunk header):
  *
- *   u8 mode                      REC_EVM_RECENT, REC_EVM_RANKED or REC_EVM_DELTA
+ *   u8 mode                      REC_EVM_RECENT, REC_EVM_RANKED or REC_EVM_DELTA,
+ *                                maybe | REC_EVF_AGE
  *   [RANKED: varint D, D x varint info]   the chunk's infos, most used first
  *   ops[(count + 3) / 4]         2 bits per event, event i at bits 2*(i%4)
  *                                of byte i/4: enum rec_ev_op, 3 = weighted alloc
@@ -80,6 +81,14 @@ enum rec_section {
  *     DELTA:  varint zigzag(info - previous info of the same class), the
  *             classes being allocs (ops 0, 3) and frees (ops 1, 2), each
  *             starting from 0
+ *     with REC_EVF_AGE in mode, frees are coded differently: as the age
+ *     (allocs back, counting within this chunk) of an alloc with the same
+ *     info, predicted to stay the same (a program freeing in the order it
+ *     allocated frees at a constant age). age starts at 1:
+ *       0        the same age as before: info = that of the alloc age back
+ *       2k + 2   the age changes by unzigzag(k); info as above
+ *       2k + 1   no such alloc: info = previous free's info + unzigzag(k)
+ *                (the previous free's info starts at 0)
  *   one varint weight per weighted alloc, in event order
  *
  * Columns rather than records: each column has its own statistics, which
@@ -90,6 +99,8 @@ enum rec_section {
 #define REC_EVM_RECENT 0
 #define REC_EVM_RANKED 1
 #define REC_EVM_DELTA 2
+#define REC_EVF_AGE 0x10    /* mode flag: frees coded by age (see above) */
+#define REC_EV_AGE_SEARCH 64 /* allocs either side of the predicted age the writer tries */
 #define REC_EV_SAMPLE 65536 /* events the writer codes in each mode to choose one */
 #define REC_EV_CHUNK (512u * 1024) /* events per chunk */
 #define REC_EV_ESC 255
@@ -206,6 +217,11 @@ struct rec_writer {
 	size_t ev_freq_cap;
 	uint32_t *ev_ids;	    /* distinct infos of the pending chunk */
 	size_t ev_ids_cap;
+	uint32_t *ev_hist;	    /* infos of the chunk's allocs, in order (AGE) */
+	size_t ev_hist_cap;
+	uint64_t *ev_from;	    /* per pending free: its alloc's number, or UINT64_MAX */
+	uint64_t nallocs;	    /* alloc events so far (rec_writer_nallocs) */
+	uint64_t ev_alloc_base;	    /* alloc events before the pending chunk */
 	void *sample_cctx;	    /* ZSTD_CCtx judging the modes */
 	uint8_t *sample, *sample_out;
 	size_t sample_cap, sample_out_cap;

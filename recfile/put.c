@@ -243,7 +243,8 @@ int rec_put_allocinfo(struct rec_writer *w, uint64_t size, uint32_t trace, uint3
 	return rec_writer_record_done(w, REC_SEC_ALLOCINFOS);
 }
 
-static int put_event(struct rec_writer *w, uint32_t info, uint32_t op, uint64_t weight)
+static int put_event(struct rec_writer *w, uint32_t info, uint32_t op, uint64_t weight,
+		     uint64_t from)
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
 	size_t n = b->count;
@@ -263,6 +264,10 @@ static int put_event(struct rec_writer *w, uint32_t info, uint32_t op, uint64_t 
 		ret = rec_grow((void **)&w->ev_op, &cap, n, 1, sizeof(*w->ev_op));
 		if (ret)
 			return ret;
+		cap = w->ev_cap;
+		ret = rec_grow((void **)&w->ev_from, &cap, n, 1, sizeof(*w->ev_from));
+		if (ret)
+			return ret;
 		w->ev_cap = cap;
 	}
 	if (op == REC_EV_WEIGHTED) {
@@ -273,18 +278,33 @@ static int put_event(struct rec_writer *w, uint32_t info, uint32_t op, uint64_t 
 	}
 	w->ev_info[n] = info;
 	w->ev_op[n] = (uint8_t)op;
+	w->ev_from[n] = from;
+	if (!rec_ev_class(op))
+		w->nallocs++;
 	w->nevents++;
 	return rec_writer_record_done(w, REC_SEC_EVENTS);
 }
 
 int rec_put_alloc(struct rec_writer *w, uint32_t info, uint64_t weight)
 {
-	return put_event(w, info, weight ? REC_EV_WEIGHTED : REC_EV_ALLOC, weight);
+	return put_event(w, info, weight ? REC_EV_WEIGHTED : REC_EV_ALLOC, weight, UINT64_MAX);
 }
 
 int rec_put_free(struct rec_writer *w, uint32_t info, int temporary)
 {
-	return put_event(w, info, temporary ? REC_EV_FREE_TEMP : REC_EV_FREE, 0);
+	return put_event(w, info, temporary ? REC_EV_FREE_TEMP : REC_EV_FREE, 0, UINT64_MAX);
+}
+
+int rec_put_free_of(struct rec_writer *w, uint32_t info, int temporary, uint64_t alloc_no)
+{
+	/* a wrong hint costs bytes, never correctness: the encoder checks it */
+	return put_event(w, info, temporary ? REC_EV_FREE_TEMP : REC_EV_FREE, 0,
+			 alloc_no < w->nallocs ? alloc_no : UINT64_MAX);
+}
+
+uint64_t rec_writer_nallocs(const struct rec_writer *w)
+{
+	return w->nallocs;
 }
 
 int rec_put_tick(struct rec_writer *w, uint64_t time_ns, uint64_t rss)

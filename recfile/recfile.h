@@ -112,6 +112,19 @@ int rec_put_alloc(struct rec_writer *w, uint32_t info, uint64_t weight);
 /* rec_put_free - a free of an allocation of info; temporary per REC_EV_FREE_TEMP. */
 int rec_put_free(struct rec_writer *w, uint32_t info, int temporary);
 
+/*
+ * rec_put_free_of - as rec_put_free, naming the allocation freed: alloc_no
+ * is what rec_writer_nallocs() returned just before its rec_put_alloc. The
+ * recording stays the same (a free stores only its info), but the writer
+ * can then code frees by age, which makes a program that frees in the order
+ * it allocated cost next to nothing. A wrong or unknown alloc_no (use
+ * UINT64_MAX) costs only bytes.
+ */
+int rec_put_free_of(struct rec_writer *w, uint32_t info, int temporary, uint64_t alloc_no);
+
+/* rec_writer_nallocs - allocation events written so far (the number the next one gets). */
+uint64_t rec_writer_nallocs(const struct rec_writer *w);
+
 /* rec_put_tick - at time_ns since start, RSS was rss bytes; index = events written so far. */
 int rec_put_tick(struct rec_writer *w, uint64_t time_ns, uint64_t rss);
 

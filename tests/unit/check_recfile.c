@@ -966,6 +966,154 @@ START_TEST(test_crash_mid_chunk)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Event modes: each pattern must round-trip, whatever mode it gets.   */
+
+/* the mode byte of every event chunk of path, or'ed into a bit set */
+static unsigned modes_used(const char *path)
+{
+	struct rec_chunk_hdr h;
+	unsigned seen = 0;
+	uint8_t *buf;
+	size_t len, off = REC_FILE_HDR;
+
+	buf = slurp(path, &len);
+	while (len - off >= REC_CHUNK_HDR && !rec_chunk_decode(buf + off, &h)) {
+		if (h.section == REC_SEC_EVENTS) {
+			uint8_t *u = malloc(h.usize);
+
+			ck_assert_ptr_nonnull(u);
+			ck_assert_uint_eq(ZSTD_decompress(u, h.usize, buf + off + REC_CHUNK_HDR, h.csize),
+					  h.usize);
+			seen |= 1u << u[0];
+			free(u);
+		}
+		off += REC_CHUNK_HDR + h.csize;
+	}
+	free(buf);
+	return seen;
+}
+
+enum pattern { PAT_FEW_RANDOM, PAT_NEW_INFOS, PAT_SEQUENTIAL, PAT_FIFO_HINTED, PAT_NUM };
+
+#define PAT_EVENTS 1200000
+
+/* the info and op of event k of pattern pat; the writer and the check share it */
+static void pattern_event(int pat, uint64_t k, uint32_t *info, uint32_t *op, uint64_t *weight)
+{
+	uint64_t x = k * 0x9e3779b97f4a7c15ull;
+	uint64_t a = k / 2; /* allocs before this event, or its alloc's number */
+
+	*weight = 0;
+	*op = k % 2 ? REC_EV_FREE : REC_EV_ALLOC;
+	switch (pat) {
+	case PAT_FEW_RANDOM: /* 50 infos, random: ranks */
+		*info = (uint32_t)((x >> 40) % 50);
+		if (k % 10 == 4)
+			*weight = 4096 + k; /* and a few sampled allocs */
+		break;
+	case PAT_NEW_INFOS: /* every alloc a new info, frees random old ones */
+		*info = k % 2 ? (uint32_t)((x >> 40) % (a + 1)) : (uint32_t)a;
+		break;
+	case PAT_SEQUENTIAL: /* infos counting up, FIFO frees of 1000 back */
+		*info = (uint32_t)((k % 2 ? (a >= 1000 ? a - 1000 : 0) : a) % 60000);
+		break;
+	default: /* FIFO over 2000 live allocs of 300 random infos */
+		if (k % 2)
+			a = a >= 2000 ? a - 2000 : 0;
+		*info = (uint32_t)(((a * 0x9e3779b97f4a7c15ull) >> 40) % 300);
+		if (k % 16 == 7)
+			*op = REC_EV_FREE_TEMP;
+		break;
+	}
+}
+
+START_TEST(test_event_modes)
+{
+	struct rec_writer *w;
+	struct rec_reader *r;
+	uint32_t ip, t, idx, ninfo = 0;
+	uint64_t next = 0;
+	unsigned modes;
+	char name[32];
+	int err;
+
+	snprintf(name, sizeof(name), "modes%d.htap", _i);
+	w = rec_writer_create(tpath(name), &err);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(rec_put_ip(w, 0x1000, &ip), 0);
+	ck_assert_int_eq(rec_put_trace(w, 0, ip, &t), 0);
+	for (uint64_t k = 0; k < PAT_EVENTS; k++) {
+		uint32_t info, op;
+		uint64_t wt, a = k / 2;
+
+		pattern_event(_i, k, &info, &op, &wt);
+		while (ninfo <= info) {
+			REQUIRE(rec_put_allocinfo(w, 8 + ninfo % 100, t, 1, &idx) == 0);
+			REQUIRE(idx == ninfo);
+			ninfo++;
+		}
+		if (op == REC_EV_ALLOC) {
+			REQUIRE(rec_writer_nallocs(w) == a);
+			REQUIRE(rec_put_alloc(w, info, wt) == 0);
+		} else if (_i == PAT_FIFO_HINTED) {
+			REQUIRE(rec_put_free_of(w, info, op == REC_EV_FREE_TEMP,
+						a >= 2000 ? a - 2000 : UINT64_MAX) == 0);
+		} else {
+			REQUIRE(rec_put_free(w, info, op == REC_EV_FREE_TEMP) == 0);
+		}
+	}
+	/* a hint naming an alloc not made yet is ignored, not an error */
+	ck_assert_int_eq(rec_put_free_of(w, 0, 0, UINT64_MAX - 1), 0);
+	ck_assert_int_eq(rec_put_free_of(w, ninfo, 0, 0), -REC_E_RANGE);
+	ck_assert_int_eq(rec_writer_close(w), 0);
+
+	r = rec_open(tpath(name), &err);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rec_truncated(r), 0);
+	ck_assert_uint_eq(rec_nevents(r), PAT_EVENTS + 1);
+	ck_assert_uint_gt(rec_nevent_chunks(r), 1);
+	for (size_t c = 0; c < rec_nevent_chunks(r); c++) {
+		struct rec_event *ev;
+		size_t n;
+		uint64_t first;
+
+		ck_assert_int_eq(rec_event_chunk(r, c, &ev, &n, &first), 0);
+		REQUIRE(first == next);
+		for (size_t i = 0; i < n && first + i < PAT_EVENTS; i++) {
+			uint32_t info, op;
+			uint64_t wt;
+
+			pattern_event(_i, first + i, &info, &op, &wt);
+			REQUIRE(ev[i].info == info);
+			REQUIRE(ev[i].op == op);
+			REQUIRE(ev[i].weight == wt);
+		}
+		next += n;
+		free(ev);
+	}
+	ck_assert_uint_eq(next, PAT_EVENTS + 1);
+	ck_assert_uint_eq(rec_dropped_events(r), 0);
+	rec_close(r);
+
+	/* the writer chose what suits each pattern */
+	modes = modes_used(tpath(name));
+	switch (_i) {
+	case PAT_FEW_RANDOM:
+		ck_assert_uint_ne(modes & (1u << REC_EVM_RANKED), 0);
+		break;
+	case PAT_NEW_INFOS:
+		ck_assert_uint_eq(modes & (1u << REC_EVM_RANKED | 1u << (REC_EVM_RANKED | REC_EVF_AGE)), 0);
+		break;
+	case PAT_FIFO_HINTED:
+		ck_assert_uint_eq(modes & 0xffffu, 0); /* every chunk codes frees by age */
+		break;
+	default:
+		break;
+	}
+}
+END_TEST
+
 static Suite *recfile_suite(void)
 {
 	Suite *s = suite_create("recfile");
@@ -987,6 +1135,7 @@ static Suite *recfile_suite(void)
 	tcase_add_test(tc, test_big_parallel);
 	tcase_add_test(tc, test_abort_keeps_flushed);
 	tcase_add_test(tc, test_crash_mid_chunk);
+	tcase_add_loop_test(tc, test_event_modes, 0, PAT_NUM);
 	suite_add_tcase(s, tc);
 	return s;
 }
