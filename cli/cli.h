@@ -40,6 +40,8 @@ int cli_cmd_record(int argc, char **argv);
 void cli_usage_record(FILE *f);
 int cli_cmd_report(int argc, char **argv);
 void cli_usage_report(FILE *f);
+int cli_cmd_attach(int argc, char **argv);   /* cmd_attach.c */
+void cli_usage_attach(FILE *f);
 
 /*
  * cli_msg - print "heaptap: " + the formatted message + "\n" to stderr in
@@ -141,6 +143,39 @@ int cli_session_accept(struct cli_session *s, pid_t pid, int *conn, int *exited,
 
 /* cli_session_close - close the socket, remove it and the directory. Idempotent. */
 void cli_session_close(struct cli_session *s);
+
+/* ------------------------------------------------------------------ */
+/* Attach session directory (attach_session.c)                          */
+
+struct cli_attach_dir {
+	char name[16];	      /* "heaptap-XXXXXX" */
+	char where[16];	      /* "/tmp" or "/dev/shm": the target's directory used */
+	char target_sock[108]; /* the socket path as the target sees it */
+	int parent_fd;	      /* the target's /tmp (O_PATH), -1 when closed */
+	int dir_fd;	      /* the session directory (O_PATH), -1 when closed */
+	int listen_fd;	      /* listening socket (non-blocking), -1 when closed */
+	int bound;	      /* the socket file exists */
+};
+
+/*
+ * cli_attach_dir_open - create a private 0700 directory heaptap-XXXXXX in
+ * process pid's own /tmp (through /proc/PID/root, so in its mount
+ * namespace; its /dev/shm when /tmp is missing or read-only), owned by the
+ * target's filesystem uid/gid, with a listening AF_UNIX socket "sock" (mode
+ * 0600, same owner). target_sock is the path the target must connect to.
+ * Returns 0, or -errno with everything undone.
+ */
+int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid);
+
+/*
+ * cli_attach_dir_accept - wait up to timeout_ms for a connection from
+ * process pid (SO_PEERCRED; others are closed). Returns 0 with *conn
+ * (close-on-exec, blocking), -ETIMEDOUT, -ESRCH when pid is gone, or -errno.
+ */
+int cli_attach_dir_accept(struct cli_attach_dir *d, pid_t pid, unsigned timeout_ms, int *conn);
+
+/* cli_attach_dir_close - close the socket, remove it and the directory. Idempotent. */
+void cli_attach_dir_close(struct cli_attach_dir *d);
 
 /* ------------------------------------------------------------------ */
 /* Launching (spawn.c)                                                 */

@@ -1,0 +1,307 @@
+/* cli/attach_session.c - the session directory and socket of heaptap attach, inside the target's /tmp */
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN.md rule 8: a private 0700 directory reachable from the target's
+ * mount namespace, owned by the target's user, holding the listening
+ * socket, removed on every path.
+ *
+ * The directory is always made in the target's own /tmp, reached through
+ * /proc/PID/root/tmp: that is the target's /tmp whether or not it shares
+ * our mount namespace or root, so the path the target is given is simply
+ * "/tmp/heaptap-XXXXXX/sock". Everything after the first lookup goes
+ * through directory descriptors (mkdirat, fchownat, unlinkat, and bind via
+ * /proc/self/fd/N/sock), so:
+ *   - an absolute symlink inside the target's tree is never followed into
+ *     ours (O_NOFOLLOW on every component we open ourselves), and
+ *   - the directory is still removed if the target exits (or its pid is
+ *     reused) during the session: our descriptors keep it reachable.
+ * When the target's /tmp is missing or read-only, its /dev/shm is tried.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define POLL_MS 50
+#define NAME_TRIES 100
+
+/* The target's filesystem uid and gid (4th field of Uid:/Gid: in /proc/PID/status). */
+static int target_ids(pid_t pid, uid_t *uid, gid_t *gid)
+{
+	char path[64], line[256];
+	unsigned long r, e, s, f;
+	int have = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	while (fgets(line, sizeof(line), fp) && have != 3) {
+		if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &f) == 4) {
+			*uid = (uid_t)f;
+			have |= 1;
+		} else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &f) == 4) {
+			*gid = (gid_t)f;
+			have |= 2;
+		}
+	}
+	fclose(fp);
+	return have == 3 ? 0 : -ESRCH;
+}
+
+/* Open dir ("tmp" or "dev/shm") below the target's root, refusing symlinks at each step. */
+static int open_target_dir(pid_t pid, const char *dir)
+{
+	char path[64], comp[64], *save = NULL, *tok;
+	int fd, next;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(comp, sizeof(comp), "%s", dir);
+	for (tok = strtok_r(comp, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		next = openat(fd, tok, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			int e = errno;
+
+			close(fd);
+			return e == ELOOP ? -ENOTDIR : -e;
+		}
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+/* Make heaptap-XXXXXX under parent_fd: 0700, a fresh name. Returns its fd (O_PATH) or -errno. */
+static int make_dir(int parent_fd, char *name, size_t len)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	unsigned char rnd[6];
+	int i, k, fd;
+
+	for (i = 0; i < NAME_TRIES; i++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			for (k = 0; k < 6; k++)
+				rnd[k] = (unsigned char)((unsigned long)ts.tv_nsec >> (k * 5) ^ (unsigned)getpid() ^ (unsigned)i);
+		}
+		snprintf(name, len, "heaptap-");
+		for (k = 0; k < 6; k++)
+			name[8 + k] = alphabet[rnd[k] % (sizeof(alphabet) - 1)];
+		name[14] = '\0';
+		if (mkdirat(parent_fd, name, 0700) < 0) {
+			if (errno == EEXIST)
+				continue;
+			return -errno;
+		}
+		fd = openat(parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+
+			unlinkat(parent_fd, name, AT_REMOVEDIR);
+			return -e;
+		}
+		return fd;
+	}
+	return -EEXIST;
+}
+
+/*
+ * Mode and owner of the entry name under dirfd: mode exactly (the umask may
+ * have taken bits away: connect needs write permission on the socket), the
+ * target's ids.
+ */
+static int own(int dirfd, const char *name, uid_t uid, gid_t gid, mode_t mode)
+{
+	struct stat st;
+
+	if (fchmodat(dirfd, name, mode, 0) < 0)
+		return -errno;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (st.st_uid == uid && st.st_gid == gid)
+		return 0;
+	if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* Not root: a process of our own user with another fsgid
+		 * still reaches a 0700 directory of its uid. */
+		if (errno == EPERM && st.st_uid == uid)
+			return 0;
+		return -errno;
+	}
+	return 0;
+}
+
+/* Create the directory and the socket below parent_fd; fills d. */
+static int open_in(struct cli_attach_dir *d, int parent_fd, const char *where, uid_t uid, gid_t gid)
+{
+	struct sockaddr_un addr;
+	char bindpath[64];
+	int n, ret;
+
+	d->dir_fd = make_dir(parent_fd, d->name, sizeof(d->name));
+	if (d->dir_fd < 0) {
+		ret = d->dir_fd;
+		d->dir_fd = -1;
+		return ret;
+	}
+	d->parent_fd = parent_fd;
+	ret = own(parent_fd, d->name, uid, gid, 0700);
+	if (ret < 0)
+		goto out_rmdir;
+	n = snprintf(d->target_sock, sizeof(d->target_sock), "/%s/%s/sock", where, d->name);
+	if (n < 0 || (size_t)n >= sizeof(d->target_sock)) {
+		ret = -ENAMETOOLONG;
+		goto out_rmdir;
+	}
+	/* bind through our descriptor: the directory we made, not a path walked again */
+	snprintf(bindpath, sizeof(bindpath), "/proc/self/fd/%d/sock", d->dir_fd);
+	d->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (d->listen_fd < 0) {
+		ret = -errno;
+		goto out_rmdir;
+	}
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	memcpy(addr.sun_path, bindpath, strlen(bindpath) + 1);
+	if (bind(d->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	d->bound = 1;
+	ret = own(d->dir_fd, "sock", uid, gid, 0600);
+	if (ret < 0)
+		goto out_unlink;
+	if (listen(d->listen_fd, 4) < 0) {
+		ret = -errno;
+		goto out_unlink;
+	}
+	return 0;
+
+out_unlink:
+	unlinkat(d->dir_fd, "sock", 0);
+	d->bound = 0;
+out_close:
+	close(d->listen_fd);
+	d->listen_fd = -1;
+out_rmdir:
+	close(d->dir_fd);
+	d->dir_fd = -1;
+	unlinkat(parent_fd, d->name, AT_REMOVEDIR);
+	d->name[0] = '\0';
+	d->target_sock[0] = '\0';
+	d->parent_fd = -1;
+	return ret;
+}
+
+int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid)
+{
+	static const char *const where[] = { "tmp", "dev/shm" };
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int ret, first = 0;
+	size_t i;
+
+	memset(d, 0, sizeof(*d));
+	d->parent_fd = d->dir_fd = d->listen_fd = -1;
+	ret = target_ids(pid, &uid, &gid);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		int pfd = open_target_dir(pid, where[i]);
+
+		if (pfd >= 0) {
+			ret = open_in(d, pfd, where[i], uid, gid);
+			if (ret == 0) {
+				snprintf(d->where, sizeof(d->where), "/%s", where[i]);
+				return 0;
+			}
+			close(pfd);
+		} else {
+			ret = pfd;
+		}
+		if (!first)
+			first = ret; /* the /tmp error is the one worth telling */
+		if (ret != -EROFS && ret != -ENOENT && ret != -ENOTDIR && ret != -EACCES)
+			break;
+	}
+	return first;
+}
+
+int cli_attach_dir_accept(struct cli_attach_dir *d, pid_t pid, unsigned timeout_ms, int *conn)
+{
+	struct timespec t0, t;
+	long waited;
+
+	*conn = -1;
+	if (d->listen_fd < 0)
+		return -EBADF;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pfd = { .fd = d->listen_fd, .events = POLLIN };
+		int r = poll(&pfd, 1, POLL_MS);
+
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0) {
+			struct ucred cred;
+			socklen_t clen = sizeof(cred);
+			int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd < 0) {
+				if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+					return -errno;
+			} else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
+				   cred.pid == pid) {
+				*conn = fd;
+				return 0;
+			} else {
+				/* someone else of the target's user found the socket */
+				close(fd);
+			}
+		}
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return -ESRCH;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		waited = (t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L;
+		if (waited >= (long)timeout_ms)
+			return -ETIMEDOUT;
+	}
+}
+
+void cli_attach_dir_close(struct cli_attach_dir *d)
+{
+	if (d->listen_fd >= 0) {
+		close(d->listen_fd);
+		d->listen_fd = -1;
+	}
+	if (d->dir_fd >= 0) {
+		if (d->bound)
+			unlinkat(d->dir_fd, "sock", 0);
+		d->bound = 0;
+		close(d->dir_fd);
+		d->dir_fd = -1;
+	}
+	if (d->parent_fd >= 0) {
+		if (d->name[0])
+			unlinkat(d->parent_fd, d->name, AT_REMOVEDIR);
+		close(d->parent_fd);
+		d->parent_fd = -1;
+	}
+	d->name[0] = '\0';
+}

@@ -1,0 +1,512 @@
+/* cli/cmd_attach.c - heaptap attach: load the tracking library into a live process, record, detach */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Steps, each undone on every path (goto cleanup, reverse order):
+ *
+ *   preflight (/proc only) -> find libheaptap_inject.so -> session dir and
+ *   socket in the target's /tmp -> att_prepare (file work, nothing stopped)
+ *   -> att_seize (one thread stopped) -> att_inject (dlopen + start function
+ *   with the socket path as the target sees it) -> att_release (the thread
+ *   runs on) -> accept the library's connection (SO_PEERCRED = PID) ->
+ *   itp_run until a stop signal or --duration -> the library restores its
+ *   GOT slots and sends END -> remove the session directory.
+ *
+ * All ptrace work happens in this (the main) thread: ptrace ties the
+ * tracee to the thread that seized it.
+ *
+ * Signals. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM
+ * (the --duration timer) only set stop_flag, installed before anything is
+ * touched. While the target's thread runs our code, attach/ blocks them
+ * and they arrive after the registers are back (docs/attach.md). A stop
+ * before the seize ends the command with nothing changed; a stop after
+ * the injection is handed to itp_run, which sends WIRE_CTL_STOP at once,
+ * so the library restores its slots and ends cleanly. SIGPIPE is ignored.
+ * Globals here: the signal flag (STYLE.md rule 10).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "attach/attach.h"
+#include "cli/cli.h"
+#include "inject/inject.h"
+#include "interpret/interpret.h"
+#include "recfile/recfile.h"
+#include "track/wire.h"
+
+#define ACCEPT_MS 5000	     /* the library's thread connects within microseconds */
+#define DURATION_MAX 31536000 /* one year */
+#define NO_NAME INT_MIN	      /* interpret(): no output name could be chosen */
+
+static volatile sig_atomic_t stop_flag; /* itp_options.stop */
+static volatile sig_atomic_t stop_sig;	/* the signal that set it (0 = none) */
+
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM };
+#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+
+static void on_signal(int sig)
+{
+	stop_flag = 1;
+	if (!stop_sig)
+		stop_sig = sig;
+}
+
+struct saved_signals {
+	struct sigaction act[NSTOP];
+	struct sigaction pipe;
+};
+
+static void install_signals(struct saved_signals *o)
+{
+	struct sigaction sa;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = 0; /* no SA_RESTART: interrupt poll and read */
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &sa, &o->act[i]);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &o->pipe);
+}
+
+static void restore_signals(const struct saved_signals *o)
+{
+	struct itimerval off;
+	size_t i;
+
+	memset(&off, 0, sizeof(off));
+	setitimer(ITIMER_REAL, &off, NULL);
+	for (i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &o->act[i], NULL);
+	sigaction(SIGPIPE, &o->pipe, NULL);
+}
+
+struct attach_args {
+	const char *output;
+	double duration; /* 0 = until a signal */
+	pid_t pid;
+	int help;
+};
+
+void cli_usage_attach(FILE *f)
+{
+	fputs("usage: heaptap attach [-o FILE] [--duration SECS] PID\n"
+	      "\n"
+	      "Load heaptap's tracking library into the running process PID and record its\n"
+	      "allocations until Ctrl+C, SIGTERM, SIGHUP or the duration ends the session.\n"
+	      "Then the library puts back every GOT slot it changed and goes inert; PID keeps\n"
+	      "running. One thread of PID is stopped for well under a millisecond.\n"
+	      "\n"
+	      "options:\n"
+	      "  -o, --output FILE     write the recording to FILE (never overwritten); default\n"
+	      "                        heaptap.COMM.PID.htap in the working directory\n"
+	      "  -d, --duration SECS   detach after SECS seconds (decimals allowed)\n"
+	      "  -h, --help            show this help\n"
+	      "\n"
+	      "Exit status: 0 recorded; 1 an error; 2 bad usage; 10-63 the process could not\n"
+	      "be attached (see heaptap-attach(1)).\n",
+	      f);
+}
+
+static int parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	long v;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:d:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg) {
+				snprintf(err, errlen, "-o needs a file name");
+				return -EINVAL;
+			}
+			a->output = optarg;
+			break;
+		case 'd':
+			errno = 0;
+			a->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(a->duration) ||
+			    a->duration <= 0 || a->duration > DURATION_MAX) {
+				snprintf(err, errlen, "--duration '%s': not a number of seconds above 0",
+					 optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'h':
+			a->help = 1;
+			return 0;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			if (optopt)
+				snprintf(err, errlen, "unknown option '-%c'", optopt);
+			else
+				snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		snprintf(err, errlen, "no process id given");
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		snprintf(err, errlen, "one process id only ('%s' is extra)", argv[optind + 1]);
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtol(argv[optind], &end, 10);
+	if (errno || end == argv[optind] || *end || v <= 0 || v > INT_MAX) {
+		snprintf(err, errlen, "'%s' is not a process id", argv[optind]);
+		return -EINVAL;
+	}
+	a->pid = (pid_t)v;
+	return 0;
+}
+
+/* 0 if a file can be created where path names, else -errno (a clear message before attaching). */
+static int check_output_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	if (!slash) {
+		snprintf(dir, sizeof(dir), ".");
+	} else if (slash == path) {
+		snprintf(dir, sizeof(dir), "/");
+	} else {
+		if ((size_t)(slash - path) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+	}
+	if (access(dir, W_OK | X_OK) < 0)
+		return -errno;
+	return 0;
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(buf, len, "prog");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+	if (!*buf)
+		snprintf(buf, len, "prog");
+}
+
+/*
+ * 1 when pid sees the file system as we do: same mount namespace and same
+ * root directory. Module paths in its stream are then ours too; otherwise
+ * they are read through /proc/PID/root.
+ */
+static int same_view(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (stat("/proc/self/ns/mnt", &a) < 0 || stat(path, &b) < 0)
+		return 0;
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root/", (int)pid);
+	if (stat("/", &a) < 0 || stat(path, &b) < 0)
+		return 0;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Print "heaptap: attach PID: <reason>[: <detail>]" and return the exit code. */
+static int att_fail(pid_t pid, struct att_ctx *ctx, enum att_reason why)
+{
+	const char *detail = ctx ? att_detail(ctx) : "";
+
+	cli_msg("attach %d: %s%s%s", (int)pid, att_strerror(why), detail[0] ? ": " : "", detail);
+	return att_exit_code(why);
+}
+
+static void on_log(int level, const char *msg, size_t len, void *arg)
+{
+	static const char *const what[] = { "library", "library warning", "library error" };
+
+	(void)arg;
+	if (level < 0 || level > 2)
+		level = 2;
+	cli_msg("attach: %s: %.*s", what[level], (int)(len > 1000 ? 1000 : len), msg);
+}
+
+/* itp_run into opt_out, or the first free default name (out gets the name used). */
+static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysroot, char *out,
+		     size_t outlen, struct itp_result *res)
+{
+	struct itp_options opt;
+	char comm[64];
+	unsigned attempt = 0;
+	int ret;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.stop = &stop_flag;
+	opt.log = on_log;
+	opt.sysroot = sysroot;
+	read_comm(pid, comm, sizeof(comm));
+	for (;;) {
+		if (opt_out) {
+			snprintf(out, outlen, "%s", opt_out);
+		} else {
+			ret = cli_outname_free(NULL, comm, (uint32_t)pid, CLI_EXT, attempt, &attempt,
+					       out, outlen);
+			if (ret < 0) {
+				cli_msg("attach: choose an output name: %s", strerror(-ret));
+				return NO_NAME;
+			}
+		}
+		opt.output = out;
+		memset(res, 0, sizeof(*res));
+		ret = itp_run(conn, &opt, res);
+		if (ret == -ITP_E_OUTPUT && res->rec_error == REC_E_EXISTS && !opt_out) {
+			attempt++;
+			continue;
+		}
+		return ret;
+	}
+}
+
+static void start_timer(double secs)
+{
+	struct itimerval it;
+
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = (time_t)secs;
+	it.it_value.tv_usec = (suseconds_t)((secs - (double)(time_t)secs) * 1e6);
+	if (!it.it_value.tv_sec && !it.it_value.tv_usec)
+		it.it_value.tv_usec = 1;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* What the session ended with, after itp_run. Returns the exit code. */
+static int summarize(pid_t pid, const char *out, int ret, const struct itp_result *res)
+{
+	struct stat st;
+
+	if (res->err == ITP_E_OUTPUT && lstat(out, &st) < 0) {
+		/* nothing written: the library saw the socket close and restored its slots */
+		cli_msg("attach: %s: %s%s%s", out, rec_strerror(res->rec_error),
+			res->detail[0] ? ": " : "", res->detail);
+		return CLI_EXIT_FAIL;
+	}
+	if (ret < 0) {
+		if (res->err == ITP_E_TRUNCATED && !res->end_reason)
+			cli_msg("attach: warning: %d ended the event stream without its end record "
+				"(killed, or _exit); its last events may be missing", (int)pid);
+		else if (res->err == ITP_E_OUTPUT)
+			cli_msg("attach: %s: %s%s%s", out, rec_strerror(res->rec_error),
+				res->detail[0] ? ": " : "", res->detail);
+		else if (res->err == ITP_E_IO)
+			cli_msg("attach: reading the event stream: %s", strerror(res->sys_errno));
+		else if (res->err == ITP_E_HEADER && !res->final.alloc_calls)
+			cli_msg("attach: %d: the library closed the connection without starting a "
+				"session%s%s", (int)pid, res->detail[0] ? ": " : "", res->detail);
+		else
+			cli_msg("attach: event stream: %s%s%s", itp_strerror(res->err),
+				res->detail[0] ? ": " : "", res->detail);
+	}
+	if (res->events_dropped)
+		cli_msg("attach: warning: the library lost %llu events",
+			(unsigned long long)res->events_dropped);
+	if (res->end_reason == WIRE_END_EXIT)
+		cli_msg("attach: %d exited during the session", (int)pid);
+	cli_msg("recorded %llu allocations to %s", (unsigned long long)res->final.alloc_calls, out);
+	if (res->end_reason == WIRE_END_STOP || res->end_reason == WIRE_END_ERROR) {
+		if (res->slots_left)
+			cli_msg("restored %llu GOT slots in %d; %llu no longer held heaptap's hook "
+				"and were left as they are",
+				(unsigned long long)res->slots_restored, (int)pid,
+				(unsigned long long)res->slots_left);
+		else
+			cli_msg("restored %llu GOT slots in %d", (unsigned long long)res->slots_restored,
+				(int)pid);
+	} else if (res->end_reason != WIRE_END_EXIT) {
+		cli_msg("attach: warning: %d did not confirm that it restored its GOT slots (it "
+			"does so by itself when the connection closes)", (int)pid);
+	}
+	cli_msg("run \"heaptap report %s\"", out);
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_attach(int argc, char **argv)
+{
+	struct attach_args a;
+	struct cli_attach_dir d;
+	struct saved_signals old;
+	struct att_inject_result ir;
+	struct att_stats ast;
+	struct itp_result res;
+	struct att_ctx *ctx = NULL;
+	enum att_reason why;
+	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], out[PATH_MAX], sysroot[64];
+	struct stat st;
+	int ret, conn = -1, code = CLI_EXIT_FAIL;
+	pid_t pid;
+
+	memset(&d, 0, sizeof(d));
+	d.parent_fd = d.dir_fd = d.listen_fd = -1;
+	err[0] = '\0';
+	if (parse(argc, argv, &a, err, sizeof(err)) < 0) {
+		cli_msg("attach: %s (see heaptap attach --help)", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (a.help) {
+		cli_usage_attach(stdout);
+		return CLI_EXIT_OK;
+	}
+	pid = a.pid;
+	if (a.output && lstat(a.output, &st) == 0) {
+		cli_msg("attach: %s: %s", a.output, strerror(EEXIST));
+		return CLI_EXIT_FAIL;
+	}
+	ret = check_output_dir(a.output);
+	if (ret < 0) {
+		cli_msg("attach: %s: %s", a.output ? a.output : "working directory", strerror(-ret));
+		return CLI_EXIT_FAIL;
+	}
+
+	stop_flag = 0;
+	stop_sig = 0;
+	install_signals(&old);
+
+	ctx = att_new(pid);
+	if (!ctx) {
+		cli_msg("attach %d: %s", (int)pid, strerror(errno));
+		goto out_signals;
+	}
+	why = att_preflight(ctx);
+	if (why != ATT_OK) {
+		code = att_fail(pid, ctx, why);
+		goto out_free;
+	}
+	ret = cli_find_libdir(INJ_LIB_NAME, libdir, sizeof(libdir));
+	if (ret < 0) {
+		const char *env = getenv("HEAPTAP_LIBDIR");
+
+		if (env && *env)
+			cli_msg("attach: HEAPTAP_LIBDIR=%s: no %s there", env, INJ_LIB_NAME);
+		else
+			cli_msg("attach: cannot find %s (looked in ../lib and ../lib/heaptap beside "
+				"heaptap; set HEAPTAP_LIBDIR)", INJ_LIB_NAME);
+		goto out_free;
+	}
+	snprintf(lib, sizeof(lib), "%s/%s", libdir, INJ_LIB_NAME);
+	ret = cli_attach_dir_open(&d, pid);
+	if (ret < 0) {
+		cli_msg("attach %d: session directory in its /tmp: %s", (int)pid, strerror(-ret));
+		goto out_free;
+	}
+	why = att_prepare(ctx, lib);
+	if (why != ATT_OK) {
+		code = att_fail(pid, ctx, why);
+		goto out_dir;
+	}
+	if (stop_flag) {
+		cli_msg("attach %d: interrupted before attaching; nothing was changed", (int)pid);
+		goto out_dir;
+	}
+	why = att_seize(ctx);
+	if (why != ATT_OK) {
+		code = att_fail(pid, ctx, why);
+		goto out_free_dir;
+	}
+	memset(&ir, 0, sizeof(ir));
+	why = att_inject(ctx, lib, INJ_START_SYMBOL, d.target_sock, &ir);
+	if (why != ATT_OK) {
+		if (why == ATT_E_START && ir.start_ret == -EBUSY)
+			cli_msg("attach %d: %s: a heaptap session is already running in it (end it "
+				"first)", (int)pid, att_strerror(why));
+		else if (why == ATT_E_START && ir.start_ret < 0)
+			cli_msg("attach %d: %s: %s", (int)pid, att_strerror(why),
+				strerror(-ir.start_ret));
+		else
+			att_fail(pid, ctx, why);
+		code = att_exit_code(why);
+		goto out_free_dir;
+	}
+	att_release(ctx);
+	att_get_stats(ctx, &ast);
+	att_free(ctx);
+	ctx = NULL;
+
+	ret = cli_attach_dir_accept(&d, pid, ACCEPT_MS, &conn);
+	if (ret == -ESRCH) {
+		cli_msg("attach %d: it exited before its tracking library connected", (int)pid);
+		goto out_dir;
+	}
+	if (ret < 0) {
+		cli_msg("attach %d: the library was loaded but its thread did not connect to %s "
+			"within %u ms (%s); it stays loaded and inert", (int)pid, d.target_sock,
+			ACCEPT_MS, strerror(-ret));
+		goto out_dir;
+	}
+	/* nobody else can connect now, and nothing is left if we die */
+	close(d.listen_fd);
+	d.listen_fd = -1;
+	if (d.bound) {
+		unlinkat(d.dir_fd, "sock", 0);
+		d.bound = 0;
+	}
+	if (a.duration > 0)
+		start_timer(a.duration);
+	if (isatty(STDERR_FILENO))
+		cli_msg("attached to %d (thread %d stopped %.2f ms); %s to detach", (int)pid,
+			(int)ast.tid, (double)ast.pause_ns / 1e6,
+			a.duration > 0 ? "Ctrl+C or the duration" : "Ctrl+C");
+
+	sysroot[0] = '\0';
+	if (!same_view(pid))
+		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
+	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, out, sizeof(out), &res);
+	if (ret == NO_NAME)
+		goto out_conn; /* closing conn makes the library restore its slots */
+	code = summarize(pid, out, ret, &res);
+
+out_conn:
+	close(conn);
+	conn = -1;
+	goto out_dir;
+out_free_dir:
+	att_release(ctx);
+out_dir:
+	cli_attach_dir_close(&d);
+out_free:
+	att_free(ctx);
+out_signals:
+	restore_signals(&old);
+	return code;
+}
