@@ -148,6 +148,7 @@ struct trk_global {
 	uint32_t flags;
 	void (*before_end)(void *arg, uint64_t *restored, uint64_t *left);
 	void *before_end_arg;
+	_Atomic int before_end_ran;	/* before_end is called once, whoever ends */
 	uint64_t start_mono_ns;
 	int pid;			/* the recorded process (a vfork child is not it) */
 	long page_size;
@@ -405,6 +406,11 @@ void trk_mod_check(struct trk_thr *t) TRK_HIDDEN;
 uint64_t trk_now_ns(int clock) TRK_HIDDEN;
 /* trk_end - the end of a session: flush, before_end, END; closes the socket. */
 void trk_end(int reason) TRK_HIDDEN;
+/*
+ * trk_run_before_end - call cfg.before_end once per process (also when the
+ * session died with the socket and no END can be sent); counts in *restored, *left.
+ */
+void trk_run_before_end(uint64_t *restored, uint64_t *left) TRK_HIDDEN;
 /* trk_timer_start - start the timer thread; 0 or -errno. */
 int trk_timer_start(void) TRK_HIDDEN;
 /* trk_gettid - the calling thread's Linux tid. */

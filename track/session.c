@@ -191,8 +191,7 @@ void trk_end(int reason)
 	if (!atomic_compare_exchange_strong(&trk_g.state, &expected, TRK_DONE))
 		return;
 	trk_tls_guard = 1;
-	if (trk_g.before_end)
-		trk_g.before_end(trk_g.before_end_arg, &restored, &left);
+	trk_run_before_end(&restored, &left);
 	trk_thr_flush_all();
 	total = atomic_load(&trk_g.seq);
 	n += wire_put_varint(p + n, total);
@@ -218,6 +217,16 @@ void trk_end(int reason)
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	trk_tls_guard = saved_guard;
 	errno = saved_errno;
+}
+
+void trk_run_before_end(uint64_t *restored, uint64_t *left)
+{
+	int expected = 0;
+
+	if (!trk_g.before_end ||
+	    !atomic_compare_exchange_strong(&trk_g.before_end_ran, &expected, 1))
+		return;
+	trk_g.before_end(trk_g.before_end_arg, restored, left);
 }
 
 void trk_stop(int reason)

@@ -11,7 +11,8 @@
  *   - sends WIRE_REC_TICK (time since start, RSS, sequence counter).
  * In between it polls the socket for control records from heaptap:
  * WIRE_CTL_STOP ends the session (WIRE_END_STOP), so does EOF (heaptap
- * died: the END cannot arrive, but inject/'s restore still runs).
+ * died: the END cannot arrive, but inject/'s restore still runs, as it
+ * does when a write failed).
  * It is the only closer of the socket while it runs (see trk_end).
  */
 #include <errno.h>
@@ -152,6 +153,15 @@ static void *timer_main(void *arg)
 			if (next < now)
 				next = now + TRK_TICK_NS;
 		}
+	}
+	{
+		/*
+		 * A session that died with its socket (failed write) never went
+		 * through trk_end: inject/'s restore must still happen.
+		 */
+		uint64_t restored = 0, left = 0;
+
+		trk_run_before_end(&restored, &left);
 	}
 	/*
 	 * Whoever ended the session may still be flushing: close only after

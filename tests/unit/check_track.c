@@ -321,9 +321,20 @@ static const struct trk_real libc_real = {
 	.pvalloc = pvalloc,
 };
 
+static _Atomic int before_end_calls;
+
+/* fake_restore - what inject/ will do: put slots back, say how many. */
+static void fake_restore(void *arg, uint64_t *restored, uint64_t *left)
+{
+	ck_assert_ptr_eq(arg, &before_end_calls);
+	atomic_fetch_add(&before_end_calls, 1);
+	*restored = 5;
+	*left = 1;
+}
+
 static void session_start(struct reader *r)
 {
-	struct trk_config cfg = { 0 };
+	struct trk_config cfg = { .before_end = fake_restore, .before_end_arg = &before_end_calls };
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -431,6 +442,10 @@ START_TEST(session_round_trip)
 
 	ck_assert_uint_eq(s.pid, (uint32_t)getpid());
 	ck_assert_uint_eq(s.end_reason, WIRE_END_STOP);
+	ck_assert_int_eq(atomic_load(&before_end_calls), 1);
+	ck_assert_uint_eq(s.end_restored, 5);
+	ck_assert_uint_eq(s.end_left, 1);
+	ck_assert_uint_eq(s.end_dropped, 0);
 	check_order(&s);
 	for (size_t i = 0; i < s.nev; i++) {
 		struct tev *ev = &s.ev[i];
@@ -550,7 +565,9 @@ START_TEST(session_ctl_stop)
 	session_finish(&r, 0, &s);
 	ck_assert_int_eq(trk_active(), 0);
 	ck_assert_uint_eq(s.end_reason, WIRE_END_STOP);
-	ck_assert_uint_ge(s.nticks, 0);
+	ck_assert_int_eq(atomic_load(&before_end_calls), 1);
+	trk_stop(WIRE_END_EXIT); /* ending again changes nothing */
+	ck_assert_int_eq(atomic_load(&before_end_calls), 1);
 	check_order(&s);
 	p = trk_malloc(10); /* passes through */
 	ck_assert_ptr_nonnull(p);
@@ -697,7 +714,7 @@ END_TEST
 
 START_TEST(session_peer_gone)
 {
-	struct trk_config cfg = { 0 };
+	struct trk_config cfg = { .before_end = fake_restore, .before_end_arg = &before_end_calls };
 	int sv[2];
 	void *p;
 
@@ -713,6 +730,11 @@ START_TEST(session_peer_gone)
 	p = trk_malloc(8);
 	ck_assert_ptr_nonnull(p);
 	trk_free(p);
+	/* the restore (inject/) still runs once, from the timer thread */
+	for (int i = 0; i < 1000 && !atomic_load(&before_end_calls); i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&before_end_calls), 1);
+	cfg.fd = dup(1);
 	ck_assert_int_eq(trk_start(&cfg), -EALREADY);
 }
 END_TEST

@@ -32,7 +32,7 @@ struct tstream {
 	size_t nev;
 	size_t nticks, nchunks;
 	int have_end;
-	uint64_t end_total, end_reason;
+	uint64_t end_total, end_reason, end_restored, end_left, end_dropped;
 	int error; /* nonzero: malformed, with the byte offset in error_at */
 	size_t error_at;
 };
@@ -167,7 +167,9 @@ static int tstream_decode(const uint8_t *buf, size_t len, struct tstream *s)
 			s->nticks++;
 		} else if (type == WIRE_REC_END) {
 			s->have_end = 1;
-			if (get(&q, p, &s->end_total) || get(&q, p, &s->end_reason))
+			if (get(&q, p, &s->end_total) || get(&q, p, &s->end_reason) ||
+			    get(&q, p, &s->end_restored) || get(&q, p, &s->end_left) ||
+			    get(&q, p, &s->end_dropped))
 				goto bad;
 		}
 	}
