@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #include <fcntl.h>
 #include <unistd.h>
 
-static int seed(const char *dir, const char *name, int nev, int flush)
+static int seed(const char *dir, const char *name, int nev, int flush, int pattern)
 {
 	char path[4096], tmp[4096];
 	struct rec_sym chain[2] = { { "f", "f.c", 3 }, { "g", "g.c", 4 } };
@@ -193,10 +193,26 @@ static int seed(const char *dir, const char *name, int nev, int flush)
 	}
 	rec_put_tick(w, 10, 4096);
 	for (int k = 0; k < nev; k++) {
-		if (k % 3 == 0)
-			rec_put_alloc(w, k % 6, k % 5 ? 0 : 4096);
+		uint32_t info = k % 6;
+
+		/* pattern: 0 mixed, 1 FIFO frees with hints (AGE), 2 new infos (RECENT/DELTA) */
+		if (pattern == 1 && k % 2) {
+			rec_put_free_of(w, (uint32_t)((k / 2 / 7) % 6), 0,
+					rec_writer_nallocs(w) > 50 ? rec_writer_nallocs(w) - 50 : UINT64_MAX);
+			continue;
+		}
+		if (pattern == 1) {
+			rec_put_alloc(w, (uint32_t)((k / 2 / 7) % 6), 0);
+			continue;
+		}
+		if (pattern == 2 && k % 2 == 0) {
+			rec_put_allocinfo(w, 8, t, 1, &a);
+			info = a;
+		}
+		if (k % 3 == 0 || pattern == 2)
+			rec_put_alloc(w, info, k % 5 ? 0 : 4096);
 		else
-			rec_put_free(w, k % 6, k % 2);
+			rec_put_free(w, info, k % 2);
 	}
 	rec_put_tick(w, 20, 8192);
 	if (rec_writer_close(w))
@@ -236,8 +252,9 @@ int main(int argc, char **argv)
 
 	if (argc != 2)
 		return 2;
-	if (seed(argv[1], "small", 30, 0) || seed(argv[1], "flushed", 200, 1) ||
-	    seed(argv[1], "events", 3000, 0))
+	if (seed(argv[1], "small", 30, 0, 0) || seed(argv[1], "flushed", 200, 1, 0) ||
+	    seed(argv[1], "events", 3000, 0, 0) || seed(argv[1], "fifo", 3000, 0, 1) ||
+	    seed(argv[1], "newinfos", 1000, 0, 2))
 		return 1;
 	snprintf(path, sizeof(path), "%s/crafted", argv[1]);
 	f = fopen(path, "wb");

@@ -5,6 +5,8 @@ if(HEAPTAP_FUZZ)
   add_executable(fuzz_recfile_seed ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_recfile.c)
   target_compile_definitions(fuzz_recfile_seed PRIVATE FUZZ_RECFILE_SEED=1)
   target_link_libraries(fuzz_recfile_seed PRIVATE heaptap_recfile)
+  # the libraries of a fuzz build are instrumented: link the runtimes
+  target_link_options(fuzz_recfile_seed PRIVATE -fsanitize=address,undefined)
   add_custom_command(OUTPUT ${recfile_seed_dir}/small
     COMMAND ${CMAKE_COMMAND} -E make_directory ${recfile_seed_dir}
     COMMAND fuzz_recfile_seed ${recfile_seed_dir}
