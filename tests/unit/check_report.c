@@ -652,6 +652,44 @@ START_TEST(test_sampled_ranges)
 }
 END_TEST
 
+/* Names with quotes, control bytes and bad UTF-8 still give valid JSON. */
+START_TEST(test_json_escaping)
+{
+	char path[512];
+	struct rec_writer *w;
+	struct rec_reader *r;
+	struct rpt_data *d;
+	struct rec_sym sym = { "f\"q\\b\nn\tt\x01x\x7f \xc3\xa9 \xff\xc3 end", "dir/\"x\".c", 3 };
+	uint32_t ip, t, info, mod;
+	int err = 0;
+	char *js;
+
+	tpath(path, sizeof(path), "esc.htap");
+	w = rec_writer_create(path, &err);
+	ck_assert_ptr_nonnull(w);
+	OK(rec_put_meta(w, "command", "prog \"arg\""));
+	OK(rec_put_module(w, "/lib/\xe2\x82\xac.so", 0x1000, 0x1000, NULL, 0, &mod));
+	OK(rec_put_ip(w, 0x1010, &ip));
+	OK(rec_put_symbol(w, ip, mod, &sym, 1));
+	OK(rec_put_trace(w, 0, ip, &t));
+	OK(rec_put_allocinfo(w, 10, t, WIRE_KIND_MALLOC, &info));
+	OK(rec_put_alloc(w, info, 0));
+	OK(rec_writer_close(w));
+	r = open_rec(path);
+	d = analyze(r, 1);
+	js = render(d, 1, 10);
+	check_json_valid(js);
+	ck_assert_ptr_nonnull(strstr(js, "\"command\": \"prog \\\"arg\\\"\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"function\": \"f\\\"q\\\\b\\nn\\tt\\u0001x\\u007f \xc3\xa9 "
+					 "\\ufffd\\ufffd end\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"file\": \"dir/\\\"x\\\".c\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"module\": \"/lib/\xe2\x82\xac.so\""));
+	free(js);
+	rpt_free(d);
+	rec_close(r);
+}
+END_TEST
+
 /* Empty recording: no events, no ticks. */
 START_TEST(test_empty)
 {
@@ -816,6 +854,7 @@ static Suite *report_suite(void)
 	tcase_add_loop_test(tc, test_parallel_ranges, 1, 5);
 	tcase_add_test(tc, test_traces_and_backtrace);
 	tcase_add_test(tc, test_json);
+	tcase_add_test(tc, test_json_escaping);
 	tcase_add_test(tc, test_text);
 	tcase_add_test(tc, test_sampled);
 	tcase_add_test(tc, test_sampled_ranges);
