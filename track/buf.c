@@ -84,13 +84,10 @@ struct trk_thr *trk_thr_new(uint32_t tid)
 	return t;
 }
 
-struct trk_thr *trk_thr_get(void)
+struct trk_thr *trk_thr_get_slow(void)
 {
-	struct trk_thr *t = trk_tls_thr;
+	struct trk_thr *t = trk_thr_new(trk_gettid());
 
-	if (likely(t != NULL))
-		return t;
-	t = trk_thr_new(trk_gettid());
 	if (!t)
 		return NULL;
 	trk_tls_thr = t;

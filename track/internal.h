@@ -203,8 +203,8 @@ extern __thread int trk_tls_guard __attribute__((tls_model("initial-exec"))) TRK
 
 /* ---- buf.c ---------------------------------------------------------------- */
 
-/* trk_thr_get - this thread's buffer, made or reused on first use; NULL if no memory. */
-struct trk_thr *trk_thr_get(void) TRK_HIDDEN;
+/* trk_thr_get_slow - make or reuse a buffer for this thread; NULL if no memory. */
+struct trk_thr *trk_thr_get_slow(void) TRK_HIDDEN;
 /* trk_thr_new - a buffer not bound to the calling thread's TLS (timer); NULL on no memory. */
 struct trk_thr *trk_thr_new(uint32_t tid) TRK_HIDDEN;
 /* trk_thr_flush_locked - send the buffer's events as one chunk; owner or claim holder. */
@@ -217,6 +217,16 @@ void trk_thr_flush_one(struct trk_thr *t) TRK_HIDDEN;
 void trk_thr_flush_idle(void) TRK_HIDDEN;
 /* trk_thr_key_init - create the pthread key; 0 or -errno. */
 int trk_thr_key_init(void) TRK_HIDDEN;
+
+/* trk_thr_get - this thread's buffer, made or reused on first use; NULL if no memory. */
+static inline struct trk_thr *trk_thr_get(void)
+{
+	struct trk_thr *t = trk_tls_thr;
+
+	if (likely(t != NULL))
+		return t;
+	return trk_thr_get_slow();
+}
 
 /* trk_thr_wait_flusher - owner: a flusher holds the buffer, wait (yielding: it may be in a write). */
 void trk_thr_wait_flusher(struct trk_thr *t) TRK_HIDDEN;
