@@ -65,7 +65,9 @@ static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 	fputs("\n", f);
 	fprintf(f, "peak RSS               %s\n", rpt_format_size(s->peak_rss, a, SZ));
 	fprintf(f, "total allocated        %s\n", rpt_format_size(s->total.bytes, a, SZ));
-	fprintf(f, "leaked at exit         %s in %" PRIu64 " allocation%s%s\n",
+	/* attached: the program goes on, so "not freed yet" rather than leaked */
+	fprintf(f, "%s%s in %" PRIu64 " allocation%s%s\n",
+		s->attached ? "not freed at detach   " : "leaked at exit         ",
 		rpt_format_size(s->total.leaked, b, SZ), s->total.leaked_calls,
 		pl(s->total.leaked_calls), est);
 	if (s->dropped_events)
@@ -78,7 +80,7 @@ static void functions(FILE *f, const struct rpt_data *d)
 	unsigned k;
 
 	fprintf(f, "\nALLOCATION FUNCTIONS\n  %-16s %12s %12s %12s\n", "function", "calls", "bytes",
-		"leaked");
+		d->sum.attached ? "not freed" : "leaked");
 	for (k = 1; k <= WIRE_KIND_MAX + 1; k++) {
 		unsigned kind = k <= WIRE_KIND_MAX ? k : 0;
 		const struct rpt_costs *c = &d->funcs[kind];
@@ -91,7 +93,7 @@ static void functions(FILE *f, const struct rpt_data *d)
 }
 
 /* "N calls, X" etc.: the costs of a site or trace for list c */
-static void cost_line(FILE *f, const struct rpt_costs *k, enum rpt_cost c)
+static void cost_line(FILE *f, const struct rpt_costs *k, enum rpt_cost c, int attached)
 {
 	char a[SZ], b[SZ];
 
@@ -106,8 +108,9 @@ static void cost_line(FILE *f, const struct rpt_costs *k, enum rpt_cost c)
 			pl(k->calls), rpt_format_size(k->bytes, b, SZ));
 		break;
 	case RPT_COST_LEAKED:
-		fprintf(f, "%s leaked in %" PRIu64 " allocation%s (%" PRIu64 " call%s, %s in total)",
-			rpt_format_size(k->leaked, a, SZ), k->leaked_calls, pl(k->leaked_calls),
+		fprintf(f, "%s %s in %" PRIu64 " allocation%s (%" PRIu64 " call%s, %s in total)",
+			rpt_format_size(k->leaked, a, SZ), attached ? "not freed" : "leaked",
+			k->leaked_calls, pl(k->leaked_calls),
 			k->calls, pl(k->calls), rpt_format_size(k->bytes, b, SZ));
 		break;
 	case RPT_COST_TEMPORARY:
@@ -186,7 +189,10 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 
 	top = rpt_top_sites(d, c, &total);
 	n = total < p->top ? total : p->top;
-	fprintf(f, "\n%s\n", list_title[c]);
+	if (c == RPT_COST_LEAKED && d->sum.attached)
+		fputs("\nNOT FREED AT DETACH (allocated while attached, still live)\n", f);
+	else
+		fprintf(f, "\n%s\n", list_title[c]);
 	if (!n)
 		fputs("  (none)\n", f);
 	for (i = 0; i < n && !ret; i++) {
@@ -202,11 +208,11 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 		m = rpt_site_traces(d, s, c, bt, nbt, &all);
 
 		fprintf(f, "%2zu. ", i + 1);
-		cost_line(f, &s->cost, c);
+		cost_line(f, &s->cost, c, d->sum.attached);
 		fprintf(f, "\n    at %s\n", site_name(d, s, name, sizeof(name)));
 		for (j = 0; j < m && !ret; j++) {
 			fputs("    ", f);
-			cost_line(f, &d->trace_cost[bt[j]], c);
+			cost_line(f, &d->trace_cost[bt[j]], c, d->sum.attached);
 			fputs(" from:\n", f);
 			ret = backtrace(f, d, bt[j], p->max_frames);
 		}
