@@ -29,7 +29,7 @@ static void note_heap(struct rpt_range *g, int64_t heap, size_t chunk, size_t i)
 	if (!g->has_max || heap > g->max_prefix) {
 		g->has_max = 1;
 		g->max_prefix = heap;
-		g->max_events = g->events + 1;
+		g->max_events = g->events;
 		g->max_pos.chunk = chunk;
 		g->max_pos.index = i;
 	}
@@ -40,12 +40,20 @@ static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n
 		       int64_t *heap)
 {
 	const struct rec_allocinfo *infos = g->d->infos;
+	size_t ninfos = g->d->ninfos;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		const struct rec_event *e = &ev[i];
-		uint64_t size = infos[e->info].size;
-		struct rpt_acc *a = &g->acc[e->info];
+		uint64_t size;
+		struct rpt_acc *a;
+
+		g->events++;
+		/* the reader promises a valid index; a bad one is skipped, not trusted */
+		if (e->info >= ninfos)
+			continue;
+		size = infos[e->info].size;
+		a = &g->acc[e->info];
 
 		if (e->op == REC_EV_ALLOC) {
 			uint64_t w = e->weight ? e->weight : size;
@@ -67,7 +75,6 @@ static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n
 			g->frees++;
 			*heap -= (int64_t)size;
 		}
-		g->events++;
 	}
 }
 
@@ -77,18 +84,21 @@ static void pass_heap(struct rpt_range *g, const struct rec_event *ev, size_t n,
 {
 	const struct rec_allocinfo *infos = g->d->infos;
 	const uint64_t *fb = g->d->free_bytes;
+	size_t ninfos = g->d->ninfos;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		const struct rec_event *e = &ev[i];
 
+		g->events++;
+		if (e->info >= ninfos)
+			continue;
 		if (e->op == REC_EV_ALLOC) {
 			*heap += (int64_t)(e->weight ? e->weight : infos[e->info].size);
 			note_heap(g, *heap, chunk, i);
 		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
 			*heap -= (int64_t)fb[e->info];
 		}
-		g->events++;
 	}
 }
 
@@ -102,6 +112,8 @@ static int pass_snapshot(struct rpt_range *g, const struct rec_event *ev, size_t
 	for (i = 0; i < n; i++) {
 		const struct rec_event *e = &ev[i];
 
+		if (e->info >= g->d->ninfos)
+			goto next;
 		if (e->op == REC_EV_ALLOC) {
 			g->live_bytes[e->info] += (int64_t)(e->weight ? e->weight : infos[e->info].size);
 			g->live_count[e->info]++;
@@ -109,6 +121,7 @@ static int pass_snapshot(struct rpt_range *g, const struct rec_event *ev, size_t
 			g->live_bytes[e->info] -= (int64_t)fb[e->info];
 			g->live_count[e->info]--;
 		}
+next:
 		if (chunk == g->stop_at.chunk && i == g->stop_at.index)
 			return 1;
 	}
