@@ -22,25 +22,29 @@ static int table_fail(struct itp_ctx *c, int rc, const char *what)
 
 static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 {
-	struct itp_ptr p = { .ptr = e->c, .seq = e->seq, .weight = e->d, .slot = slot };
-	uint32_t trace = 0;
+	struct itp_ptr p = { .ptr = e->c, .seq = e->seq, .bytes = e->d ? e->d : e->a, .slot = slot };
+	uint32_t trace = 0, kind = e->kind;
 	int created, replaced, rc;
 
 	if (!e->c) {
 		c->res->warn.null_allocs++;
 		return 0;
 	}
-	if (e->b && !itp_map_get(&c->nodes, e->b, &trace)) {
+	if (kind > WIRE_KIND_MAX) {
+		c->res->warn.bad_kinds++;
+		kind = 0;
+	}
+	if (e->b && !itp_nodes_get(&c->nodes, e->b, &trace)) {
 		c->res->warn.unknown_traces++;
 		trace = 0;
 	}
-	rc = itp_infos_find(&c->infos, e->a, trace, e->kind, &p.info, &created);
+	rc = itp_infos_find(&c->infos, e->a, trace, kind, &p.info, &created);
 	if (rc)
 		return table_fail(c, rc, "allocation infos");
 	if (created) {
 		uint32_t idx;
 
-		rc = rec_put_allocinfo(c->w, e->a, trace, e->kind, &idx);
+		rc = rec_put_allocinfo(c->w, e->a, trace, kind, &idx);
 		if (rc)
 			return itp_out_fail(c, rc, "allocation info");
 	}
@@ -54,7 +58,7 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 		return itp_out_fail(c, rc, "allocation");
 	c->threads[slot].last_alloc_seq = e->seq;
 	c->st.alloc_calls++;
-	c->st.heap_bytes += e->d ? e->d : e->a;
+	c->st.heap_bytes += p.bytes;
 	if (c->st.heap_bytes > c->st.peak_bytes)
 		c->st.peak_bytes = c->st.heap_bytes;
 	return 0;
@@ -63,7 +67,6 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
 {
 	struct itp_ptr p;
-	uint64_t bytes;
 	int temp, rc;
 
 	c->st.free_calls++;
@@ -78,8 +81,7 @@ static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
 	rc = rec_put_free(c->w, p.info, temp);
 	if (rc)
 		return itp_out_fail(c, rc, "free");
-	bytes = p.weight ? p.weight : c->infos.v[p.info].size;
-	c->st.heap_bytes = c->st.heap_bytes > bytes ? c->st.heap_bytes - bytes : 0;
+	c->st.heap_bytes = c->st.heap_bytes > p.bytes ? c->st.heap_bytes - p.bytes : 0;
 	return 0;
 }
 
@@ -117,13 +119,13 @@ static int apply_node(struct itp_ctx *c, const struct itp_ev *e)
 	uint32_t parent = 0, ip, idx;
 	int rc;
 
-	if (!e->a || itp_map_get(&c->nodes, e->a, &idx)) {
+	if (!e->a || itp_nodes_get(&c->nodes, e->a, &idx)) {
 		c->res->warn.bad_nodes++;
 		return 0;
 	}
 	if (c->st.traces >= ITP_MAX_TABLE)
 		return table_fail(c, -E2BIG, "trace nodes");
-	if (e->b && !itp_map_get(&c->nodes, e->b, &parent)) {
+	if (e->b && !itp_nodes_get(&c->nodes, e->b, &parent)) {
 		c->res->warn.unknown_parents++;
 		parent = 0;
 	}
@@ -133,7 +135,7 @@ static int apply_node(struct itp_ctx *c, const struct itp_ev *e)
 	rc = rec_put_trace(c->w, parent, ip, &idx);
 	if (rc)
 		return itp_out_fail(c, rc, "trace node");
-	if (itp_map_put(&c->nodes, e->a, idx))
+	if (itp_nodes_put(&c->nodes, e->a, idx))
 		return table_fail(c, -ENOMEM, "trace nodes");
 	c->st.traces++;
 	return 0;

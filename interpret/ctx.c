@@ -28,7 +28,7 @@ void itp_ctx_free(struct itp_ctx *c)
 	free(c->cmdline);
 	free(c->ips);
 	free(c->threads);
-	itp_map_free(&c->nodes);
+	itp_nodes_free(&c->nodes);
 	itp_map_free(&c->ipmap);
 	itp_map_free(&c->tids);
 	itp_infos_free(&c->infos);

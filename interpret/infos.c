@@ -3,32 +3,39 @@
 /*
  * Each allocation event of the recording names an allocinfo; equal
  * (size, trace, kind) triples share one, so the event stream is a list of
- * small indices. The table holds index + 1 (0 = empty), the triples live in
- * a dense array indexed like the recording's allocinfo table.
+ * small indices. Open addressing with linear probing; each 16-byte slot
+ * holds the key and the index (struct itp_info_ent), so a lookup touches
+ * one cache line even when millions of distinct stacks make the table far
+ * bigger than the cache. Grows at 50% load, never shrinks.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "interpret/internal.h"
 
+#define IDX_MASK ((1u << ITP_INFO_IDX_BITS) - 1)
+
 static inline uint64_t info_hash(uint64_t size, uint32_t trace, uint32_t kind)
 {
 	return itp_hash64(size ^ ((uint64_t)trace << 32 | kind) * 0x9e3779b97f4a7c15ULL);
 }
 
-static int grow_tab(struct itp_infos *t)
+static int grow(struct itp_infos *t)
 {
 	size_t ncap = t->cap ? t->cap * 2 : 4096, mask = ncap - 1, i, j;
-	uint32_t *tab = calloc(ncap, sizeof(*tab));
+	struct itp_info_ent *tab = calloc(ncap, sizeof(*tab));
 
 	if (!tab)
 		return -ENOMEM;
-	for (i = 0; i < t->n; i++) {
-		const struct itp_info *f = &t->v[i];
+	for (i = 0; i < t->cap; i++) {
+		const struct itp_info_ent *f = &t->tab[i];
 
-		for (j = info_hash(f->size, f->trace, f->kind) & mask; tab[j]; j = (j + 1) & mask)
-			;
-		tab[j] = (uint32_t)i + 1;
+		if (!f->kind_idx)
+			continue;
+		j = info_hash(f->size, f->trace, f->kind_idx >> ITP_INFO_IDX_BITS) & mask;
+		while (tab[j].kind_idx)
+			j = (j + 1) & mask;
+		tab[j] = *f;
 	}
 	free(t->tab);
 	t->tab = tab;
@@ -39,42 +46,36 @@ static int grow_tab(struct itp_infos *t)
 int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t kind,
 		   uint32_t *idx, int *created)
 {
+	uint64_t h = info_hash(size, trace, kind);
+	uint32_t want = kind << ITP_INFO_IDX_BITS;
 	size_t mask, i;
 	int rc;
 
 	*created = 0;
 	if (t->cap) {
 		mask = t->cap - 1;
-		for (i = info_hash(size, trace, kind) & mask; t->tab[i]; i = (i + 1) & mask) {
-			const struct itp_info *f = &t->v[t->tab[i] - 1];
+		for (i = h & mask; t->tab[i].kind_idx; i = (i + 1) & mask) {
+			const struct itp_info_ent *f = &t->tab[i];
 
-			if (f->size == size && f->trace == trace && f->kind == kind) {
-				*idx = t->tab[i] - 1;
+			if (f->size == size && f->trace == trace && (f->kind_idx & ~IDX_MASK) == want) {
+				*idx = (f->kind_idx & IDX_MASK) - 1;
 				return 0;
 			}
 		}
 	}
-	if (t->n >= ITP_MAX_TABLE)
+	if (t->n >= ITP_MAX_INFOS)
 		return -E2BIG;
 	if ((t->n + 1) * 2 > t->cap) {
-		rc = grow_tab(t);
+		rc = grow(t);
 		if (rc)
 			return rc;
 	}
-	if (t->n == t->vcap) {
-		size_t ncap = t->vcap ? t->vcap * 2 : 4096;
-		struct itp_info *v = realloc(t->v, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->vcap = ncap;
-	}
-	t->v[t->n] = (struct itp_info){ .size = size, .trace = trace, .kind = kind };
 	mask = t->cap - 1;
-	for (i = info_hash(size, trace, kind) & mask; t->tab[i]; i = (i + 1) & mask)
+	for (i = h & mask; t->tab[i].kind_idx; i = (i + 1) & mask)
 		;
-	t->tab[i] = (uint32_t)t->n + 1;
+	t->tab[i] = (struct itp_info_ent){
+		.size = size, .trace = trace, .kind_idx = want | (uint32_t)(t->n + 1)
+	};
 	*idx = (uint32_t)t->n++;
 	*created = 1;
 	return 0;
@@ -82,7 +83,6 @@ int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t 
 
 void itp_infos_free(struct itp_infos *t)
 {
-	free(t->v);
 	free(t->tab);
 	*t = (struct itp_infos){ 0 };
 }

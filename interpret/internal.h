@@ -76,24 +76,60 @@ int itp_map_put(struct itp_map *m, uint64_t key, uint32_t val);
 void itp_map_free(struct itp_map *m);
 
 /* ---------------------------------------------------------------- */
-/* allocation infos, deduplicated (infos.c)                          */
+/* raw trace-node index -> recording trace index (nodes.c)           */
 
-struct itp_info {
-	uint64_t size;
-	uint32_t trace;
-	uint32_t kind;
+/*
+ * track/ hands out node indices from a counter (1, 2, 3, ...), so a plain
+ * array indexed by the raw index is both smaller and faster than a hash;
+ * indices far above what was seen (a hostile or unknown sender) go to the
+ * hash instead, so the array never grows past a few times the node count.
+ */
+struct itp_nodes {
+	uint32_t *direct; /* recording index + 1 by raw index; 0 = not there */
+	size_t direct_cap;
+	struct itp_map sparse;
+	size_t n;
 };
 
+static inline int itp_nodes_get(const struct itp_nodes *t, uint64_t raw, uint32_t *idx)
+{
+	if (raw < t->direct_cap && t->direct[raw]) {
+		*idx = t->direct[raw] - 1;
+		return 1;
+	}
+	return t->sparse.n ? itp_map_get(&t->sparse, raw, idx) : 0;
+}
+
+/* itp_nodes_put - add raw -> idx (raw not present yet). 0 or -ENOMEM. */
+int itp_nodes_put(struct itp_nodes *t, uint64_t raw, uint32_t idx);
+void itp_nodes_free(struct itp_nodes *t);
+
+/* ---------------------------------------------------------------- */
+/* allocation infos, deduplicated (infos.c)                          */
+
+/*
+ * One slot: the key inline, so a lookup costs one cache miss; kind (4 bits,
+ * enum wire_kind, 0 = unknown) and index + 1 (28 bits, 0 = empty slot)
+ * share a word to keep the slot at 16 bytes.
+ */
+struct itp_info_ent {
+	uint64_t size;
+	uint32_t trace;
+	uint32_t kind_idx;
+};
+
+#define ITP_INFO_IDX_BITS 28
+#define ITP_MAX_INFOS ((1u << ITP_INFO_IDX_BITS) - 2)
+
 struct itp_infos {
-	struct itp_info *v; /* by recording allocinfo index */
-	size_t n, vcap;
-	uint32_t *tab;	    /* index + 1, 0 = empty: 4 bytes a slot keeps it in cache */
-	size_t cap;
+	struct itp_info_ent *tab;
+	size_t cap; /* power of two, or 0 */
+	size_t n;
 };
 
 /*
- * itp_infos_find - index of (size, trace, kind); *created is 1 when it is new
- * (the caller then writes it). Returns 0 or -ENOMEM / -E2BIG.
+ * itp_infos_find - index of (size, trace, kind), kind <= 15; *created is 1
+ * when it is new (the caller then writes it). Returns 0 or -ENOMEM / -E2BIG.
  */
 int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t kind,
 		   uint32_t *idx, int *created);
@@ -105,7 +141,7 @@ void itp_infos_free(struct itp_infos *t);
 struct itp_ptr {
 	uint64_t ptr;	 /* 0 = empty slot (a NULL block is never inserted) */
 	uint64_t seq;	 /* sequence number of the allocation */
-	uint64_t weight; /* bytes it stands for; 0 = its size */
+	uint64_t bytes;	 /* bytes it counts for: its weight if sampled, else its size */
 	uint32_t info;	 /* allocinfo index */
 	uint32_t slot;	 /* thread slot of the allocating thread */
 };
@@ -237,7 +273,7 @@ struct itp_ctx {
 	uint64_t tick_wait;	/* seq of the oldest queued tick, UINT64_MAX if none */
 
 	/* state */
-	struct itp_map nodes;	/* raw node index -> recording trace index */
+	struct itp_nodes nodes;	/* raw node index -> recording trace index */
 	struct itp_map ipmap;	/* ip -> ip index */
 	struct itp_ipinfo *ips;
 	size_t nips, ips_cap;

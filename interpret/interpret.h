@@ -50,6 +50,7 @@ struct itp_counters {
 	uint64_t bad_nodes;	  /* nodes with index 0 or an index sent before (ignored) */
 	uint64_t reused_ptrs;	  /* allocations of a pointer still live (the old block leaks) */
 	uint64_t null_allocs;	  /* allocations returning pointer 0 (ignored) */
+	uint64_t bad_kinds;	  /* allocations of a kind past WIRE_KIND_MAX (stored as kind 0) */
 	uint64_t unknown_module_dels; /* MODULE_DEL of a base with no loaded module */
 	uint64_t late_events;	  /* events whose seq was already passed (applied late) */
 	uint64_t skipped_seqs;	  /* sequence numbers never seen (gaps skipped) */

@@ -82,7 +82,7 @@ int itp_meta_end(struct itp_ctx *c)
 {
 	const struct itp_counters *w = &c->res->warn;
 	uint64_t warnings = w->unknown_traces + w->unknown_parents + w->bad_nodes +
-			    w->reused_ptrs + w->null_allocs + w->unknown_module_dels +
+			    w->reused_ptrs + w->null_allocs + w->bad_kinds + w->unknown_module_dels +
 			    w->late_events + w->skipped_seqs + w->unknown_records;
 	int rc = 0;
 

@@ -504,9 +504,11 @@ START_TEST(test_unknown_parent_and_trace)
 	ck_node(&c, 3, 0, 0, 0x3000);	   /* index 0 */
 	ck_alloc(&c, 4, WIRE_KIND_MALLOC, 1, 99, P1); /* unknown trace */
 	ck_alloc(&c, 5, WIRE_KIND_MALLOC, 2, 11, P2);
+	ck_alloc(&c, 6, 200, 2, 11, P3); /* no such kind: stored as 0 */
 	ck_end(&s, &c);
-	sb_end(&s, 6, WIRE_END_EXIT);
+	sb_end(&s, 7, WIRE_END_EXIT);
 	ck_assert_int_eq(run(&s, &res), 0);
+	ck_assert_uint_eq(res.warn.bad_kinds, 1);
 	ck_assert_uint_eq(res.warn.unknown_parents, 1);
 	ck_assert_uint_eq(res.warn.unknown_traces, 1);
 	ck_assert_uint_eq(res.warn.bad_nodes, 2);
@@ -516,9 +518,10 @@ START_TEST(test_unknown_parent_and_trace)
 	ck_assert_uint_eq(tr[1].parent, 0);
 	ck_assert_uint_eq(tr[2].parent, 1);
 	ai = rec_allocinfos(r, &n);
-	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(ai[0].trace, 0);
 	ck_assert_uint_eq(ai[1].trace, 2);
+	ck_assert_uint_eq(ai[2].kind, 0);
 	rec_close(r);
 	sb_free(&s);
 }
@@ -547,6 +550,43 @@ START_TEST(test_duration_by_clock)
 	ck_assert_uint_ge(strtoull(rec_meta(r, "duration_ns"), NULL, 10), 2000000000ull);
 	ck_assert_uint_eq(rec_ticks(r, &n)[0].time_ns, 1000);
 	ck_assert_uint_eq(n, 1);
+	rec_close(r);
+	sb_free(&s);
+}
+END_TEST
+
+/* raw node indices: dense ones and arbitrary 64-bit ones mixed */
+START_TEST(test_sparse_node_indices)
+{
+	static const uint64_t raw[] = { 1, 2, 1ull << 40, UINT64_MAX, 3, 200000, 70000 };
+	struct sbuf s = { 0 };
+	struct chunkb c;
+	struct itp_result res;
+	struct rec_reader *r;
+	const struct rec_trace *tr;
+	const struct rec_allocinfo *ai;
+	size_t n, i, k = sizeof(raw) / sizeof(raw[0]);
+
+	header(&s);
+	ck_begin(&c, 1, 0);
+	for (i = 0; i < k; i++)
+		ck_node(&c, i, raw[i], i ? raw[i - 1] : 0, 0x1000 + i);
+	for (i = 0; i < k; i++)
+		ck_alloc(&c, k + i, WIRE_KIND_MALLOC, i + 1, raw[i], 0x100000 + i * 16);
+	ck_end(&s, &c);
+	sb_end(&s, 2 * k, WIRE_END_EXIT);
+	ck_assert_int_eq(run(&s, &res), 0);
+	ck_assert_uint_eq(res.warn.unknown_parents, 0);
+	ck_assert_uint_eq(res.warn.unknown_traces, 0);
+	r = open_rec();
+	tr = rec_traces(r, &n);
+	ck_assert_uint_eq(n, k + 1);
+	for (i = 1; i <= k; i++)
+		ck_assert_uint_eq(tr[i].parent, i - 1);
+	ai = rec_allocinfos(r, &n);
+	ck_assert_uint_eq(n, k);
+	for (i = 0; i < k; i++)
+		ck_assert_uint_eq(ai[i].trace, i + 1);
 	rec_close(r);
 	sb_free(&s);
 }
@@ -1277,7 +1317,7 @@ static void bench_gen(uint64_t nev, struct sbuf *out)
 		ck_begin(&c[t], 1000 + t, NODES);
 	for (q = NODES; q < NODES + nev; q++) {
 		t = (int)((q / RUN) % T);
-		if (nlive[t] == LIVE || (nlive[t] && (q & 1))) {
+		if (nlive[t] == LIVE || (nlive[t] > LIVE / 2 && (q & 1))) {
 			ck_free(&c[t], q, ring[t][head[t]]);
 			head[t] = (head[t] + 1) % LIVE;
 			nlive[t]--;
@@ -1332,7 +1372,8 @@ static int bench_run(struct sbuf *s, uint64_t nev)
 	       (double)nev / (t1 - t0) / 1e6, (double)s->len / (t1 - t0) / 1e6, rc,
 	       res.detail, (double)res.final.output_bytes / 1e6,
 	       (unsigned long long)res.warn.late_events, (unsigned long long)res.warn.skipped_seqs);
-	unlink(outpath);
+	if (!getenv("ITP_BENCH_KEEP"))
+		unlink(outpath);
 	return rc ? 1 : 0;
 }
 
@@ -1552,6 +1593,7 @@ static Suite *interpret_suite(void)
 	tcase_add_test(tc, test_weighted);
 	tcase_add_test(tc, test_unknown_parent_and_trace);
 	tcase_add_test(tc, test_duration_by_clock);
+	tcase_add_test(tc, test_sparse_node_indices);
 	tcase_add_test(tc, test_bad_magic);
 	tcase_add_test(tc, test_bad_version);
 	tcase_add_test(tc, test_header_len_too_big);

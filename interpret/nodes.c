@@ -1,0 +1,45 @@
+/* interpret/nodes.c - raw trace-node indices to recording trace indices */
+/* SPDX-License-Identifier: MIT */
+/*
+ * See struct itp_nodes: dense raw indices live in an array that grows by
+ * doubling, but only to cover indices up to twice (nodes seen + 64K); any
+ * index beyond that goes to a hash map. Lookups try the array, then the
+ * map, so an entry stays valid wherever it was put.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interpret/internal.h"
+
+#define SLACK 65536
+
+int itp_nodes_put(struct itp_nodes *t, uint64_t raw, uint32_t idx)
+{
+	if (raw >= t->direct_cap && raw < 2 * ((uint64_t)t->n + SLACK)) {
+		size_t ncap = t->direct_cap ? t->direct_cap : SLACK;
+		uint32_t *d;
+
+		while (ncap <= raw)
+			ncap *= 2;
+		d = realloc(t->direct, ncap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		memset(d + t->direct_cap, 0, (ncap - t->direct_cap) * sizeof(*d));
+		t->direct = d;
+		t->direct_cap = ncap;
+	}
+	if (raw < t->direct_cap)
+		t->direct[raw] = idx + 1;
+	else if (itp_map_put(&t->sparse, raw, idx))
+		return -ENOMEM;
+	t->n++;
+	return 0;
+}
+
+void itp_nodes_free(struct itp_nodes *t)
+{
+	free(t->direct);
+	itp_map_free(&t->sparse);
+	memset(t, 0, sizeof(*t));
+}
