@@ -474,13 +474,12 @@ int cli_cmd_attach(int argc, char **argv)
 			ACCEPT_MS, strerror(-ret));
 		goto out_dir;
 	}
-	/* nobody else can connect now, and nothing is left if we die */
-	close(d.listen_fd);
-	d.listen_fd = -1;
-	if (d.bound) {
-		unlinkat(d.dir_fd, "sock", 0);
-		d.bound = 0;
-	}
+	/*
+	 * The connection is all we need: remove the socket and the directory
+	 * now, so nobody else can connect and nothing is left behind even if
+	 * heaptap is killed during the session.
+	 */
+	cli_attach_dir_close(&d);
 	if (a.duration > 0)
 		start_timer(a.duration);
 	if (isatty(STDERR_FILENO))

@@ -1,0 +1,189 @@
+# tests/session/lib.sh - common part of the heaptap attach end-to-end cases (sourced, bash)
+# SPDX-License-Identifier: MIT
+#
+# Environment (ctest sets it, see CMakeLists.txt):
+#   HEAPTAP          the heaptap program
+#   SESSION_SERVICE  the test service (service.c)
+#   SESSION_STATIC   a static program, or "" when libc.a is missing
+#   SESSION_SRC      this directory
+#   SESSION_KEEP     if set, keep the temporary directory
+# A case exits 0 (pass), 1 (fail) or 77 (skip). Every wait is bounded.
+
+set -u
+
+SESSION_SRC=${SESSION_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
+case_name=$(basename "$0" .test)
+SVC_PID=
+HT_PID=
+
+fail()
+{
+	echo "FAIL: $case_name: $*" >&2
+	exit 1
+}
+
+skip()
+{
+	echo "SKIP: $case_name: $*" >&2
+	exit 77
+}
+
+show()
+{
+	echo "--- $1:" >&2
+	head -c 6000 "$2" >&2 2>/dev/null
+}
+
+[ -x "${HEAPTAP:-}" ] || fail "HEAPTAP is not an executable: ${HEAPTAP:-unset}"
+[ -x "${SESSION_SERVICE:-}" ] || fail "SESSION_SERVICE is not an executable: ${SESSION_SERVICE:-unset}"
+command -v python3 >/dev/null || fail "python3 is needed to read JSON reports"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-sess.XXXXXX") || fail "mktemp"
+cleanup()
+{
+	[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
+	if [ -n "$SVC_PID" ]; then
+		kill -CONT "$SVC_PID" 2>/dev/null
+		{ echo quit >&"${SVC[1]}"; } 2>/dev/null
+		sleep 0.1
+		kill -KILL "$SVC_PID" 2>/dev/null
+		wait 2>/dev/null
+	fi
+	[ -n "${SESSION_KEEP:-}" ] && { echo "keeping $tmp" >&2; return; }
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+ulimit -c 0
+
+# ptrace must be allowed: Yama scope 3 forbids it, and a scope >= 1 needs root
+# or CAP_SYS_PTRACE here (the service is not our child).
+scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
+if [ "$scope" -ge 3 ] || { [ "$scope" -ge 1 ] && [ "$(id -u)" -ne 0 ]; }; then
+	skip "ptrace not permitted (kernel.yama.ptrace_scope=$scope)"
+fi
+
+# svc_start [PREFIX...]: start the service as a coprocess (PREFIX runs it, e.g.
+# unshare ...), wait for "ready pid=N": SVC_PID.
+svc_start()
+{
+	local line
+	coproc SVC { "$@" "$SESSION_SERVICE" 2>"$tmp/service.err"; }
+	if ! read -r -t 20 line <&"${SVC[0]}"; then
+		show "service stderr" "$tmp/service.err"
+		fail "the service did not start"
+	fi
+	case $line in
+	"ready pid="*) SVC_PID=${line#ready pid=} ;;
+	*) show "service stderr" "$tmp/service.err"; fail "service said '$line', not ready" ;;
+	esac
+}
+
+# svc CMD: send CMD to the service and read its one-line answer into $ans.
+svc()
+{
+	ans=
+	echo "$1" >&"${SVC[1]}" || fail "service gone (command '$1')"
+	read -r -t 30 ans <&"${SVC[0]}" || fail "service did not answer '$1'"
+}
+
+# val KEY: the value of KEY=... in $ans
+val()
+{
+	local w
+	for w in $ans; do
+		case $w in "$1="*) echo "${w#*=}"; return ;; esac
+	done
+	fail "no $1= in '$ans'"
+}
+
+# svc_ok: the service still answers, and its own checks are clean
+svc_alive()
+{
+	svc ping
+	[ "$ans" = pong ] || fail "service answered '$ans' to ping ($1)"
+}
+
+svc_checks()
+{
+	svc stats
+	echo "service: $ans" >&2
+	[ "$(val eintr)" = 0 ] || fail "the service saw EINTR ($1): $ans"
+	[ "$(val regerr)" = 0 ] || fail "the service saw a changed register ($1): $ans"
+	svc sig
+	echo "service: $ans" >&2
+	[ "$(val err)" = 0 ] || fail "a signal was lost, duplicated or changed ($1): $ans"
+	[ "$(val sent)" = "$(val recv)" ] || fail "signals sent and received differ ($1): $ans"
+	[ "$(val sent)" -gt 0 ] || fail "no signal was sent ($1): $ans"
+}
+
+# attach_bg NAME ARGS...: heaptap attach -o $tmp/NAME.htap ARGS... in the
+# background: HT_PID; stderr in $tmp/NAME.err
+attach_bg()
+{
+	local name=$1
+	shift
+	"$HEAPTAP" attach -o "$tmp/$name.htap" "$@" 2>"$tmp/$name.err" </dev/null &
+	HT_PID=$!
+}
+
+# attach_wait NAME: wait (60 s at most) for the background heaptap: $rc
+attach_wait()
+{
+	local i
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$HT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$HT_PID" 2>/dev/null; then
+		show "heaptap stderr" "$tmp/$1.err"
+		fail "heaptap attach did not end"
+	fi
+	rc=0
+	wait "$HT_PID" || rc=$?
+	HT_PID=
+}
+
+# attach_fg NAME ARGS...: heaptap attach in the foreground, bounded: $rc
+attach_fg()
+{
+	local name=$1
+	shift
+	rc=0
+	timeout 60 "$HEAPTAP" attach -o "$tmp/$name.htap" "$@" 2>"$tmp/$name.err" </dev/null || rc=$?
+	[ "$rc" -ne 124 ] || { show "heaptap stderr" "$tmp/$name.err"; fail "heaptap attach timed out"; }
+}
+
+# one_line NAME WHAT: heaptap's stderr is one line "heaptap: attach PID: ..."
+one_line()
+{
+	local n
+	n=$(wc -l <"$tmp/$1.err")
+	if [ "$n" -ne 1 ] || ! grep -q '^heaptap: attach [0-9]*: .' "$tmp/$1.err"; then
+		show "heaptap stderr" "$tmp/$1.err"
+		fail "$2: expected one line \"heaptap: attach PID: ...\", got $n line(s)"
+	fi
+	echo "heaptap said: $(cat "$tmp/$1.err")" >&2
+}
+
+# site NAME CALLS BYTES LEAKED FILE: the report of FILE (a .htap) has exactly
+# these sums over every backtrace through function NAME
+site()
+{
+	local json=$5.json r=0
+	"$HEAPTAP" report --format json -n 1000000 -b 0 "$5" >"$json" 2>"$json.err" || r=$?
+	[ "$r" -eq 0 ] || { show "report stderr" "$json.err"; fail "heaptap report $5 exited $r"; }
+	python3 - "$json" "$1" "$2" "$3" "$4" <<'PY' || fail "report of $5: $1 differs"
+import json, sys
+rep = json.load(open(sys.argv[1]))
+name = sys.argv[2]
+want = dict(calls=int(sys.argv[3]), bytes=int(sys.argv[4]), leaked=int(sys.argv[5]))
+got = dict(calls=0, bytes=0, leaked=0)
+for s in rep.get("allocations", []):
+    for t in s.get("backtraces") or [s]:
+        if any(f.get("function") == name for f in t.get("frames", [])):
+            for k in got:
+                got[k] += int(t.get(k, 0))
+print("report: %s %s (want %s)" % (name, got, want), file=sys.stderr)
+sys.exit(0 if got == want else 1)
+PY
+}

@@ -1,0 +1,721 @@
+/* tests/session/service.c - a multi-threaded service heaptap attach is tested against */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Usage: session_service [WORKERS]   (default 2 worker threads)
+ *
+ * Reads one command per line on stdin and answers one line on stdout, so a
+ * test or bench drives it as a coprocess. Its threads, each noting the
+ * longest gap between two turns of its loop (1 ms period unless said):
+ *
+ *   main      blocked in read(stdin) between commands
+ *   reader    read() on a pipe the ticker writes every tick
+ *   sleeper   clock_nanosleep, relative 1 ms (restart block)
+ *   ticker    clock_nanosleep TIMER_ABSTIME, 1 ms period; feeds reader,
+ *             condwait and epoll
+ *   condwait  pthread_cond_wait, woken by the ticker
+ *   epoll     epoll_wait on an eventfd the ticker writes (EINTR-prone)
+ *   busy      an asm loop holding r12-r15 and xmm8-15, rounding mode
+ *             toward zero, checking them after every round
+ *   sigsend   sigqueue(SIGRTMIN+1, seq) to the process every tick
+ *   sigrecv   the only thread with SIGRTMIN+1 unblocked: blocked in read
+ *             (SA_RESTART handler); the handler checks seq, si_code, si_pid
+ *   watcher   reads its own malloc GOT slot every tick: when it changed
+ *             (heaptap's hook) and when it came back
+ *   worker*   allocate and free in a loop (churn, not leaking); on the
+ *             "leak" command they call leak_some() and relro_leak_some()
+ *             (libsvc_relro.so, -fno-plt, full RELRO) a given number of times
+ *
+ * Every blocking call counts EINTR; none should ever see one.
+ *
+ * Commands (answer on one line):
+ *   ping               pong
+ *   reset              ok            (longest gaps and iteration counts from now)
+ *   stats              stats t=NS iters=N maxgap_us=N gap_<thread>=US ... eintr=N
+ *                      regerr=N
+ *   sig                sig sent=N recv=N err=N  (pauses the sender 50 ms to count)
+ *   leak N             leaked calls=N bytes=B relro_calls=N relro_bytes=B
+ *   slots [-v]         slots n=N hash=H      (malloc/free/calloc/realloc slots of
+ *                      every module loaded at start, hash over address
+ *                      and value, a lazy slot's PLT stub counted as the
+ *                      function it resolves to; -v: each slot on stderr too)
+ *   waitpatched MS     patched ns=T | timeout
+ *   waitrestored MS    restored ns=T | timeout
+ *   tmp                tmp n=N   (entries in /tmp whose name starts "heaptap-")
+ *   quit               bye, then exit 0
+ * At start: "ready pid=N" once the workers ran and the slots were noted.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fenv.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elf/elfr.h"
+#include "tests/session/svc_relro.h"
+
+#define LEAK_SIZE 4321 /* bytes leak_some() leaks per call */
+#define MAX_WORKERS 16
+#define SLOT_CAP 256
+
+enum gap_id { G_READER, G_SLEEPER, G_TICKER, G_COND, G_EPOLL, G_BUSY, G_WATCHER, G_WORKER0, G_MAX = G_WORKER0 + MAX_WORKERS };
+static const char *const gap_names[G_WORKER0] = { "reader", "sleeper", "ticker", "condwait", "epoll",
+						   "busy", "watcher" };
+
+static _Atomic uint64_t maxgap[G_MAX]; /* longest gap of each thread, ns */
+static _Atomic uint64_t eintr, regerr, sigsent, sigrecv_n, sigerr;
+static _Atomic uint64_t iters[MAX_WORKERS];
+static _Atomic int leak_todo, relro_todo;
+static _Atomic uint64_t leak_done, relro_done;
+static _Atomic int sender_paused;
+static _Atomic uint64_t patched_ns, restored_ns;
+static int nworkers = 2;
+static int tick_pipe[2], sig_pipe[2], evfd;
+static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ccv = PTHREAD_COND_INITIALIZER;
+static unsigned long cgen;
+static uint64_t next_seq; /* sigrecv's expected sequence number (handler only) */
+static volatile uintptr_t *malloc_slot; /* main program's malloc GOT slot */
+static uintptr_t malloc_slot_value;	/* its value at start */
+static int sig_no;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A loop turned: note the gap since the last turn. */
+static void turn(int id, uint64_t *last)
+{
+	uint64_t t = now_ns(), g = t - *last, m = atomic_load(&maxgap[id]);
+
+	while (g > m && !atomic_compare_exchange_weak(&maxgap[id], &m, g))
+		;
+	*last = t;
+}
+
+/* The leak the tests look for: LEAK_SIZE bytes per call, never freed. */
+__attribute__((noinline)) void *leak_some(void)
+{
+	char *p = malloc(LEAK_SIZE);
+
+	if (p)
+		p[0] = 1;
+	return p;
+}
+
+/* Churn: allocations that are freed again (temporary, not leaked). */
+__attribute__((noinline)) static void churn(unsigned k)
+{
+	void *a[8];
+	unsigned i;
+
+	for (i = 0; i < 8; i++)
+		a[i] = malloc(16 + ((k + i) % 64) * 8);
+	a[3] = realloc(a[3], 512);
+	for (i = 0; i < 8; i++)
+		free(a[i]);
+	free(calloc(4, 32));
+}
+
+static void *worker(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	uint64_t last = now_ns();
+	unsigned k = 0;
+
+	for (;;) {
+		int n = atomic_load(&leak_todo);
+
+		churn(k++);
+		while (n > 0) {
+			if (atomic_compare_exchange_weak(&leak_todo, &n, n - 1)) {
+				(void)leak_some();
+				atomic_fetch_add(&leak_done, 1);
+				break;
+			}
+		}
+		n = atomic_load(&relro_todo);
+		while (n > 0) {
+			if (atomic_compare_exchange_weak(&relro_todo, &n, n - 1)) {
+				(void)relro_leak_some();
+				atomic_fetch_add(&relro_done, 1);
+				break;
+			}
+		}
+		atomic_fetch_add_explicit(&iters[id], 1, memory_order_relaxed);
+		turn(G_WORKER0 + id, &last);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	uint64_t last = now_ns();
+	char buf[64];
+
+	(void)arg;
+	for (;;) {
+		ssize_t n = read(tick_pipe[0], buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		turn(G_READER, &last);
+	}
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	struct timespec ts = { 0, 1000000 };
+	uint64_t last = now_ns();
+
+	(void)arg;
+	for (;;) {
+		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		turn(G_SLEEPER, &last);
+	}
+	return NULL;
+}
+
+static void *ticker(void *arg)
+{
+	struct timespec next;
+	uint64_t last = now_ns(), one = 1;
+	char c = 't';
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (;;) {
+		int r;
+
+		next.tv_nsec += 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL)) == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		turn(G_TICKER, &last);
+		if (write(tick_pipe[1], &c, 1) < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		if (write(evfd, &one, sizeof(one)) < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		pthread_mutex_lock(&cmu);
+		cgen++;
+		pthread_cond_signal(&ccv);
+		pthread_mutex_unlock(&cmu);
+		/* If we fell behind (a stop), start the period from now. */
+		{
+			struct timespec t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (t.tv_sec > next.tv_sec + 1)
+				next = t;
+		}
+	}
+	return NULL;
+}
+
+static void *condwait(void *arg)
+{
+	uint64_t last = now_ns();
+	unsigned long seen = 0;
+
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&cmu);
+		while (cgen == seen)
+			pthread_cond_wait(&ccv, &cmu);
+		seen = cgen;
+		pthread_mutex_unlock(&cmu);
+		turn(G_COND, &last);
+	}
+	return NULL;
+}
+
+static void *epoller(void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	uint64_t last = now_ns(), v;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	(void)arg;
+	ev.data.fd = evfd;
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, evfd, &ev) < 0) {
+		atomic_fetch_add(&regerr, 1000000); /* make the failure visible */
+		return NULL;
+	}
+	for (;;) {
+		int n = epoll_wait(ep, &ev, 1, 5);
+
+		if (n < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		if (n > 0 && read(evfd, &v, sizeof(v)) < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		turn(G_EPOLL, &last);
+	}
+	return NULL;
+}
+
+/* One round of the register check: 1 when every register held its value. */
+static int busy_round(uint64_t seed, uint64_t spins)
+{
+	uint64_t r[4], x[16];
+	int i, ok = 1;
+
+	__asm__ volatile("mov %[seed], %%r12\n\t"
+			 "lea 1(%%r12), %%r13\n\t"
+			 "lea 2(%%r12), %%r14\n\t"
+			 "lea 3(%%r12), %%r15\n\t"
+			 "movq %%r12, %%xmm8\n\t"
+			 "pinsrq $1, %%r13, %%xmm8\n\t"
+			 "movq %%r13, %%xmm9\n\t"
+			 "pinsrq $1, %%r14, %%xmm9\n\t"
+			 "movq %%r14, %%xmm10\n\t"
+			 "pinsrq $1, %%r15, %%xmm10\n\t"
+			 "movq %%r15, %%xmm11\n\t"
+			 "pinsrq $1, %%r12, %%xmm11\n\t"
+			 "movdqa %%xmm8, %%xmm12\n\t"
+			 "pxor %%xmm9, %%xmm12\n\t"
+			 "movdqa %%xmm9, %%xmm13\n\t"
+			 "pxor %%xmm10, %%xmm13\n\t"
+			 "movdqa %%xmm10, %%xmm14\n\t"
+			 "pxor %%xmm11, %%xmm14\n\t"
+			 "movdqa %%xmm11, %%xmm15\n\t"
+			 "pxor %%xmm8, %%xmm15\n\t"
+			 "mov %[spins], %%rcx\n"
+			 "1:\n\t"
+			 "pause\n\t"
+			 "dec %%rcx\n\t"
+			 "jnz 1b\n\t"
+			 "mov %%r12, 0(%[r])\n\t"
+			 "mov %%r13, 8(%[r])\n\t"
+			 "mov %%r14, 16(%[r])\n\t"
+			 "mov %%r15, 24(%[r])\n\t"
+			 "movdqu %%xmm8, 0(%[x])\n\t"
+			 "movdqu %%xmm9, 16(%[x])\n\t"
+			 "movdqu %%xmm10, 32(%[x])\n\t"
+			 "movdqu %%xmm11, 48(%[x])\n\t"
+			 "movdqu %%xmm12, 64(%[x])\n\t"
+			 "movdqu %%xmm13, 80(%[x])\n\t"
+			 "movdqu %%xmm14, 96(%[x])\n\t"
+			 "movdqu %%xmm15, 112(%[x])\n\t"
+			 :
+			 : [seed] "r"(seed), [spins] "r"(spins), [r] "r"(r), [x] "r"(x)
+			 : "rcx", "r12", "r13", "r14", "r15", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+			   "xmm13", "xmm14", "xmm15", "memory", "cc");
+	for (i = 0; i < 4; i++)
+		ok &= r[i] == seed + (uint64_t)i;
+	for (i = 0; i < 4; i++) {
+		ok &= x[2 * i] == seed + (uint64_t)i;
+		ok &= x[2 * i + 1] == seed + (uint64_t)((i + 1) % 4);
+	}
+	for (i = 0; i < 4; i++) {
+		ok &= x[8 + 2 * i] == (x[2 * i] ^ x[(2 * i + 2) % 8]);
+		ok &= x[8 + 2 * i + 1] == (x[2 * i + 1] ^ x[(2 * i + 3) % 8]);
+	}
+	return ok;
+}
+
+static void *busy(void *arg)
+{
+	uint64_t last = now_ns(), seed = 0x0123456789abcdefull;
+
+	(void)arg;
+	fesetround(FE_TOWARDZERO);
+	for (;;) {
+		if (!busy_round(seed, 2000) || fegetround() != FE_TOWARDZERO)
+			atomic_fetch_add(&regerr, 1);
+		seed += 0x1000;
+		turn(G_BUSY, &last);
+	}
+	return NULL;
+}
+
+static void on_rt(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (si->si_code != SI_QUEUE || si->si_pid != getpid() ||
+	    (uint64_t)si->si_value.sival_ptr != next_seq)
+		atomic_fetch_add(&sigerr, 1);
+	next_seq = (uint64_t)si->si_value.sival_ptr + 1;
+	atomic_fetch_add(&sigrecv_n, 1);
+}
+
+static void *sigsend(void *arg)
+{
+	struct timespec ts = { 0, 1000000 };
+	uint64_t seq = 0;
+
+	(void)arg;
+	for (;;) {
+		if (!atomic_load(&sender_paused)) {
+			union sigval v = { .sival_ptr = (void *)seq };
+
+			if (sigqueue(getpid(), sig_no, v) == 0) {
+				seq++;
+				atomic_fetch_add(&sigsent, 1);
+			}
+		}
+		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
+			atomic_fetch_add(&eintr, 1);
+	}
+	return NULL;
+}
+
+static void *sigrecv(void *arg)
+{
+	sigset_t s;
+	char buf[8];
+
+	(void)arg;
+	sigemptyset(&s);
+	sigaddset(&s, sig_no);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	for (;;) {
+		if (read(sig_pipe[0], buf, sizeof(buf)) < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr, 1);
+	}
+	return NULL;
+}
+
+static const char *const slot_names[] = { "malloc", "free", "calloc", "realloc" };
+
+static uintptr_t real_fn[4]; /* dlsym(RTLD_DEFAULT) of slot_names */
+static uintptr_t start_mods[SLOT_CAP]; /* load biases of the modules at start */
+static size_t nstart_mods;
+
+struct slot_acc {
+	int noting; /* the first walk: note the modules */
+	int dump;   /* print each slot on stderr ("slots -v") */
+	size_t n, mod;
+	uint64_t hash;
+	volatile uintptr_t *main_malloc;
+};
+
+static int slot_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
+		   const struct elfr_info *info, const struct elfr_slot *slots, size_t nslots)
+{
+	struct slot_acc *a = arg;
+	size_t i;
+
+	(void)why;
+	(void)info;
+	/*
+	 * Only the modules loaded at start: heaptap's library and what it
+	 * pulled in (libunwind, ...) stay loaded after a session.
+	 */
+	if (!a->noting) {
+		size_t k;
+
+		for (k = 0; k < nstart_mods && start_mods[k] != m->bias; k++)
+			;
+		if (k == nstart_mods) {
+			a->mod++;
+			return 0;
+		}
+	}
+	if (a->noting && nstart_mods < SLOT_CAP)
+		start_mods[nstart_mods++] = m->bias;
+	for (i = 0; i < nslots; i++) {
+		uintptr_t v = *(volatile uintptr_t *)slots[i].addr;
+		size_t k;
+
+		/*
+		 * A lazily bound slot not called yet points into its own
+		 * module (the PLT stub); the loader may resolve it at any
+		 * time (libc's own calloc slot is resolved by dlopen, for
+		 * one). Both mean "the real function": hash them alike.
+		 */
+		for (k = 0; k < m->nload; k++)
+			if (v >= m->load[k].start && v < m->load[k].end && v != real_fn[slots[i].want])
+				v = real_fn[slots[i].want];
+
+		if (a->dump)
+			fprintf(stderr, "slot %s %s %#lx %#lx\n", m->name && *m->name ? m->name : "(main)",
+				slot_names[slots[i].want], (unsigned long)slots[i].addr, (unsigned long)v);
+		a->hash = (a->hash ^ slots[i].addr) * 1099511628211ull;
+		a->hash = (a->hash ^ v) * 1099511628211ull;
+		a->n++;
+		if (a->mod == 0 && slots[i].want == 0 && !a->main_malloc)
+			a->main_malloc = (volatile uintptr_t *)slots[i].addr;
+	}
+	a->mod++;
+	return 0;
+}
+
+static void slots_now(struct slot_acc *a, int noting, int dump)
+{
+	static struct elfr_slot buf[SLOT_CAP];
+
+	memset(a, 0, sizeof(*a));
+	a->dump = dump;
+	a->noting = noting;
+	a->hash = 14695981039346656037ull;
+	(void)elfr_walk_self(slot_names, 4, buf, SLOT_CAP, slot_cb, a);
+}
+
+static void *watcher(void *arg)
+{
+	struct timespec ts = { 0, 1000000 };
+	uint64_t last = now_ns();
+	int was_patched = 0;
+
+	(void)arg;
+	for (;;) {
+		int p = *malloc_slot != malloc_slot_value;
+
+		if (p && !was_patched)
+			atomic_store(&patched_ns, now_ns());
+		if (!p && was_patched)
+			atomic_store(&restored_ns, now_ns());
+		was_patched = p;
+		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
+			atomic_fetch_add(&eintr, 1);
+		turn(G_WATCHER, &last);
+	}
+	return NULL;
+}
+
+static void start(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, arg) != 0) {
+		fprintf(stderr, "service: pthread_create failed\n");
+		exit(1);
+	}
+}
+
+/* Wait up to ms for *v to become nonzero (after since). */
+static uint64_t wait_for(_Atomic uint64_t *v, long ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	struct timespec ts = { 0, 1000000 };
+
+	while (now_ns() < end) {
+		uint64_t x = atomic_load(v);
+
+		if (x)
+			return x;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void answer(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void answer(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void cmd_stats(void)
+{
+	char buf[1024];
+	size_t off = 0;
+	uint64_t sum = 0, m = 0;
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		sum += atomic_load(&iters[i]);
+	for (i = 0; i < G_WORKER0 + nworkers; i++) {
+		uint64_t g = atomic_load(&maxgap[i]);
+
+		if (g > m)
+			m = g;
+		if (i < G_WORKER0)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, " gap_%s=%" PRIu64,
+						gap_names[i], g / 1000);
+		else
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, " gap_worker%d=%" PRIu64,
+						i - G_WORKER0, g / 1000);
+	}
+	answer("stats t=%" PRIu64 " iters=%" PRIu64 " maxgap_us=%" PRIu64 "%s eintr=%" PRIu64
+	       " regerr=%" PRIu64,
+	       now_ns(), sum, m / 1000, buf, atomic_load(&eintr), atomic_load(&regerr));
+}
+
+static int tmp_entries(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "heaptap-", 8))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void command(char *line)
+{
+	long n;
+	int i;
+
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!strcmp(line, "ping")) {
+		answer("pong");
+	} else if (!strcmp(line, "reset")) {
+		for (i = 0; i < G_MAX; i++)
+			atomic_store(&maxgap[i], 0);
+		answer("ok");
+	} else if (!strcmp(line, "stats")) {
+		cmd_stats();
+	} else if (!strcmp(line, "sig")) {
+		struct timespec ts = { 0, 50000000 };
+
+		atomic_store(&sender_paused, 1);
+		nanosleep(&ts, NULL);
+		answer("sig sent=%" PRIu64 " recv=%" PRIu64 " err=%" PRIu64, atomic_load(&sigsent),
+		       atomic_load(&sigrecv_n), atomic_load(&sigerr));
+		atomic_store(&sender_paused, 0);
+	} else if (sscanf(line, "leak %ld", &n) == 1 && n >= 0 && n < 1000000) {
+		uint64_t l0 = atomic_load(&leak_done), r0 = atomic_load(&relro_done);
+		struct timespec ts = { 0, 1000000 };
+
+		atomic_fetch_add(&leak_todo, (int)n);
+		atomic_fetch_add(&relro_todo, (int)n);
+		while (atomic_load(&leak_done) - l0 < (uint64_t)n ||
+		       atomic_load(&relro_done) - r0 < (uint64_t)n)
+			nanosleep(&ts, NULL);
+		answer("leaked calls=%ld bytes=%ld relro_calls=%ld relro_bytes=%ld", n,
+		       n * LEAK_SIZE, n, n * (long)SVC_RELRO_LEAK_SIZE);
+	} else if (!strcmp(line, "slots") || !strcmp(line, "slots -v")) {
+		struct slot_acc a;
+
+		slots_now(&a, 0, line[5] != '\0');
+		answer("slots n=%zu hash=%016" PRIx64, a.n, a.hash);
+	} else if (sscanf(line, "waitpatched %ld", &n) == 1) {
+		uint64_t t = wait_for(&patched_ns, n);
+
+		if (t)
+			answer("patched ns=%" PRIu64, t);
+		else
+			answer("timeout");
+	} else if (sscanf(line, "waitrestored %ld", &n) == 1) {
+		uint64_t t = wait_for(&restored_ns, n);
+
+		if (t)
+			answer("restored ns=%" PRIu64, t);
+		else
+			answer("timeout");
+	} else if (!strcmp(line, "tmp")) {
+		answer("tmp n=%d", tmp_entries());
+	} else if (!strcmp(line, "quit")) {
+		answer("bye");
+		exit(0);
+	} else {
+		answer("unknown command");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa;
+	struct slot_acc a;
+	sigset_t s;
+	char line[256];
+	size_t len = 0;
+	int i;
+
+	if (argc > 1)
+		nworkers = atoi(argv[1]);
+	if (nworkers < 1 || nworkers > MAX_WORKERS) {
+		fprintf(stderr, "usage: session_service [WORKERS 1-%d]\n", MAX_WORKERS);
+		return 2;
+	}
+	sig_no = SIGRTMIN + 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_rt;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig_no, &sa, NULL);
+	/* only sigrecv takes the RT signal: the others never run its handler */
+	sigemptyset(&s);
+	sigaddset(&s, sig_no);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	if (pipe(tick_pipe) < 0 || pipe(sig_pipe) < 0 ||
+	    (evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		perror("service: pipe");
+		return 1;
+	}
+	for (i = 0; i < nworkers; i++)
+		start(worker, (void *)(intptr_t)i);
+	/* let every slot be bound (lazy binding) before noting them */
+	{
+		struct timespec ts = { 0, 20000000 };
+
+		nanosleep(&ts, NULL);
+		free(relro_leak_some());
+	}
+	for (i = 0; i < 4; i++)
+		real_fn[i] = (uintptr_t)dlsym(RTLD_DEFAULT, slot_names[i]);
+	slots_now(&a, 1, 0);
+	if (!a.main_malloc) {
+		fprintf(stderr, "service: no malloc slot in the main program\n");
+		return 1;
+	}
+	malloc_slot = a.main_malloc;
+	malloc_slot_value = *malloc_slot;
+	start(reader, NULL);
+	start(sleeper, NULL);
+	start(condwait, NULL);
+	start(epoller, NULL);
+	start(busy, NULL);
+	start(sigrecv, NULL);
+	start(sigsend, NULL);
+	start(watcher, NULL);
+	start(ticker, NULL);
+	answer("ready pid=%d", (int)getpid());
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, line + len, sizeof(line) - 1 - len);
+		char *nl;
+
+		if (n < 0) {
+			if (errno == EINTR) {
+				atomic_fetch_add(&eintr, 1);
+				continue;
+			}
+			return 1;
+		}
+		if (n == 0)
+			return 0; /* stdin closed: the driver is gone */
+		len += (size_t)n;
+		line[len] = '\0';
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			command(line);
+			len -= (size_t)(nl + 1 - line);
+			memmove(line, nl + 1, len + 1);
+		}
+		if (len == sizeof(line) - 1)
+			len = 0; /* an overlong line: drop it */
+	}
+}
