@@ -18,12 +18,20 @@
 #include "cli/cli.h"
 
 static char tmpdir[256];
+static char saved_tmp[200]; /* $TMPDIR as the suite found it ("" = unset) */
+static int saved;
 
 static void setup(void)
 {
 	const char *t = getenv("TMPDIR");
 
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_cli-XXXXXX", t && *t ? t : "/tmp");
+	/* tests point TMPDIR into tmpdir; without fork it must come back */
+	if (!saved) {
+		snprintf(saved_tmp, sizeof(saved_tmp), "%s", t ? t : "");
+		saved = 1;
+	}
+	t = saved_tmp;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/check_cli-XXXXXX", *t ? t : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
@@ -31,6 +39,10 @@ static void teardown(void)
 {
 	char cmd[512];
 
+	if (saved_tmp[0])
+		setenv("TMPDIR", saved_tmp, 1);
+	else
+		unsetenv("TMPDIR");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 }
