@@ -226,6 +226,8 @@ static void summary(FILE *f, const struct rpt_data *d)
 	fprintf(f, "    \"attached\": %s, \"truncated\": %s, \"truncated_reason\": ",
 		s->attached ? "true" : "false", s->truncated ? "true" : "false");
 	rpt_json_string(f, s->truncated ? rec_strerror(s->truncated) : NULL);
+	fputs(", \"end_reason\": ", f);
+	rpt_json_string(f, s->end_reason);
 	fprintf(f, ", \"sampled\": %s, \"estimated\": %s, \"sample_bytes\": %" PRIu64 "},\n",
 		s->sampled ? "true" : "false", s->estimated ? "true" : "false", s->sample_bytes);
 }

@@ -70,6 +70,7 @@ struct rpt_summary {
 	int sampled;		  /* any allocation carried a weight, or sample_bytes != 0 */
 	uint64_t sample_bytes;	  /* meta "sample_bytes" */
 	int estimated;		  /* calls are estimates (sample_bytes != 0 or weights seen) */
+	const char *end_reason;	  /* meta "end_reason" (exit, stop, error, truncated, ...); NULL if absent */
 };
 
 /* One call site. ip is an index into rec_ips(), or REC_NONE for the empty stack. */

@@ -3,7 +3,8 @@
 /*
  * Metadata keys read (written by interpret/; absent keys are tolerated):
  *   "exe", "command" (or "cmdline"), "pid", "attached", "sampled",
- *   "sample_bytes", "duration_ns", "peak_rss". docs/report.md lists them.
+ *   "sample_bytes", "duration_ns", "peak_rss", "end_reason". docs/report.md
+ *   lists them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -82,6 +83,9 @@ int rpt_summary_meta(struct rpt_data *d)
 		d->sum.command = d->sum.exe;
 	}
 	d->sum.pid = meta_u64(r, "pid");
+	d->sum.end_reason = rec_meta(r, "end_reason");
+	if (d->sum.end_reason && !*d->sum.end_reason)
+		d->sum.end_reason = NULL;
 	d->sum.attached = meta_flag(r, "attached");
 	d->sum.sample_bytes = meta_u64(r, "sample_bytes");
 	if (d->sum.sample_bytes || meta_flag(r, "sampled"))

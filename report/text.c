@@ -48,9 +48,10 @@ static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 	if (s->pid)
 		fprintf(f, "process                %" PRIu64 ", %s\n", s->pid,
 			s->attached ? "attached" : "launched");
-	fprintf(f, "recording state        %s%s%s\n", s->truncated ? "truncated: " : "complete",
+	fprintf(f, "recording state        %s%s%s%s%s\n", s->truncated ? "truncated: " : "complete",
 		s->truncated ? rec_strerror(s->truncated) : "",
-		s->attached && !s->pid ? ", attached" : "");
+		s->attached && !s->pid ? ", attached" : "", s->end_reason ? ", session end: " : "",
+		s->end_reason ? s->end_reason : "");
 	if (s->sampled)
 		fprintf(f, "sampling               every %" PRIu64 " bytes on average, numbers estimated\n",
 			s->sample_bytes);

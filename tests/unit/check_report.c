@@ -90,6 +90,7 @@ static void write_basic(const char *path, int flush_every, int close_it)
 	OK(rec_put_meta(w, "pid", "4242"));
 	OK(rec_put_meta(w, "attached", "0"));
 	OK(rec_put_meta(w, "sample_bytes", "0"));
+	OK(rec_put_meta(w, "end_reason", "exit"));
 	OK(rec_put_module(w, "/usr/bin/prog", 0x1000, 0x4000, bid, sizeof(bid), &mod));
 	OK(rec_put_ip(w, 0x1100, &i0));
 	OK(rec_put_ip(w, 0x1200, &i1));
@@ -502,6 +503,7 @@ START_TEST(test_json)
 	ck_assert_ptr_nonnull(strstr(js, "{\"ip\": \"0x5555\", \"function\": null, \"file\": null, "
 					 "\"line\": 0, \"module\": null, \"offset\": 0, \"inlined\": false}"));
 	ck_assert_ptr_nonnull(strstr(js, "\"attached\": false, \"truncated\": false"));
+	ck_assert_ptr_nonnull(strstr(js, "\"end_reason\": \"exit\""));
 	ck_assert_ptr_nonnull(strstr(js, "{\"ip\": \"0x1200\", \"calls\": 1, \"bytes\": 50"));
 	free(js);
 
@@ -533,6 +535,7 @@ START_TEST(test_text)
 	d = analyze(r, 1);
 	tx = render(d, 0, 10);
 	ck_assert_ptr_nonnull(strstr(tx, "allocation calls       8 "));
+	ck_assert_ptr_nonnull(strstr(tx, "recording state        complete, session end: exit\n"));
 	ck_assert_ptr_nonnull(strstr(tx, "peak heap              1.6 KiB at 0.000 s"));
 	ck_assert_ptr_nonnull(strstr(tx, "temporary allocations  1 (12.5% of calls)"));
 	ck_assert_ptr_nonnull(strstr(tx, "leaked at exit         358 B in 4 allocations"));
