@@ -245,6 +245,23 @@ static int same_view(pid_t pid)
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* 1 when libheaptap_inject.so is already mapped in pid (an earlier session). */
+static int inject_loaded(pid_t pid)
+{
+	char path[64], line[4096];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/" INJ_LIB_NAME) != NULL;
+	fclose(f);
+	return found;
+}
+
 /* Print "heaptap: attach PID: <reason>[: <detail>]" and return the exit code. */
 static int att_fail(pid_t pid, struct att_ctx *ctx, enum att_reason why)
 {
@@ -313,7 +330,8 @@ static void start_timer(double secs)
 }
 
 /* What the session ended with, after itp_run. Returns the exit code. */
-static int summarize(pid_t pid, const char *out, int ret, const struct itp_result *res)
+static int summarize(pid_t pid, const char *out, int ret, const struct itp_result *res,
+		     int was_loaded)
 {
 	struct stat st;
 
@@ -321,6 +339,19 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 		/* nothing written: the library saw the socket close and restored its slots */
 		cli_msg("attach: %s: %s%s%s", out, rec_strerror(res->rec_error),
 			res->detail[0] ? ": " : "", res->detail);
+		return CLI_EXIT_FAIL;
+	}
+	if (res->err == ITP_E_HEADER) {
+		/* no stream header: nothing was recorded and nothing was patched */
+		unlink(out);
+		if (was_loaded)
+			cli_msg("attach %d: heaptap's library in it already ran a session and did not "
+				"start another (this version records one session per process); "
+				"nothing was changed", (int)pid);
+		else
+			cli_msg("attach %d: its tracking library closed the connection without "
+				"starting a session%s%s; nothing was changed", (int)pid,
+				res->detail[0] ? ": " : "", res->detail);
 		return CLI_EXIT_FAIL;
 	}
 	if (ret < 0) {
@@ -332,9 +363,6 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 				res->detail[0] ? ": " : "", res->detail);
 		else if (res->err == ITP_E_IO)
 			cli_msg("attach: reading the event stream: %s", strerror(res->sys_errno));
-		else if (res->err == ITP_E_HEADER && !res->final.alloc_calls)
-			cli_msg("attach: %d: the library closed the connection without starting a "
-				"session%s%s", (int)pid, res->detail[0] ? ": " : "", res->detail);
 		else
 			cli_msg("attach: event stream: %s%s%s", itp_strerror(res->err),
 				res->detail[0] ? ": " : "", res->detail);
@@ -374,7 +402,7 @@ int cli_cmd_attach(int argc, char **argv)
 	enum att_reason why;
 	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], out[PATH_MAX], sysroot[64];
 	struct stat st;
-	int ret, conn = -1, code = CLI_EXIT_FAIL;
+	int ret, conn = -1, code = CLI_EXIT_FAIL, was_loaded;
 	pid_t pid;
 
 	memset(&d, 0, sizeof(d));
@@ -439,6 +467,7 @@ int cli_cmd_attach(int argc, char **argv)
 		cli_msg("attach %d: interrupted before attaching; nothing was changed", (int)pid);
 		goto out_dir;
 	}
+	was_loaded = inject_loaded(pid);
 	why = att_seize(ctx);
 	if (why != ATT_OK) {
 		code = att_fail(pid, ctx, why);
@@ -493,7 +522,7 @@ int cli_cmd_attach(int argc, char **argv)
 	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, out, sizeof(out), &res);
 	if (ret == NO_NAME)
 		goto out_conn; /* closing conn makes the library restore its slots */
-	code = summarize(pid, out, ret, &res);
+	code = summarize(pid, out, ret, &res, was_loaded);
 
 out_conn:
 	close(conn);

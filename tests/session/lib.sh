@@ -13,7 +13,7 @@ set -u
 
 SESSION_SRC=${SESSION_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 case_name=$(basename "$0" .test)
-SVC_PID=
+TPID=
 HT_PID=
 
 fail()
@@ -42,11 +42,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-sess.XXXXXX") || fail "mktemp"
 cleanup()
 {
 	[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
-	if [ -n "$SVC_PID" ]; then
-		kill -CONT "$SVC_PID" 2>/dev/null
+	if [ -n "$TPID" ]; then
+		kill -CONT "$TPID" 2>/dev/null
 		{ echo quit >&"${SVC[1]}"; } 2>/dev/null
 		sleep 0.1
-		kill -KILL "$SVC_PID" 2>/dev/null
+		kill -KILL "$TPID" 2>/dev/null
 		wait 2>/dev/null
 	fi
 	[ -n "${SESSION_KEEP:-}" ] && { echo "keeping $tmp" >&2; return; }
@@ -63,7 +63,7 @@ if [ "$scope" -ge 3 ] || { [ "$scope" -ge 1 ] && [ "$(id -u)" -ne 0 ]; }; then
 fi
 
 # svc_start [PREFIX...]: start the service as a coprocess (PREFIX runs it, e.g.
-# unshare ...), wait for "ready pid=N": SVC_PID.
+# unshare ...), wait for "ready pid=N": TPID.
 svc_start()
 {
 	local line
@@ -73,7 +73,7 @@ svc_start()
 		fail "the service did not start"
 	fi
 	case $line in
-	"ready pid="*) SVC_PID=${line#ready pid=} ;;
+	"ready pid="*) TPID=${line#ready pid=} ;;
 	*) show "service stderr" "$tmp/service.err"; fail "service said '$line', not ready" ;;
 	esac
 }

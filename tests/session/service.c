@@ -38,8 +38,10 @@
  *                      every module loaded at start, hash over address
  *                      and value, a lazy slot's PLT stub counted as the
  *                      function it resolves to; -v: each slot on stderr too)
- *   waitpatched MS     patched ns=T | timeout
- *   waitrestored MS    restored ns=T | timeout
+ *   waitpatched MS     patched ns=T | timeout   (the malloc slot left its value)
+ *   waitrestored MS    restored ns=T | timeout  (it came back; the next
+ *                      waitpatched waits for a new change)
+ *   reset also zeroes the iteration counts.
  *   tmp                tmp n=N   (entries in /tmp whose name starts "heaptap-")
  *   quit               bye, then exit 0
  * At start: "ready pid=N" once the workers ran and the slots were noted.
@@ -585,6 +587,8 @@ static void command(char *line)
 	} else if (!strcmp(line, "reset")) {
 		for (i = 0; i < G_MAX; i++)
 			atomic_store(&maxgap[i], 0);
+		for (i = 0; i < nworkers; i++)
+			atomic_store(&iters[i], 0);
 		answer("ok");
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
@@ -615,6 +619,7 @@ static void command(char *line)
 	} else if (sscanf(line, "waitpatched %ld", &n) == 1) {
 		uint64_t t = wait_for(&patched_ns, n);
 
+		atomic_store(&restored_ns, 0); /* the next waitrestored waits for this session's end */
 		if (t)
 			answer("patched ns=%" PRIu64, t);
 		else
@@ -622,6 +627,8 @@ static void command(char *line)
 	} else if (sscanf(line, "waitrestored %ld", &n) == 1) {
 		uint64_t t = wait_for(&restored_ns, n);
 
+		if (t)
+			atomic_store(&patched_ns, 0); /* the next waitpatched waits for a new session */
 		if (t)
 			answer("restored ns=%" PRIu64, t);
 		else
