@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -966,6 +968,56 @@ START_TEST(test_crash_mid_chunk)
 }
 END_TEST
 
+START_TEST(test_write_error_sticky)
+{
+	/* a child whose files may not grow past 1 MiB: writes fail with EFBIG */
+	struct rec_reader *r;
+	pid_t pid;
+	int err, status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
+		struct rec_writer *w;
+		uint32_t idx;
+		int ret = 0;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(10);
+		w = rec_writer_create(tpath("efbig.htap"), &err);
+		if (!w)
+			_exit(11);
+		/* incompressible strings: the STRINGS buffer fills and is written */
+		for (int i = 0; i < 1000000 && !ret; i++) {
+			char s[64];
+
+			snprintf(s, sizeof(s), "%08x-%d", (unsigned)(i * 2654435761u), i);
+			ret = rec_put_string(w, s, &idx);
+		}
+		if (ret != -REC_E_IO)
+			_exit(12);
+		/* sticky: every later call says the same, close too */
+		if (rec_put_ip(w, 1, &idx) != -REC_E_IO || rec_writer_flush(w) != -REC_E_IO)
+			_exit(13);
+		if (rec_writer_bytes(w) > 1 << 20)
+			_exit(14);
+		_exit(rec_writer_close(w) == -REC_E_IO ? 0 : 15);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	/* what got out whole is readable */
+	r = rec_open(tpath("efbig.htap"), &err);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
+	ck_assert_str_eq(rec_string(r, 50000), "14d0609f-49999");
+	ck_assert_str_eq(rec_string(r, 1), "00000000-0");
+	rec_close(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Event modes: each pattern must round-trip, whatever mode it gets.   */
 
@@ -1135,6 +1187,7 @@ static Suite *recfile_suite(void)
 	tcase_add_test(tc, test_big_parallel);
 	tcase_add_test(tc, test_abort_keeps_flushed);
 	tcase_add_test(tc, test_crash_mid_chunk);
+	tcase_add_test(tc, test_write_error_sticky);
 	tcase_add_loop_test(tc, test_event_modes, 0, PAT_NUM);
 	suite_add_tcase(s, tc);
 	return s;
