@@ -103,6 +103,7 @@ struct inj_stats {
 
 struct inj_global {
 	pthread_mutex_t lock;
+	pthread_cond_t wake; /* before_end wakes the thread's poll wait (CLOCK_MONOTONIC waits) */
 	_Atomic int run;  /* enum inj_run */
 	int closing;	  /* before_end ran: no more patching (under lock) */
 	int atfork_done;  /* pthread_atfork registered (once per process) */

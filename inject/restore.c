@@ -89,6 +89,7 @@ void inj_before_end(void *arg, uint64_t *restored, uint64_t *left)
 	inj_g.st.restored += r.restored;
 	inj_g.st.left += r.left;
 	clear_tables();
+	pthread_cond_broadcast(&inj_g.wake);
 	pthread_mutex_unlock(&inj_g.lock);
 	*restored = r.restored;
 	*left = r.left;
@@ -128,6 +129,7 @@ static bool readable_word(uintptr_t addr, uintptr_t *v)
 void inj_fork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
 	int saved_errno = errno;
 
 	for (size_t k = 0; k < inj_g.nslots; k++) {
@@ -143,6 +145,7 @@ void inj_fork_child(void)
 	/* the library's thread does not exist here: a start call may begin anew */
 	atomic_store(&inj_g.run, INJ_IDLE);
 	inj_g.lock = fresh;
+	inj_g.wake = fresh_cond;
 	trk_after_fork_child();
 	errno = saved_errno;
 }

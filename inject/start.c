@@ -18,6 +18,7 @@
 
 struct inj_global inj_g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
 	.run = INJ_IDLE,
 };
 

@@ -68,29 +68,38 @@ static void first_pass(void)
 	inj_g.st.start_ns = inj_now_ns() - inj_g.t_start;
 }
 
+/*
+ * poll_loop - every INJ_POLL_MS, patch what was loaded meanwhile, until
+ * before_end sets closing (it also wakes the wait, so a new start call is
+ * refused with -EBUSY for microseconds only after a session ends). Only
+ * that flag ends the loop: trk_active() turns false a moment before
+ * before_end runs, and leaving then could let a new start empty the tables
+ * before they were restored.
+ */
 static void poll_loop(void)
 {
-	for (;;) {
-		struct timespec ts = { 0, INJ_POLL_MS * 1000000L };
+	pthread_mutex_lock(&inj_g.lock);
+	while (!inj_g.closing) {
 		unsigned long long adds, subs;
+		struct timespec until;
 
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
-		pthread_mutex_lock(&inj_g.lock);
-		/*
-		 * Only before_end's flag ends the loop: trk_active() turns false a
-		 * moment before before_end runs, and leaving then would let a new
-		 * start empty the tables before they are restored.
-		 */
-		if (inj_g.closing) {
-			pthread_mutex_unlock(&inj_g.lock);
-			return;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += INJ_POLL_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
 		}
+		while (!inj_g.closing &&
+		       pthread_cond_clockwait(&inj_g.wake, &inj_g.lock, CLOCK_MONOTONIC, &until) !=
+			   ETIMEDOUT)
+			;
+		if (inj_g.closing)
+			break;
 		inj_counters(&adds, &subs);
 		if (adds != inj_g.adds || subs != inj_g.subs || inj_g.any_pending)
 			(void)inj_patch_pass();
-		pthread_mutex_unlock(&inj_g.lock);
 	}
+	pthread_mutex_unlock(&inj_g.lock);
 }
 
 void *inj_thread_main(void *arg)

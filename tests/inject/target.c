@@ -377,6 +377,18 @@ int main(int argc, char **argv)
 		FAIL("the late library's malloc slot does not hold malloc again");
 	if (stop() != -ENOENT)
 		FAIL("stop after the session did not say ENOENT");
+	/*
+	 * The library takes a new start call once its thread is gone (a moment
+	 * after the session ended). Nobody listens at this path: the thread
+	 * gives up and nothing changes.
+	 */
+	for (int i = 0; i < 1000 && (rc = start("/nonexistent-heaptap/sock")) == -EBUSY; i++)
+		usleep(1000);
+	if (rc != 0)
+		FAIL("start after the session returned %d", rc);
+	usleep(50000);
+	take(&after);
+	compare(&before, &after, "RESTART");
 	/* the program goes on working, lazy binding included */
 	free(valloc(100));
 	free(malloc(10));
