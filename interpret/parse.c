@@ -21,9 +21,42 @@
 
 #include "interpret/internal.h"
 
+/*
+ * get_var - wire_get_varint with fast paths: one byte (most sizes, deltas,
+ * node indices), and no end check per byte when 10 bytes are left. Same
+ * result and the same rejection of overlong or overflowing numbers.
+ */
+static inline int get_var(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	unsigned i;
+
+	if (p < end && *p < 0x80) {
+		*out = *p;
+		*pp = p + 1;
+		return 0;
+	}
+	if (end - p < WIRE_VARINT_MAX)
+		return wire_get_varint(pp, end, out);
+	for (i = 0; i < WIRE_VARINT_MAX - 1; i++) {
+		v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (p[i] < 0x80) {
+			*out = v;
+			*pp = p + i + 1;
+			return 0;
+		}
+	}
+	if (p[9] > 1)
+		return -1;
+	*out = v | (uint64_t)p[9] << 63;
+	*pp = p + WIRE_VARINT_MAX;
+	return 0;
+}
+
 #define GET(p, end, v)                                                                             \
 	do {                                                                                       \
-		if (wire_get_varint(&(p), (end), &(v)))                                            \
+		if (get_var(&(p), (end), &(v)))                                                    \
 			goto bad_varint;                                                           \
 	} while (0)
 

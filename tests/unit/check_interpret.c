@@ -729,6 +729,31 @@ START_TEST(test_overlong_length_varint)
 }
 END_TEST
 
+/* a ptr varint of 10 bytes whose last byte overflows 64 bits, then more bytes */
+START_TEST(test_overflowing_varint)
+{
+	struct sbuf s = { 0 };
+	struct chunkb c;
+	struct itp_result res;
+	int i;
+
+	header(&s);
+	ck_begin(&c, 1, 0);
+	ck_free(&c, 0, UINT64_MAX); /* the largest valid one: no warning but unknown */
+	sb_u8(&c.b, WIRE_EV_FREE);
+	sb_u8(&c.b, 1);
+	for (i = 0; i < 9; i++)
+		sb_u8(&c.b, 0xff);
+	sb_u8(&c.b, 0x02);
+	for (i = 0; i < 12; i++)
+		sb_u8(&c.b, WIRE_EV_NOP);
+	ck_end(&s, &c);
+	ck_assert_int_eq(run(&s, &res), -ITP_E_CORRUPT);
+	ck_assert_uint_eq(res.unknown_frees, 1);
+	sb_free(&s);
+}
+END_TEST
+
 START_TEST(test_unknown_op)
 {
 	struct sbuf s = { 0 };
@@ -1602,6 +1627,7 @@ static Suite *interpret_suite(void)
 	tcase_add_test(tc, test_record_too_long);
 	tcase_add_test(tc, test_truncated_varint);
 	tcase_add_test(tc, test_overlong_length_varint);
+	tcase_add_test(tc, test_overflowing_varint);
 	tcase_add_test(tc, test_unknown_op);
 	tcase_add_test(tc, test_seq_repeated);
 	tcase_add_test(tc, test_truncated_stream);
