@@ -17,7 +17,7 @@
 int itp_nodes_put(struct itp_nodes *t, uint64_t raw, uint32_t idx)
 {
 	if (raw >= t->direct_cap && raw < 2 * ((uint64_t)t->n + SLACK)) {
-		size_t ncap = t->direct_cap ? t->direct_cap : SLACK;
+		size_t ncap = t->direct_cap ? t->direct_cap : 1024;
 		uint32_t *d;
 
 		while (ncap <= raw)

@@ -22,6 +22,11 @@
 
 static char dir[64];
 
+static void remove_dir(void)
+{
+	rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -35,8 +40,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > MAX_INPUT)
 		return 0;
 	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "/tmp/fuzz_stream.%d", (int)getpid());
+		/* tmpfs when there is one: a disk file system's journal makes each run wait */
+		struct stat sb;
+
+		snprintf(dir, sizeof(dir), "%s/fuzz_stream.%d",
+			 stat("/dev/shm", &sb) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
 		(void)!mkdir(dir, 0700);
+		atexit(remove_dir);
 	}
 	snprintf(path, sizeof(path), "%s/rec.htap", dir);
 	unlink(path);
