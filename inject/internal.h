@@ -104,10 +104,10 @@ struct inj_stats {
 struct inj_global {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* before_end wakes the thread's poll wait (CLOCK_MONOTONIC waits) */
-	_Atomic int run;  /* enum inj_run */
-	int closing;	  /* before_end ran: no more patching (under lock) */
-	int atfork_done;  /* pthread_atfork registered (once per process) */
-	long page;	  /* page size */
+	_Atomic int run;     /* enum inj_run */
+	int closing;	     /* before_end ran: no more patching (under lock) */
+	int atfork_done;     /* pthread_atfork registered (once per process) */
+	long page;	     /* page size */
 	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	uint64_t t_start; /* CLOCK_MONOTONIC of the start call */
 
@@ -132,7 +132,10 @@ struct inj_global {
 extern struct inj_global inj_g INJ_HIDDEN;
 extern const char *const inj_names[INJ_NNAMES] INJ_HIDDEN;
 
-/* real.c: find the real functions (dlsym RTLD_DEFAULT) and the modules to leave alone. Returns 0 or -ENOENT. */
+/*
+ * real.c: find the real functions (dlsym RTLD_DEFAULT) and the modules to
+ * leave alone. Returns 0 or -ENOENT.
+ */
 int inj_real_find(void) INJ_HIDDEN;
 
 /* maps.c: snapshot /proc/self/maps into inj_g.ranges. Returns 0 or -errno. */

@@ -56,7 +56,7 @@ static void feed(struct parse *p, char c)
 	if (c == '\n') {
 		if (p->f == F_REST || (p->f == F_PERMS && p->nperm == 4))
 			add_range(p->start, p->end, p->prot);
-		*p = (struct parse){ .f = F_START };
+		*p = (struct parse){.f = F_START};
 		return;
 	}
 	switch (p->f) {
@@ -94,7 +94,7 @@ static void feed(struct parse *p, char c)
 
 int inj_maps_read(void)
 {
-	struct parse p = { .f = F_START };
+	struct parse p = {.f = F_START};
 	char buf[4096];
 	int fd, ret = 0;
 

@@ -55,7 +55,7 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *data)
 
 void inj_counters(unsigned long long *adds, unsigned long long *subs)
 {
-	struct pass p = { 0, 0 };
+	struct pass p = {0, 0};
 
 	dl_iterate_phdr(counters_cb, &p);
 	*adds = p.adds;
@@ -177,10 +177,11 @@ static void patch_one(const struct elfr_mod *m, uint32_t mi, const struct elfr_s
 	case V_SKIP:
 		return;
 	case V_OURS:
+		/* one we did not write: what was there before is unknown */
 		if (e)
 			inj_g.st.already++;
 		else
-			inj_g.st.foreign++; /* a hook we did not write: cannot know what was there */
+			inj_g.st.foreign++;
 		return;
 	case V_FOREIGN:
 	case V_UNRELOCATED:

@@ -19,8 +19,8 @@
 #include "inject/internal.h"
 
 const char *const inj_names[INJ_NNAMES] = {
-	"malloc",	  "free",	   "calloc", "realloc", "reallocarray",
-	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+    "malloc",	      "free",	       "calloc",   "realloc", "reallocarray",
+    "posix_memalign", "aligned_alloc", "memalign", "valloc",  "pvalloc",
 };
 
 /* This library's ELF header: its first byte, so an address inside it. */
@@ -113,7 +113,7 @@ static int def_cb(struct dl_phdr_info *info, size_t size, void *data)
 /* definition - addr if it is a definition of name in its own module, else the first one. */
 static uintptr_t definition(const char *name, uintptr_t addr)
 {
-	struct def_search d = { .name = name, .addr = addr, .owner_only = true };
+	struct def_search d = {.name = name, .addr = addr, .owner_only = true};
 
 	dl_iterate_phdr(def_cb, &d);
 	if (d.found)

@@ -78,7 +78,7 @@ static void clear_tables(void)
 
 void inj_before_end(void *arg, uint64_t *restored, uint64_t *left)
 {
-	struct restore r = { 0, 0 };
+	struct restore r = {0, 0};
 
 	(void)arg;
 	pthread_mutex_lock(&inj_g.lock);
@@ -112,8 +112,8 @@ void inj_fork_parent(void)
  */
 static bool readable_word(uintptr_t addr, uintptr_t *v)
 {
-	struct iovec local = { .iov_base = v, .iov_len = sizeof(*v) };
-	struct iovec remote = { .iov_base = (void *)addr, .iov_len = sizeof(*v) };
+	struct iovec local = {.iov_base = v, .iov_len = sizeof(*v)};
+	struct iovec remote = {.iov_base = (void *)addr, .iov_len = sizeof(*v)};
 	unsigned char vec;
 
 	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(*v))

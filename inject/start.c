@@ -17,9 +17,9 @@
 #include "inject/internal.h"
 
 struct inj_global inj_g = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.wake = PTHREAD_COND_INITIALIZER,
-	.run = INJ_IDLE,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .run = INJ_IDLE,
 };
 
 uint64_t inj_now_ns(void)
@@ -90,6 +90,24 @@ int heaptap_inject_start(const char *socket_path)
 	}
 	errno = saved_errno;
 	return 0;
+}
+
+/*
+ * At exit the library's destructor ends a running session like preload's
+ * does (WIRE_END_EXIT): slots are restored and heaptap gets a complete
+ * stream instead of an EOF. It runs from exit() in the exiting thread,
+ * after the program's atexit handlers and, as the library was loaded last
+ * and nothing depends on it, before the destructors of the other modules
+ * (their frees then go to the real functions unrecorded). _exit skips it:
+ * heaptap sees EOF with everything up to the last tick.
+ */
+__attribute__((destructor)) static void inj_fini(void)
+{
+	int saved_errno = errno;
+
+	if (atomic_load(&inj_g.run) == INJ_RUNNING && trk_active())
+		trk_stop(WIRE_END_EXIT);
+	errno = saved_errno;
 }
 
 int heaptap_inject_stop(void)

@@ -1,4 +1,5 @@
-/* inject/thread.c - the library's own thread: connect, start the session, patch, watch for new modules */
+/* inject/thread.c - the library's own thread: connect, start the session, patch, watch for new
+ * modules */
 /* SPDX-License-Identifier: MIT */
 /*
  * Runs in the target, in a thread created with every signal blocked (no
@@ -24,7 +25,7 @@
 /* connect_to - a connected unix stream socket to path, or -errno. */
 static int connect_to(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	size_t len = strlen(path);
 	int fd;
 
@@ -104,7 +105,7 @@ static void poll_loop(void)
 
 void *inj_thread_main(void *arg)
 {
-	struct trk_config cfg = { .fd = -1 };
+	struct trk_config cfg = {.fd = -1};
 	int fd;
 
 	(void)arg;
@@ -115,7 +116,8 @@ void *inj_thread_main(void *arg)
 		goto out_close;
 	trk_set_real(&inj_g.real);
 	if (!inj_g.atfork_done) {
-		/* registered once per process: a handler cannot be removed, and it is harmless when idle */
+		/* registered once per process: a handler cannot be removed, and it is harmless when
+		 * idle */
 		if (pthread_atfork(inj_fork_prepare, inj_fork_parent, inj_fork_child) != 0)
 			goto out_close;
 		inj_g.atfork_done = 1;

@@ -1,7 +1,7 @@
 /* tests/inject/target.c - a program that loads libheaptap_inject.so itself, as attach would */
 /* SPDX-License-Identifier: MIT */
 /*
- * Usage: inject_target SOCKET INJECT_LIB LATE_LIB
+ * Usage: inject_target SOCKET INJECT_LIB LATE_LIB [exit]
  *
  * Stands in for `heaptap attach` until the attacher drives the library:
  * it allocates (so some frees later are of memory from before the attach),
@@ -14,6 +14,9 @@
  * its slots were put back, prints READY and waits for a line on stdin (the
  * driver sends it once heaptap's stop made the session end). Then every
  * slot and page protection must be what it was before the start.
+ *
+ * With "exit" it returns from main right after the known pattern, while
+ * the session runs: the library's destructor must end it (WIRE_END_EXIT).
  *
  * Prints "key value" lines on stdout (READY last before the wait, OK at
  * the end); each failed check prints "FAIL what" and makes the exit 1.
@@ -36,7 +39,7 @@
 #define MAX_SLOTS 256
 #define NNAMES 5
 
-static const char *const names[NNAMES] = { "malloc", "free", "calloc", "realloc", "valloc" };
+static const char *const names[NNAMES] = {"malloc", "free", "calloc", "realloc", "valloc"};
 
 struct snap_slot {
 	uintptr_t addr, value;
@@ -54,12 +57,12 @@ struct snap {
 static struct snap before, after;
 static int failures;
 
-#define FAIL(...)                                   \
-	do {                                        \
-		printf("FAIL " __VA_ARGS__);        \
-		printf("\n");                       \
-		fflush(stdout);                     \
-		failures++;                         \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		printf("FAIL " __VA_ARGS__);                                                       \
+		printf("\n");                                                                      \
+		fflush(stdout);                                                                    \
+		failures++;                                                                        \
 	} while (0)
 
 static uint64_t now_ns(void)
@@ -110,7 +113,8 @@ static int snap_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
 		s->want = slots[i].want;
 		s->mod_lo = m->nload ? m->load[0].start : 0;
 		s->mod_hi = m->nload ? m->load[m->nload - 1].end : 0;
-		snprintf(s->module, sizeof(s->module), "%s", m->name && *m->name ? m->name : "(main)");
+		snprintf(s->module, sizeof(s->module), "%s",
+			 m->name && *m->name ? m->name : "(main)");
 	}
 	return 0;
 }
@@ -126,7 +130,8 @@ static void take(struct snap *sn)
 		page_map(sn->s[i].addr, sn->s[i].page_map, sizeof(sn->s[i].page_map));
 }
 
-/* slot_value - current value of the first slot of name want in the module whose path contains mod. */
+/* slot_value - current value of the first slot of name want in the module whose path contains mod.
+ */
 struct find {
 	const char *mod;
 	unsigned want;
@@ -157,14 +162,15 @@ static int find_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
 static int slot_value(const char *mod, unsigned want, uintptr_t *value)
 {
 	static struct elfr_slot buf[MAX_SLOTS];
-	struct find f = { .mod = mod, .want = want };
+	struct find f = {.mod = mod, .want = want};
 
 	elfr_walk_self(names, NNAMES, buf, MAX_SLOTS, find_cb, &f);
 	*value = f.value;
 	return f.found;
 }
 
-/* wait_change - wait (at most 5 s) until the slot no longer holds old; ns waited or 0 on timeout. */
+/* wait_change - wait (at most 5 s) until the slot no longer holds old; ns waited or 0 on timeout.
+ */
 static uint64_t wait_change(const char *mod, unsigned want, uintptr_t old)
 {
 	uint64_t t0 = now_ns();
@@ -229,8 +235,8 @@ static void compare(const struct snap *a, const struct snap *b, const char *when
 			continue;
 		}
 		if (!same_value(x, y->value))
-			FAIL("%s: slot %s@%" PRIxPTR " of %s holds %" PRIxPTR ", was %" PRIxPTR, when,
-			     names[x->want], x->addr, x->module, y->value, x->value);
+			FAIL("%s: slot %s@%" PRIxPTR " of %s holds %" PRIxPTR ", was %" PRIxPTR,
+			     when, names[x->want], x->addr, x->module, y->value, x->value);
 		else if (strcmp(x->page_map, y->page_map))
 			FAIL("%s: mapping of slot %s@%" PRIxPTR " of %s is '%s', was '%s'", when,
 			     names[x->want], x->addr, x->module, y->page_map, x->page_map);
@@ -247,12 +253,13 @@ int main(int argc, char **argv)
 	void (*late_alloc)(void);
 	uintptr_t real_malloc, v;
 	uint64_t t0, t1, waited;
+	struct timespec c0, c1;
 	char line[64];
 	int rc, status;
 	pid_t pid;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: inject_target SOCKET INJECT_LIB LATE_LIB\n");
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "exit"))) {
+		fprintf(stderr, "usage: inject_target SOCKET INJECT_LIB LATE_LIB [exit]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -292,10 +299,15 @@ int main(int argc, char **argv)
 		FAIL("stop without a session did not say ENOENT");
 
 	errno = 1234;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	t0 = now_ns();
 	rc = start(argv[1]);
 	t1 = now_ns();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	/* wall time may include waiting for a CPU on a busy machine; CPU time is the call's own */
 	printf("START_NS %" PRIu64 "\n", t1 - t0);
+	printf("START_CPU_NS %lld\n",
+	       (long long)(c1.tv_sec - c0.tv_sec) * 1000000000ll + (c1.tv_nsec - c0.tv_nsec));
 	if (rc != 0)
 		FAIL("start returned %d", rc);
 	if (errno != 1234)
@@ -335,6 +347,10 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < INJT_PRE_N; i++)
 		free(pre[i]);
+	if (argc == 5) {
+		printf(failures ? "FAILED\n" : "OK\n");
+		return failures ? 1 : 0; /* exit() with the session running */
+	}
 
 	/* a forked child stops tracking: its slots are the ones from before the start */
 	pid = fork();
@@ -345,9 +361,11 @@ int main(int argc, char **argv)
 		take(c);
 		for (size_t i = 0; i < before.n; i++) {
 			for (size_t k = 0; k < c->n; k++) {
-				if (c->s[k].addr != before.s[i].addr || same_value(&before.s[i], c->s[k].value))
+				if (c->s[k].addr != before.s[i].addr ||
+				    same_value(&before.s[i], c->s[k].value))
 					continue;
-				FAIL("child: slot %s@%" PRIxPTR " of %s holds %" PRIxPTR ", was %" PRIxPTR,
+				FAIL("child: slot %s@%" PRIxPTR " of %s holds %" PRIxPTR
+				     ", was %" PRIxPTR,
 				     names[before.s[i].want], before.s[i].addr, before.s[i].module,
 				     c->s[k].value, before.s[i].value);
 				bad++;

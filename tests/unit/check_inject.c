@@ -67,8 +67,8 @@ END_TEST
 START_TEST(test_poke_readonly)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t *w = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			    -1, 0);
+	uintptr_t *w =
+	    mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	ck_assert_ptr_ne(w, MAP_FAILED);
 	inj_g.page = page;
@@ -142,7 +142,7 @@ static int libc_slot_cb(void *arg, const struct elfr_mod *m, enum elfr_reason wh
 static uintptr_t libc_malloc_slot(void)
 {
 	static struct elfr_slot buf[64];
-	const char *const names[] = { "malloc" };
+	const char *const names[] = {"malloc"};
 	uintptr_t v = 0;
 
 	elfr_walk_self(names, 1, buf, 64, libc_slot_cb, &v);
@@ -263,11 +263,12 @@ static void *watch_main(void *arg)
 			break;
 		w->len += (size_t)n;
 		w->log[w->len] = '\0';
-		if (strstr(w->log + (scanned > 8 ? scanned - 8 : 0), "READY\n"))
+		if (w->stop && strstr(w->log + (scanned > 8 ? scanned - 8 : 0), "READY\n"))
 			*w->stop = 1;
 		scanned = w->len;
 	}
-	*w->stop = 1; /* target gone: end the session in any case */
+	if (w->stop)
+		*w->stop = 1; /* target gone: end the session in any case */
 	return NULL;
 }
 
@@ -338,27 +339,31 @@ static char *build_path(const char *rel)
 	return p;
 }
 
-START_TEST(test_session)
+/*
+ * run_session - run the target (mode NULL: stop from heaptap when it says
+ * READY; "exit": it exits with the session running), interpret its stream
+ * into dir/rec.heaptap. Returns the recording's path (caller frees) and
+ * fills res, the target's output and exit status.
+ */
+static void run_session(const char *mode, char *dir, struct itp_result *res, struct watch *w,
+			int *status, char *out, size_t outlen)
 {
-	char dir[] = "/tmp/heaptap-inject-XXXXXX";
-	char sock[128], out[160];
+	char sock[128];
 	char *target = build_path("tests/inject/inject_target");
 	char *lib = build_path("lib/libheaptap_inject.so");
 	char *late = build_path("tests/inject/libinjt_late.so");
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	volatile sig_atomic_t stop = 0;
-	struct itp_options opt = { 0 };
-	struct itp_result res;
-	static struct watch w;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	static volatile sig_atomic_t stop;
+	struct itp_options opt = {0};
 	struct pollfd pfd;
-	struct rec_reader *r;
 	pthread_t wt;
-	int lfd, cfd, in[2], outp[2], status, err, rc;
+	int lfd, cfd, in[2], outp[2], rc;
 	pid_t pid;
 
+	stop = 0;
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(out, sizeof(out), "%s/rec.heaptap", dir);
+	snprintf(out, outlen, "%s/rec.heaptap", dir);
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(lfd, 0);
@@ -372,44 +377,87 @@ START_TEST(test_session)
 	if (pid == 0) {
 		dup2(in[0], 0);
 		dup2(outp[1], 1);
-		execl(target, target, sock, lib, late, (char *)NULL);
+		execl(target, target, sock, lib, late, mode, (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
 	close(outp[1]);
-	memset(&w, 0, sizeof(w));
-	w.fd = outp[0];
-	w.stop = &stop;
-	ck_assert_int_eq(pthread_create(&wt, NULL, watch_main, &w), 0);
+	memset(w, 0, sizeof(*w));
+	w->fd = outp[0];
+	w->stop = mode ? NULL : &stop;
+	ck_assert_int_eq(pthread_create(&wt, NULL, watch_main, w), 0);
 
 	pfd.fd = lfd;
 	pfd.events = POLLIN;
-	ck_assert_msg(poll(&pfd, 1, 10000) == 1, "target did not connect; its output: %s", w.log);
+	ck_assert_msg(poll(&pfd, 1, 10000) == 1, "target did not connect; its output: %s", w->log);
 	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	ck_assert_int_ge(cfd, 0);
 
 	opt.output = out;
 	opt.stop = &stop;
 	opt.stop_timeout_ms = 10000;
-	memset(&res, 0, sizeof(res));
-	rc = itp_run(cfd, &opt, &res);
+	memset(res, 0, sizeof(*res));
+	rc = itp_run(cfd, &opt, res);
 
 	/* the session is over: let the target check its slots and finish */
-	ck_assert_int_eq(write(in[1], "go\n", 3), 3);
+	if (write(in[1], "go\n", 3) != 3 && !mode)
+		ck_abort_msg("cannot write to the target");
 	close(in[1]);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(waitpid(pid, status, 0), pid);
 	pthread_join(wt, NULL);
-	fprintf(stderr, "inject_target said:\n%s", w.log);
-	ck_assert_msg(rc == 0, "itp_run: %s (%s)", itp_strerror(res.err), res.detail);
+	fprintf(stderr, "inject_target %s said:\n%s", mode ? mode : "", w->log);
+	ck_assert_msg(rc == 0, "itp_run: %s (%s)", itp_strerror(res->err), res->detail);
+	unlink(sock);
+	close(cfd);
+	close(lfd);
+	close(outp[0]);
+	free(target);
+	free(lib);
+	free(late);
+}
+
+/* A session that ends by the target exiting: the destructor sends END (EXIT) after restoring. */
+START_TEST(test_session_exit)
+{
+	char dir[] = "/tmp/heaptap-inject-XXXXXX", out[160];
+	static struct watch w;
+	struct itp_result res;
+	int status;
+
+	signal(SIGPIPE, SIG_IGN);
+	run_session("exit", dir, &res, &w, &status, out, sizeof(out));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "target failed (status %d): %s", status, w.log);
+	ck_assert(res.flags & WIRE_F_ATTACHED);
+	ck_assert_int_eq(res.end_reason, WIRE_END_EXIT);
+	ck_assert_uint_ge(res.slots_restored, 5);
+	ck_assert_uint_eq(res.slots_left, 0);
+	ck_assert_uint_ge(res.final.alloc_calls, INJT_OWN_N + INJT_RELRO_N + INJT_LATE_N);
+	unlink(out);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_session)
+{
+	char dir[] = "/tmp/heaptap-inject-XXXXXX", out[160];
+	static struct watch w;
+	struct itp_result res;
+	struct rec_reader *r;
+	int status, err;
+
+	run_session(NULL, dir, &res, &w, &status, out, sizeof(out));
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "target failed (status %d): %s", status, w.log);
 	ck_assert_ptr_nonnull(strstr(w.log, "FORK_CHILD_OK\n"));
 	ck_assert_ptr_nonnull(strstr(w.log, "\nOK\n"));
 	ck_assert_ptr_null(strstr(w.log, "FAIL"));
-	fprintf(stderr, "start call held the caller %llu ns; main patched after %llu ns, libc after "
-			"%llu ns more, late library after %llu ns\n",
-		log_value(w.log, "START_NS "), log_value(w.log, "PATCH_MAIN_NS "),
-		log_value(w.log, "PATCH_LIBC_NS "), log_value(w.log, "PATCH_LATE_NS "));
+	fprintf(stderr,
+		"start call held the caller %llu ns (%llu ns CPU); main patched after %llu ns, "
+		"libc after %llu ns more, late library after %llu ns\n",
+		log_value(w.log, "START_NS "), log_value(w.log, "START_CPU_NS "),
+		log_value(w.log, "PATCH_MAIN_NS "), log_value(w.log, "PATCH_LIBC_NS "),
+		log_value(w.log, "PATCH_LATE_NS "));
 
 	/* what the stream said */
 	ck_assert(res.flags & WIRE_F_ATTACHED);
@@ -427,27 +475,27 @@ START_TEST(test_session)
 	ck_assert_uint_ge(strtoull(rec_meta(r, "unknown_frees"), NULL, 10), 10);
 	{
 		struct group g[] = {
-			{ INJT_OWN_SZ, WIRE_KIND_MALLOC, "own_allocs", 0, 0, NULL },
-			{ INJT_OWN_VSZ, WIRE_KIND_VALLOC, "own_allocs", 0, 0, NULL },
-			{ INJT_RELRO_SZ, WIRE_KIND_MALLOC, "injt_relro_alloc", 0, 0, NULL },
-			{ INJT_RELRO_CN * INJT_RELRO_CSZ, WIRE_KIND_CALLOC, "injt_relro_alloc", 0, 0,
-			  NULL },
-			{ INJT_LATE_SZ, WIRE_KIND_MALLOC, "injt_late_alloc", 0, 0, NULL },
-			{ INJT_LATE_RSZ, WIRE_KIND_REALLOC, "injt_late_alloc", 0, 0, NULL },
-			{ INJT_PRE_SZ, WIRE_KIND_MALLOC, NULL, 0, 0, NULL },
+		    {INJT_OWN_SZ, WIRE_KIND_MALLOC, "own_allocs", 0, 0, NULL},
+		    {INJT_OWN_VSZ, WIRE_KIND_VALLOC, "own_allocs", 0, 0, NULL},
+		    {INJT_RELRO_SZ, WIRE_KIND_MALLOC, "injt_relro_alloc", 0, 0, NULL},
+		    {INJT_RELRO_CN * INJT_RELRO_CSZ, WIRE_KIND_CALLOC, "injt_relro_alloc", 0, 0,
+		     NULL},
+		    {INJT_LATE_SZ, WIRE_KIND_MALLOC, "injt_late_alloc", 0, 0, NULL},
+		    {INJT_LATE_RSZ, WIRE_KIND_REALLOC, "injt_late_alloc", 0, 0, NULL},
+		    {INJT_PRE_SZ, WIRE_KIND_MALLOC, NULL, 0, 0, NULL},
 		};
 		/* calls and frees per group: leaked = calls - frees */
-		const uint64_t allocs[] = { INJT_OWN_N, 1, INJT_RELRO_N + 1, 1, INJT_LATE_N, 1, 0 };
-		const uint64_t frees[] = { 1, 0, 1, 0, 1, 0, 0 };
+		const uint64_t allocs[] = {INJT_OWN_N, 1, INJT_RELRO_N + 1, 1, INJT_LATE_N, 1, 0};
+		const uint64_t frees[] = {1, 0, 1, 0, 1, 0, 0};
 
 		count_groups(r, g, sizeof(g) / sizeof(g[0]));
 		for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
-			ck_assert_msg(g[k].allocs == allocs[k] && g[k].frees == frees[k],
-				      "size %llu kind %u: %llu calls %llu frees, want %llu and %llu",
-				      (unsigned long long)g[k].size, g[k].kind,
-				      (unsigned long long)g[k].allocs,
-				      (unsigned long long)g[k].frees,
-				      (unsigned long long)allocs[k], (unsigned long long)frees[k]);
+			ck_assert_msg(
+			    g[k].allocs == allocs[k] && g[k].frees == frees[k],
+			    "size %llu kind %u: %llu calls %llu frees, want %llu and %llu",
+			    (unsigned long long)g[k].size, g[k].kind,
+			    (unsigned long long)g[k].allocs, (unsigned long long)g[k].frees,
+			    (unsigned long long)allocs[k], (unsigned long long)frees[k]);
 			if (g[k].fn)
 				ck_assert_msg(g[k].fn_seen && !strcmp(g[k].fn_seen, g[k].fn),
 					      "size %llu allocated in '%s', want '%s'",
@@ -456,16 +504,8 @@ START_TEST(test_session)
 		}
 	}
 	rec_close(r);
-
 	unlink(out);
-	unlink(sock);
 	rmdir(dir);
-	close(cfd);
-	close(lfd);
-	close(outp[0]);
-	free(target);
-	free(lib);
-	free(late);
 }
 END_TEST
 #endif
@@ -485,6 +525,7 @@ static Suite *inject_suite(void)
 	tc = tcase_create("session");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_session);
+	tcase_add_test(tc, test_session_exit);
 	suite_add_tcase(s, tc);
 #endif
 	return s;
