@@ -23,7 +23,10 @@
 #define INJT_LATE_SZ 3333
 #define INJT_LATE_RSZ 4444 /* then the first one realloc'ed to this */
 
+#define INJT_CHURN_SZ 48 /* two threads allocate and free this all the time */
+
 void injt_relro_alloc(void);
+void injt_relro_churn(void);
 void injt_relro_warm(void);
 void injt_late_alloc(void);
 

@@ -23,6 +23,11 @@ __attribute__((noinline)) void injt_relro_alloc(void)
 	__asm__ volatile("" ::: "memory"); /* no tail call: the frame stays */
 }
 
+void injt_relro_churn(void)
+{
+	free(malloc(INJT_CHURN_SZ + 8));
+}
+
 void injt_relro_warm(void)
 {
 	free(malloc(16));

@@ -13,7 +13,9 @@
  * it dlopens afterwards, frees the early blocks, forks a child that checks
  * its slots were put back, prints READY and waits for a line on stdin (the
  * driver sends it once heaptap's stop made the session end). Then every
- * slot and page protection must be what it was before the start.
+ * slot and page protection must be what it was before the start. Two
+ * threads call malloc/free through the main program's and the RELRO
+ * library's slots all the time, while slots are rewritten and put back.
  *
  * With "exit" it returns from main right after the known pattern, while
  * the session runs: the library's destructor must end it (WIRE_END_EXIT).
@@ -26,6 +28,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +195,24 @@ static uintptr_t before_value(const char *mod, unsigned want)
 	return 0;
 }
 
+static _Atomic int churn_stop;
+static _Atomic unsigned long churn_rounds;
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	while (!churn_stop) {
+		void *p = malloc(INJT_CHURN_SZ);
+
+		if (!p)
+			abort();
+		free(p);
+		injt_relro_churn();
+		churn_rounds++;
+	}
+	return NULL;
+}
+
 __attribute__((noinline)) static void own_allocs(void)
 {
 	static void *keep[INJT_OWN_N + 1];
@@ -254,6 +275,7 @@ int main(int argc, char **argv)
 	uintptr_t real_malloc, v;
 	uint64_t t0, t1, waited;
 	struct timespec c0, c1;
+	pthread_t churners[2];
 	char line[64];
 	int rc, status;
 	pid_t pid;
@@ -263,6 +285,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&churners[i], NULL, churn, NULL))
+			FAIL("pthread_create");
 	/* life before the attach: these blocks are freed after it */
 	for (int i = 0; i < INJT_PRE_N; i++)
 		pre[i] = malloc(INJT_PRE_SZ);
@@ -348,6 +373,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < INJT_PRE_N; i++)
 		free(pre[i]);
 	if (argc == 5) {
+		/* the churn threads are still running when exit() starts */
 		printf(failures ? "FAILED\n" : "OK\n");
 		return failures ? 1 : 0; /* exit() with the session running */
 	}
@@ -411,6 +437,10 @@ int main(int argc, char **argv)
 	free(valloc(100));
 	free(malloc(10));
 	dlclose(late);
+	churn_stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(churners[i], NULL);
+	printf("CHURN_ROUNDS %lu\n", (unsigned long)churn_rounds);
 	printf(failures ? "FAILED\n" : "OK\n");
 	return failures ? 1 : 0;
 }
