@@ -22,6 +22,7 @@
 #define ITP_REORDER_LIMIT ((size_t)256 << 20)	    /* default pending bytes before a gap is skipped */
 #define ITP_MAX_TABLE (1u << 28)		    /* cap on nodes, ips, allocinfos, threads */
 #define ITP_MAX_LIVE ((uint64_t)1 << 30)	    /* cap on live pointers */
+#define ITP_MAX_THREADS (1u << 20)		    /* distinct tids with their own slot */
 #define ITP_MAX_SEGS 256			    /* PT_LOAD entries of one module */
 #define ITP_MAX_BUILD_ID 255
 #define ITP_MAX_PATH 4096

@@ -114,8 +114,11 @@ int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot)
 {
 	if (itp_map_get(&c->tids, tid, slot))
 		return 0;
-	if (c->nthreads >= ITP_MAX_TABLE)
-		return -E2BIG;
+	if (c->nthreads >= ITP_MAX_THREADS) {
+		/* so many threads: the rest share the last slot (temporary detection blurs) */
+		*slot = ITP_MAX_THREADS - 1;
+		return 0;
+	}
 	if (c->nthreads == c->threads_cap) {
 		size_t ncap = c->threads_cap ? c->threads_cap * 2 : 64;
 		struct itp_thread *v = realloc(c->threads, ncap * sizeof(*v));

@@ -238,8 +238,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 		return itp_fail(c, ITP_E_CORRUPT, "chunk: truncated tid or first_seq");
 	rc = itp_thread_slot(c, tid, &slot);
 	if (rc)
-		return itp_fail(c, rc == -E2BIG ? ITP_E_CORRUPT : ITP_E_NOMEM,
-				"chunk: cannot track thread %llu (too many threads?)",
+		return itp_fail(c, ITP_E_NOMEM, "out of memory tracking thread %llu",
 				(unsigned long long)tid);
 	while (p < end) {
 		struct itp_ev *ev;

@@ -61,12 +61,16 @@ static void report_status(struct itp_ctx *c)
 		c->opt->status(&c->st, c->opt->status_arg);
 }
 
-static void send_stop(int fd)
+/* 1 = sent or hopeless (a pipe in tests, a closed peer); 0 = try again later */
+static int send_stop(int fd)
 {
 	uint8_t msg[2] = { WIRE_CTL_STOP, 0 };
+	ssize_t n;
 
-	/* best effort: on a pipe (tests) or a closed peer this just fails */
-	(void)!send(fd, msg, sizeof(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+	do
+		n = send(fd, msg, sizeof(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 static int read_loop(struct itp_ctx *c, int fd)
@@ -76,7 +80,7 @@ static int read_loop(struct itp_ctx *c, int fd)
 	uint8_t *buf = malloc(cap);
 	uint64_t t, last_status, last_flush, deadline = 0, total = 0;
 	unsigned stop_ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000;
-	int stop_sent = 0, ret = 0, rc;
+	int stop_asked = 0, stop_sent = 0, ret = 0, rc;
 
 	if (!buf)
 		return itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
@@ -87,12 +91,14 @@ static int read_loop(struct itp_ctx *c, int fd)
 		ssize_t n;
 
 		t = now_ns();
-		if (opt->stop && *opt->stop && !stop_sent) {
-			send_stop(fd);
-			stop_sent = 1;
+		if (opt->stop && *opt->stop && !stop_asked) {
+			stop_asked = 1;
 			deadline = t + (uint64_t)stop_ms * 1000000ull;
 		}
-		if (stop_sent) {
+		/* a full socket buffer (the target not reading) retries next round */
+		if (stop_asked && !stop_sent)
+			stop_sent = send_stop(fd);
+		if (stop_asked) {
 			if (t >= deadline) {
 				ret = itp_fail(c, ITP_E_TRUNCATED,
 					       "no end record within %u ms after asking to stop",
