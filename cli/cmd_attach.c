@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attach/attach.h"
@@ -98,6 +99,7 @@ struct attach_args {
 	double duration; /* 0 = until a signal */
 	pid_t pid;
 	int help;
+	int verbose;
 };
 
 void cli_usage_attach(FILE *f)
@@ -113,6 +115,8 @@ void cli_usage_attach(FILE *f)
 	      "  -o, --output FILE     write the recording to FILE (never overwritten); default\n"
 	      "                        heaptap.COMM.PID.htap in the working directory\n"
 	      "  -d, --duration SECS   detach after SECS seconds (decimals allowed)\n"
+	      "  -v, --verbose         say how long each attach step took and which thread\n"
+	      "                        was stopped\n"
 	      "  -h, --help            show this help\n"
 	      "\n"
 	      "Exit status: 0 recorded; 1 an error; 2 bad usage; 10-63 the process could not\n"
@@ -126,6 +130,7 @@ static int parse(int argc, char **argv, struct attach_args *a, char *err, size_t
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -135,7 +140,7 @@ static int parse(int argc, char **argv, struct attach_args *a, char *err, size_t
 	memset(a, 0, sizeof(*a));
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:d:hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (!*optarg) {
@@ -157,6 +162,9 @@ static int parse(int argc, char **argv, struct attach_args *a, char *err, size_t
 		case 'h':
 			a->help = 1;
 			return 0;
+		case 'v':
+			a->verbose = 1;
+			break;
 		case ':':
 			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
 			return -EINVAL;
@@ -317,6 +325,19 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 	}
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double ms_since(uint64_t t0, uint64_t t1)
+{
+	return (double)(t1 - t0) / 1e6;
+}
+
 static void start_timer(double secs)
 {
 	struct itimerval it;
@@ -403,6 +424,7 @@ int cli_cmd_attach(int argc, char **argv)
 	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], out[PATH_MAX], sysroot[64];
 	struct stat st;
 	int ret, conn = -1, code = CLI_EXIT_FAIL, was_loaded;
+	uint64_t t[6];
 	pid_t pid;
 
 	memset(&d, 0, sizeof(d));
@@ -430,6 +452,7 @@ int cli_cmd_attach(int argc, char **argv)
 	stop_flag = 0;
 	stop_sig = 0;
 	install_signals(&old);
+	t[0] = mono_ns();
 
 	ctx = att_new(pid);
 	if (!ctx) {
@@ -458,6 +481,7 @@ int cli_cmd_attach(int argc, char **argv)
 		cli_msg("attach %d: session directory in its /tmp: %s", (int)pid, strerror(-ret));
 		goto out_free;
 	}
+	t[1] = mono_ns();
 	why = att_prepare(ctx, lib);
 	if (why != ATT_OK) {
 		code = att_fail(pid, ctx, why);
@@ -468,11 +492,13 @@ int cli_cmd_attach(int argc, char **argv)
 		goto out_dir;
 	}
 	was_loaded = inject_loaded(pid);
+	t[2] = mono_ns();
 	why = att_seize(ctx);
 	if (why != ATT_OK) {
 		code = att_fail(pid, ctx, why);
 		goto out_free_dir;
 	}
+	t[3] = mono_ns();
 	memset(&ir, 0, sizeof(ir));
 	why = att_inject(ctx, lib, INJ_START_SYMBOL, d.target_sock, &ir);
 	if (why != ATT_OK) {
@@ -488,6 +514,7 @@ int cli_cmd_attach(int argc, char **argv)
 		goto out_free_dir;
 	}
 	att_release(ctx);
+	t[4] = mono_ns();
 	att_get_stats(ctx, &ast);
 	att_free(ctx);
 	ctx = NULL;
@@ -509,6 +536,20 @@ int cli_cmd_attach(int argc, char **argv)
 	 * heaptap is killed during the session.
 	 */
 	cli_attach_dir_close(&d);
+	t[5] = mono_ns();
+	if (a.verbose) {
+		cli_msg("attach %d: preflight and session directory %.2f ms, prepare %.2f ms, seize "
+			"%.2f ms, inject and release %.2f ms, library connected after %.2f ms; "
+			"%.2f ms in all", (int)pid, ms_since(t[0], t[1]), ms_since(t[1], t[2]),
+			ms_since(t[2], t[3]), ms_since(t[3], t[4]), ms_since(t[4], t[5]),
+			ms_since(t[0], t[5]));
+		cli_msg("attach %d: thread %d (%s %ld) stopped %.3f ms: stop %.3f ms, stack check "
+			"%.3f ms, %u calls %.3f ms; %u of %u threads were candidates, %u rejected",
+			(int)pid, (int)ast.tid, ast.syscall < 0 ? "user code" : "syscall",
+			ast.syscall, (double)ast.pause_ns / 1e6, (double)ast.stop_ns / 1e6,
+			(double)ast.unwind_ns / 1e6, ast.calls, (double)ast.call_ns / 1e6,
+			ast.candidates, ast.threads, ast.rejected);
+	}
 	if (a.duration > 0)
 		start_timer(a.duration);
 	if (isatty(STDERR_FILENO))

@@ -1,7 +1,10 @@
 /* tests/session/service.c - a multi-threaded service heaptap attach is tested against */
 /* SPDX-License-Identifier: MIT */
 /*
- * Usage: session_service [WORKERS]   (default 2 worker threads)
+ * Usage: session_service [WORKERS [WORK]]
+ *   WORKERS  allocating threads (default 2)
+ *   WORK     arithmetic steps each worker iteration does besides its 21
+ *            allocator calls (default 0: allocation stress)
  *
  * Reads one command per line on stdin and answers one line on stdout, so a
  * test or bench drives it as a coprocess. Its threads, each noting the
@@ -84,6 +87,8 @@ static _Atomic uint64_t leak_done, relro_done;
 static _Atomic int sender_paused;
 static _Atomic uint64_t patched_ns, restored_ns;
 static int nworkers = 2;
+static unsigned work;		  /* WORK: arithmetic steps per worker iteration */
+static __thread volatile unsigned work_sink; /* per thread: no shared cache line */
 static int tick_pipe[2], sig_pipe[2], evfd;
 static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ccv = PTHREAD_COND_INITIALIZER;
@@ -126,6 +131,9 @@ __attribute__((noinline)) static void churn(unsigned k)
 {
 	void *a[8];
 	unsigned i;
+
+	for (i = 0; i < work; i++)
+		work_sink = work_sink * 31 + i; /* what a service does besides allocating */
 
 	for (i = 0; i < 8; i++)
 		a[i] = malloc(16 + ((k + i) % 64) * 8);
@@ -654,8 +662,10 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		nworkers = atoi(argv[1]);
+	if (argc > 2)
+		work = (unsigned)strtoul(argv[2], NULL, 10);
 	if (nworkers < 1 || nworkers > MAX_WORKERS) {
-		fprintf(stderr, "usage: session_service [WORKERS 1-%d]\n", MAX_WORKERS);
+		fprintf(stderr, "usage: session_service [WORKERS 1-%d [WORK]]\n", MAX_WORKERS);
 		return 2;
 	}
 	sig_no = SIGRTMIN + 1;
