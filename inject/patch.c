@@ -312,6 +312,17 @@ int inj_patch_pass(void)
 		return ret;
 	inj_g.pass++;
 	inj_g.st.passes++;
+	if (p.subs != inj_g.subs) {
+		/*
+		 * Something was unloaded: a module reloaded at the same place has
+		 * the same identity (bias, phdr) as the copy we patched, so every
+		 * module is judged again. Words still holding our hook are left
+		 * alone; fresh words of a new copy are patched and saved anew.
+		 */
+		for (size_t i = 0; i < inj_g.nmods; i++)
+			if (!inj_g.mods[i].skip)
+				inj_g.mods[i].pending = 1;
+	}
 	if (dl_iterate_phdr(pass_cb, &p) == PASS_RACE)
 		return -EAGAIN; /* modules seen so far keep their state; the next pass goes on */
 	forget();

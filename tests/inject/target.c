@@ -10,11 +10,10 @@
  * and calls its start function like a remote call would. It waits until
  * its slots were rewritten, allocates a known pattern (tests/inject/injt.h)
  * from its own code, from a -fno-plt full-RELRO library and from a library
- * it dlopens afterwards, frees the early blocks, forks a child that checks
- * its slots were put back, prints READY and waits for a line on stdin (the
- * driver sends it once heaptap's stop made the session end). Then every
- * slot and page protection must be what it was before the start. Two
- * threads call malloc/free through the main program's and the RELRO
+ * it dlopens afterwards (twice: dlclose'd and loaded again), frees the early blocks, forks a child
+ * that checks its slots were put back, prints READY and waits for a line on stdin (the driver sends
+ * it once heaptap's stop made the session end). Then every slot and page protection must be what it
+ * was before the start. Two threads call malloc/free through the main program's and the RELRO
  * library's slots all the time, while slots are rewritten and put back.
  *
  * With "exit" it returns from main right after the known pattern, while
@@ -369,6 +368,23 @@ int main(int argc, char **argv)
 		late_alloc();
 	else
 		FAIL("injt_late_alloc not found");
+	/*
+	 * Unloaded and loaded again, most likely at the same address: the new
+	 * copy's slots hold malloc again and must be patched anew.
+	 */
+	dlclose(late);
+	late = dlopen(argv[3], RTLD_NOW);
+	if (!late) {
+		FAIL("dlopen %s again: %s", argv[3], dlerror());
+		return 1;
+	}
+	late_alloc = (void (*)(void))dlsym(late, "injt_late_alloc");
+	waited = wait_change("injt_late", 0, real_malloc);
+	printf("PATCH_RELOAD_NS %" PRIu64 "\n", waited);
+	if (!waited)
+		FAIL("the reloaded late library's malloc slot was not patched within 5 s");
+	if (late_alloc)
+		late_alloc();
 
 	for (int i = 0; i < INJT_PRE_N; i++)
 		free(pre[i]);
