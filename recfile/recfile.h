@@ -130,9 +130,9 @@ int rec_put_tick(struct rec_writer *w, uint64_t time_ns, uint64_t rss);
 
 /*
  * rec_writer_flush - compress and write every pending chunk now (dependency
- * order: strings, modules, ips, traces, allocinfos, events, ticks, meta), so
- * a crash after it leaves a readable file. The writer also flushes by itself
- * when a chunk buffer fills.
+ * order: strings, modules, ips, symbols, traces, allocinfos, events, ticks,
+ * meta), so a crash after it leaves a readable file. The writer also
+ * flushes by itself when a chunk buffer fills (1 MiB, or 512 Ki events).
  */
 int rec_writer_flush(struct rec_writer *w);
 
