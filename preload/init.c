@@ -67,6 +67,11 @@ __attribute__((constructor)) static void pld_init(void)
 		goto out;
 	s = getenv("HEAPTAP_SOCKET");
 	d = getenv("HEAPTAP_DEPTH");
+	{
+		const char *u = getenv("HEAPTAP_UNWIND");
+
+		cfg.libunwind_only = u && strcmp(u, "libunwind") == 0;
+	}
 	if (d) {
 		char *end;
 		unsigned long v = strtoul(d, &end, 10);

@@ -9,6 +9,8 @@
  *   HEAPTAP_SOCKET  path of the unix stream socket heaptap listens on
  *                   (unset or connect fails: the library stays inert)
  *   HEAPTAP_DEPTH   frames per stack (default TRK_DEPTH_DEFAULT)
+ *   HEAPTAP_UNWIND  "libunwind": capture with libunwind only (a fallback
+ *                   and comparison switch for the CFI walker)
  * The constructor removes the library from LD_PRELOAD and every HEAPTAP_*
  * variable from the environment, so programs the target execs are not
  * recorded. Nothing here prints; these are internal to the .so.

@@ -91,6 +91,7 @@ struct trk_thr *trk_thr_get_slow(void)
 	if (!t)
 		return NULL;
 	trk_tls_thr = t;
+	trk_unwind_thread_init(t);
 	/*
 	 * May calloc for keys past the first 32; the caller holds the guard,
 	 * so that allocation passes through unrecorded.

@@ -50,7 +50,7 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 		atomic_fetch_add(&trk_g.dropped, 1);
 		return;
 	}
-	n = trk_capture(t->frames, ra);
+	n = trk_capture(t, ra);
 	leaf = trk_tree_leaf_thr(t, n);
 	put_alloc(t, trk_thr_enter_seq(t), kind, size, leaf, p);
 	trk_thr_exit(t);
@@ -123,7 +123,7 @@ void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
  * do_realloc - realloc and reallocarray. size is the byte count (only used
  * for the record); call performs the real function.
  */
-static void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, const void *ra)
+static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, const void *ra)
 {
 	struct trk_thr *t;
 	uint64_t fseq = 0;
@@ -145,7 +145,7 @@ static void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, cons
 	}
 	overflow = __builtin_mul_overflow(nmemb, size, &bytes);
 	/* unwind before the number is reserved: new nodes must come first */
-	n = trk_capture(t->frames, ra);
+	n = trk_capture(t, ra);
 	leaf = trk_tree_leaf_thr(t, n);
 	if (ptr)
 		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);

@@ -72,6 +72,20 @@ struct trk_node {
 #define TRK_EV_MAX 64		 /* room an ordinary event needs at most */
 #define TRK_TCACHE 512		 /* entries of the per-thread child cache */
 
+/* How to unwind through one return address (cfi.c); cached per thread. */
+enum trk_cfa { TRK_CFA_NONE = 0, TRK_CFA_RSP = 1, TRK_CFA_RBP = 2 };
+
+struct trk_rule {
+	uintptr_t pc;	  /* cache key: return address - 1 */
+	int32_t cfa_off;  /* CFA = (rsp or rbp) + cfa_off */
+	int16_t ra_off;	  /* return address at CFA + ra_off; 0 = outermost frame */
+	int16_t rbp_off;  /* caller's rbp at CFA + rbp_off; 0 = rbp unchanged */
+	uint8_t cfa_reg;  /* enum trk_cfa; NONE: use libunwind */
+	uint8_t valid;	  /* entry filled */
+};
+
+#define TRK_RULES 1024 /* entries of the per-thread rule cache (16 KiB) */
+
 /* An entry of the per-thread child cache. */
 struct trk_tcache {
 	uintptr_t ip;
@@ -122,6 +136,9 @@ struct trk_thr {
 	uint32_t spare_node;	    /* node index left from a lost insert race */
 	/* thread-private cache (parent, ip) -> child: no shared writes */
 	struct trk_tcache tcache[TRK_TCACHE];
+	uintptr_t stack_lo, stack_hi; /* the owner's stack; hi 0 = unknown (no fast unwind) */
+	uint32_t rules_gen;	    /* trk_g.code_gen the rule cache belongs to */
+	struct trk_rule rules[TRK_RULES];
 	uint8_t data[TRK_BUF_SIZE];
 };
 
@@ -157,6 +174,8 @@ struct trk_global {
 	_Atomic uint64_t seq __attribute__((aligned(64))); /* the sequence counter */
 	char seq_pad[64 - sizeof(uint64_t)];
 	_Atomic uint64_t dropped;	/* events lost (no memory, dead socket) */
+	_Atomic uint32_t code_gen;	/* bumped when a module goes away: rule caches are stale */
+	int fast_unwind;		/* use the CFI walker (else libunwind only) */
 
 	/* trace tree */
 	_Atomic uint32_t next_node;	/* next free index (starts at 1) */
@@ -356,16 +375,20 @@ uint32_t trk_tree_leaf_thr(struct trk_thr *t, size_t n) TRK_HIDDEN;
 
 /* ---- unwind.c ------------------------------------------------------------- */
 
-/* trk_unwind_init - set libunwind's caching policy; once per process. */
-void trk_unwind_init(void) TRK_HIDDEN;
+/* trk_unwind_init - set libunwind's caching policy, choose the unwinder; once per process. */
+void trk_unwind_init(int libunwind_only) TRK_HIDDEN;
+/* trk_unwind_thread_init - learn the calling thread's stack bounds for t. */
+void trk_unwind_thread_init(struct trk_thr *t) TRK_HIDDEN;
+/* trk_cfi_rule - the unwind rule for pc (cfi.c); out->cfa_reg NONE if unusable. Returns 0. */
+int trk_cfi_rule(uintptr_t pc, struct trk_rule *out) TRK_HIDDEN;
 
 #define TRK_HOOK_FRAMES_MAX 16 /* ra must show up among the first this many */
 
 /*
- * trk_capture - capture the calling thread's stack into out (room for
- * TRK_DEPTH_MAX + 32) as call sites (return address - 1), innermost first,
- * starting at the frame that returns to ra; at most trk_g.depth frames.
- * Returns the count (at least 1: ra itself when unwinding fails).
+ * trk_capture_libunwind - capture the calling thread's stack into out (room
+ * for TRK_DEPTH_MAX + 32) as call sites (return address - 1), innermost
+ * first, starting at the frame that returns to ra; at most trk_g.depth
+ * frames. Returns the count (at least 1: ra itself when unwinding fails).
  *
  * unw_backtrace uses libunwind's fast frame cache and returns return
  * addresses, innermost first, beginning inside the hook. The hook frames
@@ -374,7 +397,8 @@ void trk_unwind_init(void) TRK_HIDDEN;
  * skipping a fixed count works whether the compiler inlined, tail-called
  * or kept the wrappers. Inline, so it adds no frame of its own.
  */
-static inline __attribute__((always_inline)) size_t trk_capture(uintptr_t *out, const void *ra)
+static inline __attribute__((always_inline)) size_t trk_capture_libunwind(uintptr_t *out,
+									 const void *ra)
 {
 	int want = (int)trk_g.depth + TRK_HOOK_FRAMES_MAX;
 	int got, i, k = -1;
@@ -398,6 +422,35 @@ static inline __attribute__((always_inline)) size_t trk_capture(uintptr_t *out, 
 	for (i = 0; i < (int)n; i++)
 		out[i] = out[i + k] - 1;
 	return n;
+}
+
+/*
+ * trk_walk - the fast unwinder (unwind.c): from the caller's state at the
+ * hook's entry (ip = ra, sp = fp + 2 words, rbp = fp[0]) along the CFI
+ * rules. Returns the frame count, or 0 when it cannot vouch for the
+ * stack (the caller then uses libunwind).
+ */
+size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t *fp) TRK_HIDDEN;
+
+/*
+ * trk_capture - the stack of the allocating code (see above), with the CFI
+ * walker first and libunwind as the fallback. Must be inlined into the
+ * outermost hook function, whose frame pointer leads to the caller (the
+ * hooks are built with frame pointers).
+ */
+static inline __attribute__((always_inline)) size_t trk_capture(struct trk_thr *t, const void *ra)
+{
+	if (likely(trk_g.fast_unwind)) {
+		const uintptr_t *fp = __builtin_frame_address(0);
+
+		if (likely(fp[1] == (uintptr_t)ra)) {
+			size_t n = trk_walk(t, t->frames, (uintptr_t)ra, fp);
+
+			if (likely(n))
+				return n;
+		}
+	}
+	return trk_capture_libunwind(t->frames, ra);
 }
 
 /* ---- modules.c ------------------------------------------------------------ */

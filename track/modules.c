@@ -243,6 +243,8 @@ static void scan(struct trk_thr *t, bool check_only)
 	if (s.scanning) {
 		for (i = k = 0; i < trk_g.nmods; i++) {
 			if (!trk_g.mods[i].seen) {
+				/* cached unwind rules may point into it: drop them */
+				atomic_fetch_add(&trk_g.code_gen, 1);
 				send_del(t, trk_g.mods[i].base);
 				continue;
 			}

@@ -136,7 +136,7 @@ int trk_start(const struct trk_config *cfg)
 	trk_g.pid = getpid();
 	realtime = trk_now_ns(CLOCK_REALTIME);
 	trk_g.start_mono_ns = trk_now_ns(CLOCK_MONOTONIC);
-	trk_unwind_init();
+	trk_unwind_init(cfg->libunwind_only);
 
 	ret = trk_thr_key_init();
 	if (ret < 0)

@@ -57,6 +57,8 @@ struct trk_config {
 	unsigned depth;	    /* frames per stack, 0 = TRK_DEPTH_DEFAULT,
 			       clamped to TRK_DEPTH_MAX */
 	uint32_t flags;	    /* WIRE_F_* for the stream header */
+	int libunwind_only; /* nonzero: capture with libunwind only, not the
+			       CFI walker (HEAPTAP_UNWIND=libunwind) */
 	/*
 	 * Called once when the session ends, before the END record, from the
 	 * thread that ends it (NULL: none). inject/ restores its GOT slots here

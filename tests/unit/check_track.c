@@ -262,6 +262,59 @@ START_TEST(tree_concurrent_insert)
 }
 END_TEST
 
+/* ---- the CFI walker agrees with libunwind ------------------------------------- */
+
+static uintptr_t walk_fast[TRK_DEPTH_MAX + 32], walk_slow[TRK_DEPTH_MAX + 32];
+static size_t walk_nfast, walk_nslow;
+
+__attribute__((noinline)) static void walk_probe(struct trk_thr *t)
+{
+	const uintptr_t *fp = __builtin_frame_address(0);
+
+	walk_nfast = trk_walk(t, walk_fast, fp[1], fp);
+	walk_nslow = trk_capture_libunwind(walk_slow, (const void *)fp[1]);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static int walk_rec(struct trk_thr *t, int d)
+{
+	int r = 0;
+
+	if (d > 0)
+		r = walk_rec(t, d - 1) + 1;
+	else
+		walk_probe(t);
+	__asm__ volatile("" ::: "memory"); /* no tail calls: every level keeps a frame */
+	return r;
+}
+
+START_TEST(unwind_walker_matches_libunwind)
+{
+	struct trk_thr *t = tree_setup();
+	uintptr_t fake[4] = { 0x1234, 0x10, 0, 0 };
+
+	trk_g.depth = TRK_DEPTH_MAX;
+	trk_thr_get(); /* bind this thread: stack bounds */
+	t = trk_tls_thr;
+	ck_assert_uint_ne(t->stack_hi, 0);
+	for (int d = 0; d < 40; d += 13) {
+		walk_rec(t, d);
+		ck_assert_uint_gt(walk_nslow, (size_t)d);
+		ck_assert_uint_eq(walk_nfast, walk_nslow);
+		for (size_t i = 0; i < walk_nslow; i++)
+			ck_assert_uint_eq(walk_fast[i], walk_slow[i]);
+	}
+	/* cached rules give the same answer */
+	walk_rec(t, 20);
+	ck_assert_uint_eq(walk_nfast, walk_nslow);
+	/* a start it cannot vouch for: no frames, no crash (libunwind takes over) */
+	ck_assert_uint_eq(trk_walk(t, walk_fast, 0x10, fake), 0);
+	fake[1] = (uintptr_t)walk_probe + 1;
+	fake[0] = 0;
+	(void)trk_walk(t, walk_fast, fake[1], fake);
+}
+END_TEST
+
 /* ---- sessions over a socketpair ---------------------------------------------- */
 
 struct reader {
@@ -752,6 +805,9 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, tree_wide_node);
 	tcase_add_test(tc, tree_thread_cache_reuse);
 	tcase_add_test(tc, tree_concurrent_insert);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("unwind");
+	tcase_add_test(tc, unwind_walker_matches_libunwind);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("session");
 	tcase_set_timeout(tc, 60);
