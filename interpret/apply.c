@@ -16,13 +16,14 @@
 static int table_fail(struct itp_ctx *c, int rc, const char *what)
 {
 	if (rc == -E2BIG)
-		return itp_fail(c, ITP_E_CORRUPT, "too many %s (more than %u)", what, ITP_MAX_TABLE);
+		return itp_fail(c, ITP_E_CORRUPT, "too many %s (more than %u)", what,
+				ITP_MAX_TABLE);
 	return itp_fail(c, ITP_E_NOMEM, "out of memory tracking %s", what);
 }
 
 static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 {
-	struct itp_ptr p = { .ptr = e->c, .seq = e->seq, .bytes = e->d ? e->d : e->a, .slot = slot };
+	struct itp_ptr p = {.ptr = e->c, .seq = e->seq, .bytes = e->d ? e->d : e->a, .slot = slot};
 	uint32_t trace = 0, kind = e->kind;
 	int created, replaced, rc;
 
@@ -110,7 +111,7 @@ static int ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx)
 				c->nips);
 	if (itp_map_put(&c->ipmap, ip, *idx))
 		return table_fail(c, -ENOMEM, "instruction pointers");
-	c->ips[c->nips++] = (struct itp_ipinfo){ .ip = ip, .seq = seq };
+	c->ips[c->nips++] = (struct itp_ipinfo){.ip = ip, .seq = seq};
 	return 0;
 }
 

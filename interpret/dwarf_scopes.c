@@ -43,7 +43,7 @@ static void add_range(struct collect *c, uint64_t lo, uint64_t hi, uint64_t off)
 		c->r = r;
 		c->cap = ncap;
 	}
-	c->r[c->n++] = (struct itp_fn_range){ .lo = lo, .hi = hi, .die_off = off };
+	c->r[c->n++] = (struct itp_fn_range){.lo = lo, .hi = hi, .die_off = off};
 }
 
 static void collect_fns(struct collect *c, Dwarf_Die *parent, int depth)
@@ -78,7 +78,7 @@ static int range_cmp(const void *a, const void *b)
 
 static int index_cu(struct itp_cu_cache *cc, Dwarf_Die *cu, uint32_t *k)
 {
-	struct collect c = { 0 };
+	struct collect c = {0};
 
 	if (cc->n >= ITP_MAX_TABLE)
 		return -E2BIG;
@@ -101,7 +101,7 @@ static int index_cu(struct itp_cu_cache *cc, Dwarf_Die *cu, uint32_t *k)
 		free(c.r);
 		return -ENOMEM;
 	}
-	cc->v[cc->n] = (struct itp_cu_fns){ .r = c.r, .n = c.n };
+	cc->v[cc->n] = (struct itp_cu_fns){.r = c.r, .n = c.n};
 	*k = (uint32_t)cc->n++;
 	return 0;
 }
@@ -174,5 +174,5 @@ void itp_cu_cache_free(struct itp_cu_cache *cc)
 		free(cc->v[i].r);
 	free(cc->v);
 	itp_map_free(&cc->by_off);
-	*cc = (struct itp_cu_cache){ 0 };
+	*cc = (struct itp_cu_cache){0};
 }

@@ -43,8 +43,8 @@ static int grow(struct itp_infos *t)
 	return 0;
 }
 
-int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t kind,
-		   uint32_t *idx, int *created)
+int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t kind, uint32_t *idx,
+		   int *created)
 {
 	uint64_t h = info_hash(size, trace, kind);
 	uint32_t want = kind << ITP_INFO_IDX_BITS;
@@ -57,7 +57,8 @@ int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t 
 		for (i = h & mask; t->tab[i].kind_idx; i = (i + 1) & mask) {
 			const struct itp_info_ent *f = &t->tab[i];
 
-			if (f->size == size && f->trace == trace && (f->kind_idx & ~IDX_MASK) == want) {
+			if (f->size == size && f->trace == trace &&
+			    (f->kind_idx & ~IDX_MASK) == want) {
 				*idx = (f->kind_idx & IDX_MASK) - 1;
 				return 0;
 			}
@@ -74,8 +75,7 @@ int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t 
 	for (i = h & mask; t->tab[i].kind_idx; i = (i + 1) & mask)
 		;
 	t->tab[i] = (struct itp_info_ent){
-		.size = size, .trace = trace, .kind_idx = want | (uint32_t)(t->n + 1)
-	};
+	    .size = size, .trace = trace, .kind_idx = want | (uint32_t)(t->n + 1)};
 	*idx = (uint32_t)t->n++;
 	*created = 1;
 	return 0;
@@ -84,5 +84,5 @@ int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t 
 void itp_infos_free(struct itp_infos *t)
 {
 	free(t->tab);
-	*t = (struct itp_infos){ 0 };
+	*t = (struct itp_infos){0};
 }

@@ -17,17 +17,17 @@
 #include "recfile/recfile.h"
 #include "track/wire.h"
 
-#define ITP_BUF_MIN (64u << 10)			    /* input buffer at first */
-#define ITP_BUF_SIZE (4u << 20)			    /* at most: > 2 records + a block */
-#define ITP_REORDER_LIMIT ((size_t)256 << 20)	    /* default pending bytes before a gap is skipped */
-#define ITP_MAX_TABLE (1u << 28)		    /* cap on nodes, ips, allocinfos, threads */
-#define ITP_MAX_LIVE ((uint64_t)1 << 30)	    /* cap on live pointers */
-#define ITP_MAX_THREADS (1u << 20)		    /* distinct tids with their own slot */
-#define ITP_MAX_SEGS 256			    /* PT_LOAD entries of one module */
+#define ITP_BUF_MIN (64u << 10)		      /* input buffer at first */
+#define ITP_BUF_SIZE (4u << 20)		      /* at most: > 2 records + a block */
+#define ITP_REORDER_LIMIT ((size_t)256 << 20) /* default pending bytes before a gap is skipped */
+#define ITP_MAX_TABLE (1u << 28)	      /* cap on nodes, ips, allocinfos, threads */
+#define ITP_MAX_LIVE ((uint64_t)1 << 30)      /* cap on live pointers */
+#define ITP_MAX_THREADS (1u << 20)	      /* distinct tids with their own slot */
+#define ITP_MAX_SEGS 256		      /* PT_LOAD entries of one module */
 #define ITP_MAX_BUILD_ID 255
 #define ITP_MAX_PATH 4096
 #define ITP_MAX_TICKS_QUEUED (1u << 20)
-#define ITP_MAX_INLINE 64			    /* links of one symbol chain */
+#define ITP_MAX_INLINE 64 /* links of one symbol chain */
 
 /* ---------------------------------------------------------------- */
 /* u64 -> u32 hash map, open addressing, linear probing (map.c)      */
@@ -132,19 +132,19 @@ struct itp_infos {
  * itp_infos_find - index of (size, trace, kind), kind <= 15; *created is 1
  * when it is new (the caller then writes it). Returns 0 or -ENOMEM / -E2BIG.
  */
-int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t kind,
-		   uint32_t *idx, int *created);
+int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t kind, uint32_t *idx,
+		   int *created);
 void itp_infos_free(struct itp_infos *t);
 
 /* ---------------------------------------------------------------- */
 /* live pointers (ptrmap.c)                                          */
 
 struct itp_ptr {
-	uint64_t ptr;	 /* 0 = empty slot (a NULL block is never inserted) */
-	uint64_t seq;	 /* sequence number of the allocation */
-	uint64_t bytes;	 /* bytes it counts for: its weight if sampled, else its size */
-	uint32_t info;	 /* allocinfo index */
-	uint32_t slot;	 /* thread slot of the allocating thread */
+	uint64_t ptr;	/* 0 = empty slot (a NULL block is never inserted) */
+	uint64_t seq;	/* sequence number of the allocation */
+	uint64_t bytes; /* bytes it counts for: its weight if sampled, else its size */
+	uint32_t info;	/* allocinfo index */
+	uint32_t slot;	/* thread slot of the allocating thread */
 };
 
 struct itp_ptrmap {
@@ -170,21 +170,21 @@ struct itp_module {
 	char *path;
 	uint8_t *build_id;
 	size_t build_id_len;
-	uint64_t base;	     /* load bias */
-	uint64_t lo, hi;     /* [lo, hi): runtime addresses covered by PT_LOAD */
+	uint64_t base;	 /* load bias */
+	uint64_t lo, hi; /* [lo, hi): runtime addresses covered by PT_LOAD */
 	struct itp_seg *seg;
 	size_t nseg;
-	uint64_t seq_add;    /* sequence number of its MODULE event */
-	uint64_t seq_del;    /* of its MODULE_DEL, UINT64_MAX while loaded */
-	uint32_t rec_idx;    /* recording module index */
+	uint64_t seq_add; /* sequence number of its MODULE event */
+	uint64_t seq_del; /* of its MODULE_DEL, UINT64_MAX while loaded */
+	uint32_t rec_idx; /* recording module index */
 };
 
 struct itp_modules {
 	struct itp_module **v;
 	size_t n, cap;
 	/* built at the end by itp_modules_index() */
-	uint32_t *by_lo;     /* module indices sorted by lo */
-	uint64_t *max_hi;    /* prefix maximum of hi along by_lo */
+	uint32_t *by_lo;  /* module indices sorted by lo */
+	uint64_t *max_hi; /* prefix maximum of hi along by_lo */
 };
 
 /* itp_module_free - free one decoded module. Accepts NULL. */
@@ -257,45 +257,46 @@ struct itp_ctx {
 
 	/* input */
 	int have_header;
-	int ended;		/* WIRE_REC_END seen */
+	int ended; /* WIRE_REC_END seen */
 	struct wire_header hdr;
-	char *exe, *cmdline;	/* cmdline with args joined by spaces */
+	char *exe, *cmdline; /* cmdline with args joined by spaces */
 
 	/* decoded events of the chunk being parsed */
 	struct itp_ev *scratch;
 	size_t scratch_cap;
 
 	/* ordering */
-	uint64_t next_seq;	/* every smaller seq is applied or skipped */
+	uint64_t next_seq; /* every smaller seq is applied or skipped */
 	struct itp_heap heap;
 	size_t pending_bytes, reorder_limit;
 	struct itp_tick *ticks; /* FIFO ring */
 	size_t tick_head, tick_n, tick_cap;
-	uint64_t tick_wait;	/* seq of the oldest queued tick, UINT64_MAX if none */
+	uint64_t tick_wait; /* seq of the oldest queued tick, UINT64_MAX if none */
 
 	/* state */
-	struct itp_nodes nodes;	/* raw node index -> recording trace index */
+	struct itp_nodes nodes; /* raw node index -> recording trace index */
 	struct itp_map ipmap;	/* ip -> ip index */
 	struct itp_ipinfo *ips;
 	size_t nips, ips_cap;
 	struct itp_infos infos;
 	struct itp_ptrmap ptrs;
-	struct itp_map tids;	/* tid -> thread slot */
+	struct itp_map tids; /* tid -> thread slot */
 	struct itp_thread *threads;
 	size_t nthreads, threads_cap;
 	struct itp_modules mods;
 
 	/* numbers */
 	struct itp_status st;
-	uint64_t last_tick_ns;	/* time of the last tick written */
-	uint64_t end_mono_ns;	/* our CLOCK_MONOTONIC when END arrived, 0 before */
+	uint64_t last_tick_ns; /* time of the last tick written */
+	uint64_t end_mono_ns;  /* our CLOCK_MONOTONIC when END arrived, 0 before */
 	uint64_t peak_rss;
-	uint64_t total_seq;	/* from END, else 0 */
+	uint64_t total_seq; /* from END, else 0 */
 	uint64_t events_dropped;
 };
 
 /* itp_fail - record the first error (err > 0) with a printf-style detail; returns -err. */
-int itp_fail(struct itp_ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int itp_fail(struct itp_ctx *c, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* itp_out_fail - record a writer failure (rc is a negative rec_err); returns -ITP_E_OUTPUT. */
 int itp_out_fail(struct itp_ctx *c, int rc, const char *what);
 
@@ -323,8 +324,8 @@ int itp_apply(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev);
 
 /* dwarf_scopes.c: function address ranges of each CU seen, to find scopes fast */
 struct itp_fn_range {
-	uint64_t lo, hi;	/* [lo, hi) in DWARF addresses */
-	uint64_t die_off;	/* the DW_TAG_subprogram */
+	uint64_t lo, hi;  /* [lo, hi) in DWARF addresses */
+	uint64_t die_off; /* the DW_TAG_subprogram */
 };
 
 struct itp_cu_fns {
@@ -333,7 +334,7 @@ struct itp_cu_fns {
 };
 
 struct itp_cu_cache {
-	struct itp_map by_off;	/* CU DIE offset -> index in v */
+	struct itp_map by_off; /* CU DIE offset -> index in v */
 	struct itp_cu_fns *v;
 	size_t n, cap;
 };

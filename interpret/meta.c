@@ -56,18 +56,18 @@ int itp_meta_start(struct itp_ctx *c)
 static const char *end_name(const struct itp_ctx *c)
 {
 	static const char *const by_end[] = {
-		[WIRE_END_EXIT] = "exit",
-		[WIRE_END_STOP] = "stop",
-		[WIRE_END_ERROR] = "error",
+	    [WIRE_END_EXIT] = "exit",
+	    [WIRE_END_STOP] = "stop",
+	    [WIRE_END_ERROR] = "error",
 	};
 	static const char *const by_err[ITP_E_MAX] = {
-		[ITP_OK] = "eof",
-		[ITP_E_IO] = "io_error",
-		[ITP_E_HEADER] = "bad_header",
-		[ITP_E_CORRUPT] = "corrupt",
-		[ITP_E_TRUNCATED] = "truncated",
-		[ITP_E_OUTPUT] = "output_error",
-		[ITP_E_NOMEM] = "out_of_memory",
+	    [ITP_OK] = "eof",
+	    [ITP_E_IO] = "io_error",
+	    [ITP_E_HEADER] = "bad_header",
+	    [ITP_E_CORRUPT] = "corrupt",
+	    [ITP_E_TRUNCATED] = "truncated",
+	    [ITP_E_OUTPUT] = "output_error",
+	    [ITP_E_NOMEM] = "out_of_memory",
 	};
 	int err = c->res->err;
 
@@ -81,8 +81,8 @@ static const char *end_name(const struct itp_ctx *c)
 int itp_meta_end(struct itp_ctx *c)
 {
 	const struct itp_counters *w = &c->res->warn;
-	uint64_t warnings = w->unknown_traces + w->unknown_parents + w->bad_nodes +
-			    w->reused_ptrs + w->null_allocs + w->bad_kinds + w->unknown_module_dels +
+	uint64_t warnings = w->unknown_traces + w->unknown_parents + w->bad_nodes + w->reused_ptrs +
+			    w->null_allocs + w->bad_kinds + w->unknown_module_dels +
 			    w->late_events + w->skipped_seqs + w->unknown_records;
 	int rc = 0;
 

@@ -146,5 +146,5 @@ void itp_modules_free(struct itp_modules *t)
 	free(t->v);
 	free(t->by_lo);
 	free(t->max_hi);
-	*t = (struct itp_modules){ 0 };
+	*t = (struct itp_modules){0};
 }

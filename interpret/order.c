@@ -272,7 +272,7 @@ int itp_order_drain(struct itp_ctx *c, int skip_gaps)
 			itp_heap_fix_top(h);
 			continue;
 		}
-out_pop:
+	out_pop:
 		itp_heap_pop(h);
 		c->pending_bytes -= ch->bytes;
 		itp_chunk_free(ch);

@@ -304,8 +304,9 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			break;
 		default:
 			/* events carry no length: an unknown op cannot be skipped */
-			ret = itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: unknown event op %u",
-				       (unsigned long long)tid, ev->op);
+			ret =
+			    itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: unknown event op %u",
+				     (unsigned long long)tid, ev->op);
 			goto out_order;
 		}
 		n++;

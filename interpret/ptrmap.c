@@ -97,5 +97,5 @@ int itp_ptrmap_take(struct itp_ptrmap *m, uint64_t ptr, struct itp_ptr *out)
 void itp_ptrmap_free(struct itp_ptrmap *m)
 {
 	free(m->v);
-	*m = (struct itp_ptrmap){ 0 };
+	*m = (struct itp_ptrmap){0};
 }

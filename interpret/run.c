@@ -64,7 +64,7 @@ static void report_status(struct itp_ctx *c)
 /* 1 = sent or hopeless (a pipe in tests, a closed peer); 0 = try again later */
 static int send_stop(int fd)
 {
-	uint8_t msg[2] = { WIRE_CTL_STOP, 0 };
+	uint8_t msg[2] = {WIRE_CTL_STOP, 0};
 	ssize_t n;
 
 	do
@@ -86,7 +86,7 @@ static int read_loop(struct itp_ctx *c, int fd)
 		return itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
 	last_status = last_flush = now_ns();
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		int timeout = TICK_MS;
 		ssize_t n;
 
@@ -125,7 +125,8 @@ static int read_loop(struct itp_ctx *c, int fd)
 			if (errno == EINTR)
 				continue;
 			c->res->sys_errno = errno;
-			ret = itp_fail(c, ITP_E_IO, "poll on the event socket: %s", strerror(errno));
+			ret =
+			    itp_fail(c, ITP_E_IO, "poll on the event socket: %s", strerror(errno));
 			break;
 		}
 		if (!rc)
@@ -151,9 +152,10 @@ static int read_loop(struct itp_ctx *c, int fd)
 		}
 		if (!n) {
 			if (!c->have_header)
-				ret = itp_fail(c, ITP_E_HEADER,
-					       "stream ended after %llu bytes, before its header was complete",
-					       (unsigned long long)(total + len - off));
+				ret = itp_fail(
+				    c, ITP_E_HEADER,
+				    "stream ended after %llu bytes, before its header was complete",
+				    (unsigned long long)(total + len - off));
 			else if (len > off)
 				ret = itp_fail(c, ITP_E_TRUNCATED,
 					       "stream ended inside a record (%zu bytes left over)",
@@ -175,7 +177,8 @@ static int read_loop(struct itp_ctx *c, int fd)
 			uint8_t *nb = realloc(buf, cap * 2);
 
 			if (!nb) {
-				ret = itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
+				ret =
+				    itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
 				break;
 			}
 			buf = nb;

@@ -6,13 +6,13 @@
 #include "interpret/internal.h"
 
 static const char *const reasons[ITP_E_MAX] = {
-	[ITP_OK] = "success",
-	[ITP_E_IO] = "reading the event stream failed",
-	[ITP_E_HEADER] = "no valid event stream header",
-	[ITP_E_CORRUPT] = "corrupt event stream",
-	[ITP_E_TRUNCATED] = "event stream cut short",
-	[ITP_E_OUTPUT] = "writing the recording failed",
-	[ITP_E_NOMEM] = "out of memory",
+    [ITP_OK] = "success",
+    [ITP_E_IO] = "reading the event stream failed",
+    [ITP_E_HEADER] = "no valid event stream header",
+    [ITP_E_CORRUPT] = "corrupt event stream",
+    [ITP_E_TRUNCATED] = "event stream cut short",
+    [ITP_E_OUTPUT] = "writing the recording failed",
+    [ITP_E_NOMEM] = "out of memory",
 };
 
 const char *itp_strerror(int err)

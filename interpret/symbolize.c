@@ -37,8 +37,8 @@ struct symctx {
 	struct itp_ctx *c;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
-	Dwfl *dwfl;	   /* for the current module, or NULL */
-	Dwfl_Module *mod;  /* NULL when the current module cannot be symbolized */
+	Dwfl *dwfl;		 /* for the current module, or NULL */
+	Dwfl_Module *mod;	 /* NULL when the current module cannot be symbolized */
 	struct itp_cu_cache cus; /* function ranges per CU of the current module */
 	struct itp_symtab syms;	 /* its ELF function symbols */
 	char *to_free[ITP_MAX_INLINE + 1];
@@ -92,7 +92,8 @@ static void open_module(struct symctx *s, const struct itp_module *m)
 		goto out_free;
 	if (m->build_id_len) {
 		n = dwfl_module_build_id(s->mod, &bits, &vaddr);
-		if (n > 0 && ((size_t)n != m->build_id_len || memcmp(bits, m->build_id, (size_t)n))) {
+		if (n > 0 &&
+		    ((size_t)n != m->build_id_len || memcmp(bits, m->build_id, (size_t)n))) {
 			/* the file changed since the target loaded it */
 			s->c->res->warn.build_id_mismatch++;
 			close_module(s);
@@ -204,7 +205,7 @@ static size_t symbolize_ip(struct symctx *s, uint64_t ip, struct rec_sym *chain)
 int itp_symbolize(struct itp_ctx *c)
 {
 	struct rec_sym chain[ITP_MAX_INLINE];
-	struct symctx s = { .c = c };
+	struct symctx s = {.c = c};
 	struct sorted_ip *v;
 	long cur = -2;
 	size_t i, j;

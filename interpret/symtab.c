@@ -50,10 +50,12 @@ static int build(struct itp_symtab *t, Dwfl_Module *mod)
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
 		t->v[n++] = (struct itp_sym){
-			.lo = addr,
-			.hi = addr + sym.st_size,
-			.name = name,
-			.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2,
+		    .lo = addr,
+		    .hi = addr + sym.st_size,
+		    .name = name,
+		    .rank = bind == STB_GLOBAL ? 0
+			    : bind == STB_WEAK ? 1
+					       : 2,
 		};
 	}
 	qsort(t->v, n, sizeof(*t->v), sym_cmp);
@@ -93,5 +95,5 @@ const char *itp_symtab_lookup(struct itp_symtab *t, Dwfl_Module *mod, uint64_t i
 void itp_symtab_free(struct itp_symtab *t)
 {
 	free(t->v);
-	*t = (struct itp_symtab){ 0 };
+	*t = (struct itp_symtab){0};
 }

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct itp_options opt = { .no_symbols = 1 };
+	struct itp_options opt = {.no_symbols = 1};
 	struct itp_result res;
 	struct rec_reader *r;
 	char path[128];

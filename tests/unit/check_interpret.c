@@ -33,9 +33,9 @@ char *itp_demangle(const char *name); /* interpret/demangle.cc */
 struct feeder {
 	int fd;
 	const struct sbuf *s;
-	size_t split;	  /* write this many bytes, pause, then the rest */
-	int wait_stop;	  /* after writing, wait for WIRE_CTL_STOP, then send END */
-	int never_end;	  /* after writing, keep the socket open until told */
+	size_t split;  /* write this many bytes, pause, then the rest */
+	int wait_stop; /* after writing, wait for WIRE_CTL_STOP, then send END */
+	int never_end; /* after writing, keep the socket open until told */
 	volatile int got_stop;
 	volatile int release;
 };
@@ -66,7 +66,7 @@ static void *feed(void *arg)
 		uint8_t msg[2];
 
 		if (read(f->fd, msg, 2) == 2 && msg[0] == WIRE_CTL_STOP && msg[1] == 0) {
-			struct sbuf e = { 0 };
+			struct sbuf e = {0};
 
 			f->got_stop = 1;
 			sb_end(&e, 0, WIRE_END_STOP);
@@ -102,7 +102,7 @@ static void teardown(void)
 static int run_feed(const struct sbuf *s, struct itp_options *opt, struct itp_result *res,
 		    struct feeder *f)
 {
-	struct feeder local = { 0 };
+	struct feeder local = {0};
 	pthread_t th;
 	int sv[2], rc;
 
@@ -126,7 +126,7 @@ static int run_feed(const struct sbuf *s, struct itp_options *opt, struct itp_re
 
 static int run(const struct sbuf *s, struct itp_result *res)
 {
-	struct itp_options opt = { 0 };
+	struct itp_options opt = {0};
 
 	return run_feed(s, &opt, res, NULL);
 }
@@ -179,7 +179,7 @@ static void header(struct sbuf *s)
 
 START_TEST(test_basic)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -259,7 +259,7 @@ END_TEST
  */
 START_TEST(test_reorder_across_chunks)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -309,7 +309,7 @@ END_TEST
 START_TEST(test_reorder_many)
 {
 	enum { T = 8, PER = 50 };
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 	struct rec_reader *r;
 	const struct rec_allocinfo *ai;
@@ -352,7 +352,7 @@ END_TEST
 
 START_TEST(test_temporary)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -362,15 +362,15 @@ START_TEST(test_temporary)
 	header(&s);
 	ck_begin(&c, 1, 0);
 	ck_alloc(&c, 0, WIRE_KIND_MALLOC, 8, 0, P1);
-	ck_free(&c, 1, P1);			 /* temporary */
+	ck_free(&c, 1, P1); /* temporary */
 	ck_alloc(&c, 2, WIRE_KIND_MALLOC, 8, 0, P2);
 	ck_alloc(&c, 3, WIRE_KIND_MALLOC, 8, 0, P3);
-	ck_free(&c, 4, P2);			 /* not: P3 came between */
+	ck_free(&c, 4, P2); /* not: P3 came between */
 	ck_alloc(&c, 5, WIRE_KIND_MALLOC, 8, 0, P4);
 	ck_end(&s, &c);
 	ck_begin(&c, 2, 6);
 	ck_alloc(&c, 6, WIRE_KIND_MALLOC, 8, 0, P1); /* another thread's alloc */
-	ck_free(&c, 7, P4);			 /* temporary: thread 1 did nothing since */
+	ck_free(&c, 7, P4);			     /* temporary: thread 1 did nothing since */
 	ck_end(&s, &c);
 	sb_end(&s, 8, WIRE_END_EXIT);
 	ck_assert_int_eq(run(&s, &res), 0);
@@ -391,7 +391,7 @@ END_TEST
 
 START_TEST(test_unknown_frees)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -424,7 +424,7 @@ END_TEST
 
 START_TEST(test_dedup_allocinfos)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -456,7 +456,7 @@ END_TEST
 
 START_TEST(test_weighted)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -488,7 +488,7 @@ END_TEST
 
 START_TEST(test_unknown_parent_and_trace)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -498,10 +498,10 @@ START_TEST(test_unknown_parent_and_trace)
 
 	header(&s);
 	ck_begin(&c, 1, 0);
-	ck_node(&c, 0, 10, 77, 0x1000);	   /* parent never sent */
+	ck_node(&c, 0, 10, 77, 0x1000); /* parent never sent */
 	ck_node(&c, 1, 11, 10, 0x2000);
-	ck_node(&c, 2, 11, 10, 0x3000);	   /* index sent twice */
-	ck_node(&c, 3, 0, 0, 0x3000);	   /* index 0 */
+	ck_node(&c, 2, 11, 10, 0x3000);		      /* index sent twice */
+	ck_node(&c, 3, 0, 0, 0x3000);		      /* index 0 */
 	ck_alloc(&c, 4, WIRE_KIND_MALLOC, 1, 99, P1); /* unknown trace */
 	ck_alloc(&c, 5, WIRE_KIND_MALLOC, 2, 11, P2);
 	ck_alloc(&c, 6, 200, 2, 11, P3); /* no such kind: stored as 0 */
@@ -530,7 +530,7 @@ END_TEST
 /* without a final tick, the duration comes from the clock (start_mono_ns) */
 START_TEST(test_duration_by_clock)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 	struct timespec ts;
 	uint64_t start;
@@ -558,8 +558,8 @@ END_TEST
 /* raw node indices: dense ones and arbitrary 64-bit ones mixed */
 START_TEST(test_sparse_node_indices)
 {
-	static const uint64_t raw[] = { 1, 2, 1ull << 40, UINT64_MAX, 3, 200000, 70000 };
-	struct sbuf s = { 0 };
+	static const uint64_t raw[] = {1, 2, 1ull << 40, UINT64_MAX, 3, 200000, 70000};
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -594,7 +594,7 @@ END_TEST
 
 START_TEST(test_bad_magic)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 	struct rec_reader *r;
 
@@ -613,7 +613,7 @@ END_TEST
 
 START_TEST(test_bad_version)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 
 	header(&s);
@@ -626,7 +626,7 @@ END_TEST
 
 START_TEST(test_header_len_too_big)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 	uint32_t big = WIRE_MAX_HEADER + 1;
 
@@ -641,7 +641,7 @@ END_TEST
 
 START_TEST(test_header_exe_past_end)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 
 	header(&s);
@@ -654,7 +654,7 @@ END_TEST
 
 START_TEST(test_empty_stream)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 
 	sb_u8(&s, 'H');
@@ -667,7 +667,7 @@ END_TEST
 
 START_TEST(test_record_too_long)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -690,7 +690,7 @@ END_TEST
 
 START_TEST(test_truncated_varint)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -715,7 +715,7 @@ END_TEST
 
 START_TEST(test_overlong_length_varint)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct itp_result res;
 	int i;
 
@@ -732,7 +732,7 @@ END_TEST
 /* a ptr varint of 10 bytes whose last byte overflows 64 bits, then more bytes */
 START_TEST(test_overflowing_varint)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	int i;
@@ -756,7 +756,7 @@ END_TEST
 
 START_TEST(test_unknown_op)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 
@@ -774,7 +774,7 @@ END_TEST
 
 START_TEST(test_seq_repeated)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 
@@ -791,7 +791,7 @@ END_TEST
 
 START_TEST(test_truncated_stream)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -816,7 +816,7 @@ END_TEST
 
 START_TEST(test_no_end_record)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 
@@ -834,7 +834,7 @@ END_TEST
 /* seq 2 never arrives: at the end the gap is skipped, nothing is lost */
 START_TEST(test_gap_at_end)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -860,8 +860,8 @@ END_TEST
 /* a small reorder window: a missing seq is given up on, later ones flow */
 START_TEST(test_reorder_limit)
 {
-	struct sbuf s = { 0 };
-	struct itp_options opt = { .reorder_limit = 4096 };
+	struct sbuf s = {0};
+	struct itp_options opt = {.reorder_limit = 4096};
 	struct itp_result res;
 	struct rec_reader *r;
 	struct rec_event *ev;
@@ -911,7 +911,7 @@ END_TEST
 /* a tick says "every event below seq 3 happened before me": it waits for them */
 START_TEST(test_tick_order)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
@@ -949,12 +949,12 @@ END_TEST
 /* records cut across reads: the parser must wait for the rest */
 START_TEST(test_split_reads)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
-	struct itp_options opt = { 0 };
+	struct itp_options opt = {0};
 	struct itp_result res;
-	struct feeder f = { 0 };
-	size_t splits[] = { 3, WIRE_HDR_FIXED + 1, 0 }, i;
+	struct feeder f = {0};
+	size_t splits[] = {3, WIRE_HDR_FIXED + 1, 0}, i;
 
 	header(&s);
 	ck_begin(&c, 1, 0);
@@ -975,7 +975,7 @@ END_TEST
 
 START_TEST(test_unknown_record_and_log)
 {
-	struct sbuf s = { 0 }, p = { 0 };
+	struct sbuf s = {0}, p = {0};
 	struct itp_result res;
 	struct rec_reader *r;
 
@@ -1000,12 +1000,12 @@ END_TEST
 
 START_TEST(test_stop)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	volatile sig_atomic_t stop = 1;
-	struct itp_options opt = { .stop = &stop };
+	struct itp_options opt = {.stop = &stop};
 	struct itp_result res;
-	struct feeder f = { .wait_stop = 1 };
+	struct feeder f = {.wait_stop = 1};
 
 	header(&s);
 	ck_begin(&c, 1, 0);
@@ -1021,11 +1021,11 @@ END_TEST
 
 START_TEST(test_stop_timeout)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	volatile sig_atomic_t stop = 1;
-	struct itp_options opt = { .stop = &stop, .stop_timeout_ms = 300 };
+	struct itp_options opt = {.stop = &stop, .stop_timeout_ms = 300};
 	struct itp_result res;
-	struct feeder f = { .never_end = 1 };
+	struct feeder f = {.never_end = 1};
 
 	header(&s);
 	ck_assert_int_eq(run_feed(&s, &opt, &res, &f), -ITP_E_TRUNCATED);
@@ -1043,11 +1043,11 @@ static void count_status(const struct itp_status *st, void *arg)
 
 START_TEST(test_status_while_idle)
 {
-	struct sbuf s = { 0 };
-	struct itp_options opt = { .status = count_status, .stop_timeout_ms = 700 };
+	struct sbuf s = {0};
+	struct itp_options opt = {.status = count_status, .stop_timeout_ms = 700};
 	volatile sig_atomic_t stop = 1;
 	struct itp_result res;
-	struct feeder f = { .never_end = 1 };
+	struct feeder f = {.never_end = 1};
 	int calls = 0;
 
 	opt.status_arg = &calls;
@@ -1061,8 +1061,8 @@ END_TEST
 
 START_TEST(test_output_exists)
 {
-	struct sbuf s = { 0 };
-	struct itp_options opt = { .no_symbols = 1 };
+	struct sbuf s = {0};
+	struct itp_options opt = {.no_symbols = 1};
 	struct itp_result res;
 	FILE *fp;
 
@@ -1172,12 +1172,12 @@ static int line_of(const char *marker)
 
 START_TEST(test_symbolize_self)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
-	struct itp_options opt = { 0 };
+	struct itp_options opt = {0};
 	struct itp_result res;
 	struct rec_reader *r;
-	struct self_mod m = { 0 };
+	struct self_mod m = {0};
 	const struct rec_ip *ips;
 	const struct rec_frame *fr;
 	const struct rec_module *mods;
@@ -1190,18 +1190,18 @@ START_TEST(test_symbolize_self)
 	ck_assert_int_eq(dl_iterate_phdr(find_self, &m), 1);
 	header(&s);
 	ck_begin(&c, 1, 0);
-	ck_module(&c, 0, 0xdead0000, 1, (uint64_t[]){ 0, 0x1000, 5 }, NULL, 0, "[vdso]");
+	ck_module(&c, 0, 0xdead0000, 1, (uint64_t[]){0, 0x1000, 5}, NULL, 0, "[vdso]");
 	ck_module(&c, 1, m.base, m.nseg, m.segs, NULL, 0, m.path);
 	ck_node(&c, 2, 1, 0, fn);
 	ck_node(&c, 3, 2, 1, ip);
 	ck_node(&c, 4, 3, 2, 0xdead0010); /* in [vdso]: no file */
-	ck_node(&c, 5, 4, 3, 0x10);	   /* in no module */
+	ck_node(&c, 5, 4, 3, 0x10);	  /* in no module */
 	ck_end(&s, &c);
 	sb_end(&s, 6, WIRE_END_EXIT);
 	/* run by hand: run_feed would force no_symbols */
 	{
 		pthread_t th;
-		struct feeder fd = { 0 };
+		struct feeder fd = {0};
 		int sv[2];
 
 		snprintf(outpath, sizeof(outpath), "%s/sym.htap", tmpdir);
@@ -1258,12 +1258,12 @@ END_TEST
 /* a module unloaded and another loaded at its address: the ip's seq decides */
 START_TEST(test_module_reuse)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
 	struct rec_reader *r;
 	const struct rec_ip *ips;
-	const uint64_t seg[] = { 0, 0x10000, 5 };
+	const uint64_t seg[] = {0, 0x10000, 5};
 	size_t n;
 
 	header(&s);
@@ -1292,10 +1292,10 @@ END_TEST
 
 START_TEST(test_bad_module)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
-	const uint64_t seg[] = { UINT64_MAX - 10, 0x10000, 5 };
+	const uint64_t seg[] = {UINT64_MAX - 10, 0x10000, 5};
 
 	header(&s);
 	ck_begin(&c, 1, 0);
@@ -1336,10 +1336,10 @@ static void bench_gen(uint64_t nev, struct sbuf *out)
 {
 	enum { T = 4, RUN = 64, PER_CHUNK = 4000, LIVE = 256, NODES = 1000 };
 	struct chunkb c[T];
-	size_t cnt[T] = { 0 };
+	size_t cnt[T] = {0};
 	uint64_t ring[T][LIVE], q;
-	size_t head[T] = { 0 }, nlive[T] = { 0 };
-	struct sbuf s = { 0 };
+	size_t head[T] = {0}, nlive[T] = {0};
+	struct sbuf s = {0};
 	int t;
 
 	header(&s);
@@ -1378,9 +1378,9 @@ static void bench_gen(uint64_t nev, struct sbuf *out)
 /* feed a stream to itp_run as fast as a socket takes it; print the rate */
 static int bench_run(struct sbuf *s, uint64_t nev)
 {
-	struct itp_options opt = { .no_symbols = 1 };
+	struct itp_options opt = {.no_symbols = 1};
 	struct itp_result res;
-	struct feeder f = { 0 };
+	struct feeder f = {0};
 	pthread_t th;
 	int sv[2], rc;
 	double t0, t1, c0, c1;
@@ -1405,9 +1405,9 @@ static int bench_run(struct sbuf *s, uint64_t nev)
 	printf("stream %.1f MB, %llu events, itp_run %.3f s wall, %.3f s CPU (both threads): "
 	       "%.1f M events/s, %.0f MB/s; rc %d %s; recording %.1f MB; late %llu skipped %llu\n",
 	       (double)s->len / 1e6, (unsigned long long)nev, t1 - t0, c1 - c0,
-	       (double)nev / (t1 - t0) / 1e6, (double)s->len / (t1 - t0) / 1e6, rc,
-	       res.detail, (double)res.final.output_bytes / 1e6,
-	       (unsigned long long)res.warn.late_events, (unsigned long long)res.warn.skipped_seqs);
+	       (double)nev / (t1 - t0) / 1e6, (double)s->len / (t1 - t0) / 1e6, rc, res.detail,
+	       (double)res.final.output_bytes / 1e6, (unsigned long long)res.warn.late_events,
+	       (unsigned long long)res.warn.skipped_seqs);
 	if (!getenv("ITP_BENCH_KEEP"))
 		unlink(outpath);
 	return rc ? 1 : 0;
@@ -1416,7 +1416,7 @@ static int bench_run(struct sbuf *s, uint64_t nev)
 /* --bench N: generate a stream of N events and run it; --bench-gen N FILE: only write it */
 static int bench_stream(uint64_t nev, const char *file)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	int rc = 0;
 
 	bench_gen(nev, &s);
@@ -1437,7 +1437,7 @@ static int bench_stream(uint64_t nev, const char *file)
 /* --bench-run FILE: run a stream from a file (read into memory first) */
 static int bench_file(const char *file)
 {
-	struct sbuf s = { 0 };
+	struct sbuf s = {0};
 	char tmp[1 << 16];
 	size_t n;
 	FILE *fp = fopen(file, "rb");
@@ -1454,8 +1454,6 @@ static int bench_file(const char *file)
 	sb_free(&s);
 	return rc;
 }
-
-
 
 struct sym_bench {
 	const char *want; /* path substring */
@@ -1486,12 +1484,12 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
  */
 static int bench_symbols(uint64_t nips, const char *lib)
 {
-	struct sym_bench b = { .want = lib ? lib : "" };
-	struct sbuf s = { 0 };
+	struct sym_bench b = {.want = lib ? lib : ""};
+	struct sbuf s = {0};
 	struct chunkb c;
-	struct itp_options opt = { 0 };
+	struct itp_options opt = {0};
 	struct itp_result res;
-	struct feeder f = { 0 };
+	struct feeder f = {0};
 	pthread_t th;
 	uint64_t lo = 0, hi = 0, q, step;
 	size_t i;
@@ -1574,8 +1572,8 @@ static void write_file(const char *dir, const char *name, const struct sbuf *s)
 
 static int write_seeds(const char *dir)
 {
-	const uint64_t seg[] = { 0, 0x2000, 5, 0x2000, 0x1000, 6 };
-	struct sbuf s = { 0 };
+	const uint64_t seg[] = {0, 0x2000, 5, 0x2000, 0x1000, 6};
+	struct sbuf s = {0};
 	struct chunkb c;
 
 	header(&s);

@@ -47,7 +47,7 @@ void sb_header(struct sbuf *b, uint32_t pid, uint32_t flags, const char *exe, co
 	       size_t cmd_len)
 {
 	struct wire_header h;
-	struct sbuf tail = { 0 };
+	struct sbuf tail = {0};
 
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, WIRE_MAGIC, 8);
@@ -77,7 +77,7 @@ void sb_record(struct sbuf *b, uint8_t type, const struct sbuf *payload)
 
 void sb_tick(struct sbuf *b, uint64_t mono_ns, uint64_t rss, uint64_t seq)
 {
-	struct sbuf p = { 0 };
+	struct sbuf p = {0};
 
 	sb_var(&p, mono_ns);
 	sb_var(&p, rss);
@@ -88,7 +88,7 @@ void sb_tick(struct sbuf *b, uint64_t mono_ns, uint64_t rss, uint64_t seq)
 
 void sb_end(struct sbuf *b, uint64_t total_seq, uint64_t reason)
 {
-	struct sbuf p = { 0 };
+	struct sbuf p = {0};
 
 	sb_var(&p, total_seq);
 	sb_var(&p, reason);
