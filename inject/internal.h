@@ -136,10 +136,10 @@ extern const char *const inj_names[INJ_NNAMES] INJ_HIDDEN;
  * real.c: find the real functions (dlsym RTLD_DEFAULT) and the modules to
  * leave alone. Returns 0 or -ENOENT.
  */
-int inj_real_find(void) INJ_HIDDEN;
+int inj_real_find(void) INJ_HIDDEN __attribute__((warn_unused_result));
 
 /* maps.c: snapshot /proc/self/maps into inj_g.ranges. Returns 0 or -errno. */
-int inj_maps_read(void) INJ_HIDDEN;
+int inj_maps_read(void) INJ_HIDDEN __attribute__((warn_unused_result));
 /* maps.c: PROT_* of the page at addr per the last snapshot, -1 when not mapped or not known. */
 int inj_maps_prot(uintptr_t addr) INJ_HIDDEN;
 
