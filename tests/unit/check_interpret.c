@@ -1255,6 +1255,62 @@ START_TEST(test_symbolize_self)
 }
 END_TEST
 
+/*
+ * The same binary reached through a sysroot (attach mode uses /proc/PID/root)
+ * is symbolized; announced with another build-id than its file has, it is not.
+ */
+START_TEST(test_symbolize_sysroot_and_build_id)
+{
+	static const uint8_t wrong_id[20] = {1, 2, 3};
+	struct sbuf s = {0};
+	struct chunkb c;
+	struct itp_options opt = {.sysroot = "/proc/self/root"};
+	struct itp_result res;
+	struct rec_reader *r;
+	struct self_mod m = {0};
+	const struct rec_ip *ips;
+	const struct rec_frame *fr;
+	struct feeder fd = {0};
+	pthread_t th;
+	size_t n;
+	int sv[2];
+
+	m.addr = (uintptr_t)&itp_test_grab_ra;
+	ck_assert_int_eq(dl_iterate_phdr(find_self, &m), 1);
+	header(&s);
+	ck_begin(&c, 1, 0);
+	ck_module(&c, 0, m.base, m.nseg, m.segs, NULL, 0, m.path);
+	ck_node(&c, 1, 1, 0, m.addr);
+	ck_module_del(&c, 2, m.base);
+	ck_module(&c, 3, m.base, m.nseg, m.segs, wrong_id, sizeof(wrong_id), m.path);
+	ck_node(&c, 4, 2, 0, m.addr + 1);
+	ck_end(&s, &c);
+	sb_end(&s, 5, WIRE_END_EXIT);
+	snprintf(outpath, sizeof(outpath), "%s/sysroot.htap", tmpdir);
+	opt.output = outpath;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fd.fd = sv[1];
+	fd.s = &s;
+	pthread_create(&th, NULL, feed, &fd);
+	ck_assert_int_eq(itp_run(sv[0], &opt, &res), 0);
+	close(sv[0]);
+	pthread_join(th, NULL);
+	close(sv[1]);
+	ck_assert_uint_eq(res.warn.build_id_mismatch, 1);
+	r = open_rec();
+	ips = rec_ips(r, &n);
+	ck_assert_uint_eq(n, 2);
+	fr = rec_frames(r, &n);
+	ck_assert_uint_eq(ips[0].module, 0);
+	ck_assert_uint_ne(ips[0].frame, REC_NONE);
+	ck_assert_str_eq(rec_string(r, fr[ips[0].frame].function), "itp_test_grab_ra");
+	ck_assert_uint_eq(ips[1].module, 1);
+	ck_assert_uint_eq(ips[1].frame, REC_NONE);
+	rec_close(r);
+	sb_free(&s);
+}
+END_TEST
+
 /* a module unloaded and another loaded at its address: the ip's seq decides */
 START_TEST(test_module_reuse)
 {
@@ -1657,6 +1713,7 @@ static Suite *interpret_suite(void)
 	tcase_add_test(tc, test_module_reuse);
 	tcase_add_test(tc, test_bad_module);
 	tcase_add_test(tc, test_symbolize_self);
+	tcase_add_test(tc, test_symbolize_sysroot_and_build_id);
 	suite_add_tcase(s, tc);
 	return s;
 }
