@@ -289,9 +289,39 @@ static void on_log(int level, const char *msg, size_t len, void *arg)
 	cli_msg("attach: %s: %.*s", what[level], (int)(len > 1000 ? 1000 : len), msg);
 }
 
+static void start_timer(double secs);
+
+/*
+ * --duration counts from the start of the library's session (its stream
+ * header), not from the connection: the library may take a while between
+ * connecting and starting (a loaded machine), and the time asked for is
+ * time recorded. The interpreter's status callback (every 250 ms) sees
+ * elapsed_ns turn nonzero once the header came; the timer is armed then
+ * for what is left.
+ */
+struct duration {
+	double secs; /* 0 = none */
+	int armed;
+};
+
+static void on_status(const struct itp_status *st, void *arg)
+{
+	struct duration *d = arg;
+	double left;
+
+	if (!d->secs || d->armed || !st->elapsed_ns)
+		return;
+	d->armed = 1;
+	left = d->secs - (double)st->elapsed_ns / 1e9;
+	if (left <= 0)
+		stop_flag = 1;
+	else
+		start_timer(left);
+}
+
 /* itp_run into opt_out, or the first free default name (out gets the name used). */
-static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysroot, char *out,
-		     size_t outlen, struct itp_result *res)
+static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysroot,
+		     struct duration *dur, char *out, size_t outlen, struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
@@ -302,6 +332,8 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 	opt.stop = &stop_flag;
 	opt.log = on_log;
 	opt.sysroot = sysroot;
+	opt.status = on_status;
+	opt.status_arg = dur;
 	read_comm(pid, comm, sizeof(comm));
 	for (;;) {
 		if (opt_out) {
@@ -425,6 +457,7 @@ int cli_cmd_attach(int argc, char **argv)
 	struct stat st;
 	int ret, conn = -1, code = CLI_EXIT_FAIL, was_loaded;
 	uint64_t t[6];
+	struct duration dur;
 	pid_t pid;
 
 	memset(&d, 0, sizeof(d));
@@ -550,8 +583,8 @@ int cli_cmd_attach(int argc, char **argv)
 			(double)ast.unwind_ns / 1e6, ast.calls, (double)ast.call_ns / 1e6,
 			ast.candidates, ast.threads, ast.rejected);
 	}
-	if (a.duration > 0)
-		start_timer(a.duration);
+	dur.secs = a.duration;
+	dur.armed = 0;
 	if (isatty(STDERR_FILENO))
 		cli_msg("attached to %d (thread %d stopped %.2f ms); %s to detach", (int)pid,
 			(int)ast.tid, (double)ast.pause_ns / 1e6,
@@ -560,7 +593,8 @@ int cli_cmd_attach(int argc, char **argv)
 	sysroot[0] = '\0';
 	if (!same_view(pid))
 		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
-	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, out, sizeof(out), &res);
+	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, out, sizeof(out),
+			&res);
 	if (ret == NO_NAME)
 		goto out_conn; /* closing conn makes the library restore its slots */
 	code = summarize(pid, out, ret, &res, was_loaded);

@@ -83,7 +83,7 @@ svc()
 {
 	ans=
 	echo "$1" >&"${SVC[1]}" || fail "service gone (command '$1')"
-	read -r -t 30 ans <&"${SVC[0]}" || fail "service did not answer '$1'"
+	read -r -t 90 ans <&"${SVC[0]}" || fail "service did not answer '$1'"
 }
 
 # val KEY: the value of KEY=... in $ans
@@ -126,17 +126,17 @@ attach_bg()
 	HT_PID=$!
 }
 
-# attach_wait NAME: wait (60 s at most) for the background heaptap: $rc
+# attach_wait NAME: wait (120 s at most) for the background heaptap: $rc
 attach_wait()
 {
 	local i
-	for ((i = 0; i < 600; i++)); do
+	for ((i = 0; i < 1200; i++)); do
 		kill -0 "$HT_PID" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -0 "$HT_PID" 2>/dev/null; then
 		show "heaptap stderr" "$tmp/$1.err"
-		fail "heaptap attach did not end"
+		fail "heaptap attach did not end within 120 s"
 	fi
 	rc=0
 	wait "$HT_PID" || rc=$?
