@@ -9,6 +9,7 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -765,6 +766,41 @@ START_TEST(session_modules)
 }
 END_TEST
 
+START_TEST(session_fd_taken_over)
+{
+	struct reader r;
+	int pfd[2], fd;
+	char buf[16];
+	ssize_t got;
+
+	/*
+	 * A daemonising program closes every fd and its own files get the
+	 * numbers: the library must notice and write nothing into them.
+	 */
+	session_start(&r);
+	fd = trk_g.fd;
+	ck_assert_int_ge(fd, 500); /* moved out of the way */
+	/* a socket of its own, so a write would even succeed */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd), 0);
+	ck_assert_int_eq(dup2(pfd[1], fd), fd); /* our socket closed, the number reused */
+	for (int i = 0; i < 20000 && trk_active(); i++)
+		trk_free(trk_malloc(48));
+	for (int i = 0; i < 300 && trk_active(); i++)
+		usleep(10000); /* the timer's tick notices too */
+	ck_assert_int_eq(trk_active(), 0);
+	ck_assert_int_eq(fcntl(pfd[0], F_SETFL, O_NONBLOCK), 0);
+	got = read(pfd[0], buf, sizeof(buf));
+	ck_assert_int_eq(got, -1); /* nothing was written into the program's socket */
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_ne(fcntl(fd, F_GETFD), -1); /* and its fd was not closed */
+	close(pfd[0]);
+	close(pfd[1]);
+	pthread_join(r.th, NULL); /* our socket is gone: the reader saw EOF */
+	close(r.fd);
+	free(r.buf);
+}
+END_TEST
+
 START_TEST(session_peer_gone)
 {
 	struct trk_config cfg = { .before_end = fake_restore, .before_end_arg = &before_end_calls };
@@ -817,6 +853,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, session_ticks_and_idle_flush);
 	tcase_add_test(tc, session_fork_child);
 	tcase_add_test(tc, session_modules);
+	tcase_add_test(tc, session_fd_taken_over);
 	tcase_add_test(tc, session_peer_gone);
 	suite_add_tcase(s, tc);
 	return s;
