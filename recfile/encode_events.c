@@ -62,7 +62,8 @@ struct code_state {
 	uint32_t prev[2]; /* DELTA: previous info per class */
 	uint32_t prev_free; /* AGE: previous free's info */
 	int64_t age;	  /* AGE: allocs back to the predicted freed one */
-	size_t nh;	  /* AGE: allocs so far in the chunk */
+	size_t nh;	  /* AGE: allocs so far in the coded range */
+	uint64_t base;	  /* AGE: alloc number of the range's first alloc */
 };
 
 static uint8_t *put_plain(const struct rec_writer *w, int mode, struct code_state *st, uint32_t info,
@@ -109,8 +110,8 @@ static uint8_t *put_age(const struct rec_writer *w, struct code_state *st, uint3
 		goto out;
 	}
 	/* the caller told which alloc this frees (rec_put_free_of): its true age */
-	if (from != UINT64_MAX && from >= w->ev_alloc_base && from - w->ev_alloc_base < st->nh) {
-		int64_t t = (int64_t)(w->ev_alloc_base + st->nh - from);
+	if (from != UINT64_MAX && from >= st->base && from - st->base < st->nh) {
+		int64_t t = (int64_t)(st->base + st->nh - from);
 
 		if (hist[nh - t] == info)
 			a = t;
@@ -135,14 +136,54 @@ out:
 	return p;
 }
 
-/* the info column of events [0, n) in mode (with REC_EVF_AGE or not), at p; returns the end */
-static uint8_t *put_infos(struct rec_writer *w, int mode, size_t n, uint8_t *p)
+/*
+ * the state a coder has at event start of the chunk, without coding
+ * [0, start): highest info, last info per class, and the infos of up to
+ * REC_EV_PRIME allocs before start in w->ev_hist (a trial on a slice must
+ * see what the real coder would, or a fresh start flatters some modes)
+ */
+static void prime(struct rec_writer *w, size_t start, struct code_state *st)
 {
-	struct code_state st = { .hw = -1, .age = 1 };
+	size_t k = start, h = 0;
+	int seen[2] = { 0, 0 };
+
+	*st = (struct code_state){ .hw = -1, .age = 1, .base = w->ev_alloc_base };
+	for (size_t i = 0; i < start; i++) {
+		if ((int64_t)w->ev_info[i] > st->hw)
+			st->hw = w->ev_info[i];
+		st->base += !rec_ev_class(w->ev_op[i]);
+	}
+	while (k > 0 && (!seen[0] || !seen[1] || h < REC_EV_PRIME)) {
+		int cl = rec_ev_class(w->ev_op[--k]);
+
+		if (!seen[cl]) {
+			st->prev[cl] = w->ev_info[k];
+			seen[cl] = 1;
+			if (cl)
+				st->prev_free = w->ev_info[k];
+		}
+		if (!cl && h < REC_EV_PRIME)
+			h++;
+	}
+	/* the h allocs before start, oldest first */
+	for (size_t i = k; i < start; i++)
+		if (!rec_ev_class(w->ev_op[i]))
+			w->ev_hist[st->nh++] = w->ev_info[i];
+	st->base -= st->nh;
+}
+
+/*
+ * the info column of events [start, start + n) in mode (with REC_EVF_AGE or
+ * not), at p, from the coder state st0; returns the end
+ */
+static uint8_t *put_infos(struct rec_writer *w, int mode, const struct code_state *st0, size_t start,
+			  size_t n, uint8_t *p)
+{
+	struct code_state st = *st0;
 	int age = mode & REC_EVF_AGE;
 
 	mode &= ~REC_EVF_AGE;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = start; i < start + n; i++) {
 		uint32_t info = w->ev_info[i];
 		int cl = rec_ev_class(w->ev_op[i]);
 
@@ -157,16 +198,31 @@ static uint8_t *put_infos(struct rec_writer *w, int mode, size_t n, uint8_t *p)
 }
 
 /*
- * Pick the mode that compresses best: each candidate codes the first
- * REC_EV_SAMPLE events, zstd level 1 compresses that, and the sizes are
- * compared (scaled to the chunk, the rank table added). Trying is the only
+ * Pick the mode that compresses best: each candidate codes REC_EV_SAMPLE
+ * events taken as REC_EV_SLICES slices spread over the chunk (its start
+ * alone misled: a program's first allocations look unlike the rest), zstd
+ * level 1 compresses that, and the sizes are compared (scaled to the
+ * chunk, the rank table added). Trying is the only
  * reliable judge: which mode wins depends on how infos repeat and in which
  * order memory is given back, which no cheap count tells
  * (docs/recording.md has the cases).
  */
+/* compressed size of the info column of [start, start + n) in mode, by zstd level 1 */
+static size_t trial(struct rec_writer *w, int m, size_t start, size_t n)
+{
+	struct code_state st;
+	size_t len, cs;
+
+	prime(w, start, &st);
+	len = (size_t)(put_infos(w, m, &st, start, n, w->sample) - w->sample);
+	cs = ZSTD_compressCCtx(w->sample_cctx, w->sample_out, w->sample_out_cap, w->sample, len, 1);
+	return ZSTD_isError(cs) ? len : cs;
+}
+
 static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
 {
-	size_t ns = n < REC_EV_SAMPLE ? n : REC_EV_SAMPLE;
+	size_t nslices = n <= REC_EV_SAMPLE ? 1 : REC_EV_SLICES;
+	size_t ns = n <= REC_EV_SAMPLE ? n : REC_EV_SAMPLE / REC_EV_SLICES;
 	size_t best = SIZE_MAX, need = ns * WIRE_VARINT_MAX;
 	int mode = REC_EVM_RECENT;
 
@@ -178,17 +234,18 @@ static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
 	    rec_grow((void **)&w->sample_out, &w->sample_out_cap, 0, ZSTD_compressBound(need), 1))
 		return can_rank ? REC_EVM_RANKED : REC_EVM_RECENT; /* no memory to try: guess */
 	for (int m = REC_EVM_RECENT; m <= (REC_EVM_DELTA | REC_EVF_AGE); m++) {
-		size_t len, cs, cost;
+		size_t cs = 0, cost;
 
 		if ((m & ~REC_EVF_AGE) > REC_EVM_DELTA ||
 		    ((m & ~REC_EVF_AGE) == REC_EVM_RANKED && !can_rank))
 			continue;
-		len = (size_t)(put_infos(w, m, ns, w->sample) - w->sample);
-		cs = ZSTD_compressCCtx(w->sample_cctx, w->sample_out, w->sample_out_cap, w->sample, len,
-				       1);
-		if (ZSTD_isError(cs))
-			cs = len;
-		cost = (size_t)((double)cs * n / ns);
+		/*
+		 * each slice compressed on its own: together, a program whose
+		 * pattern repeats with the slices' spacing would look free
+		 */
+		for (size_t k = 0; k < nslices; k++)
+			cs += trial(w, m, k * (n / nslices), ns);
+		cost = (size_t)((double)cs * n / (ns * nslices));
 		if ((m & ~REC_EVF_AGE) == REC_EVM_RANKED)
 			cost += nd * 2; /* the table: about two bytes an entry */
 		if (cost < best) {
@@ -260,7 +317,11 @@ int rec_encode_events(struct rec_writer *w)
 	for (size_t i = 0; i < n; i++)
 		p[i / 4] |= (uint8_t)(w->ev_op[i] << (2 * (i % 4)));
 	p += (n + 3) / 4;
-	p = put_infos(w, mode, n, p);
+	{
+		struct code_state st = { .hw = -1, .age = 1, .base = w->ev_alloc_base };
+
+		p = put_infos(w, mode, &st, 0, n, p);
+	}
 	if (w->ev_weights.len)
 		memcpy(p, w->ev_weights.p, w->ev_weights.len);
 	p += w->ev_weights.len;

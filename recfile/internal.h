@@ -102,6 +102,8 @@ enum rec_section {
 #define REC_EVF_AGE 0x10    /* mode flag: frees coded by age (see above) */
 #define REC_EV_AGE_SEARCH 8 /* allocs either side of the predicted age the writer tries */
 #define REC_EV_SAMPLE 32768 /* events the writer codes in each mode to choose one */
+#define REC_EV_SLICES 4     /* ... in that many slices spread over the chunk */
+#define REC_EV_PRIME 4096   /* allocs before a slice its AGE trial may refer to */
 #define REC_EV_CHUNK (512u * 1024) /* events per chunk */
 #define REC_EV_ESC 255
 #define REC_KIND_ESC 15	  /* kind field value meaning "varint kind follows" */
