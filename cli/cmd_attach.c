@@ -531,6 +531,12 @@ int cli_cmd_attach(int argc, char **argv)
 		code = att_fail(pid, ctx, why);
 		goto out_free_dir;
 	}
+	if (stop_flag) {
+		/* a signal during the seize: let the thread go untouched */
+		cli_msg("attach %d: interrupted before loading the library; nothing was changed",
+			(int)pid);
+		goto out_free_dir;
+	}
 	t[3] = mono_ns();
 	memset(&ir, 0, sizeof(ir));
 	why = att_inject(ctx, lib, INJ_START_SYMBOL, d.target_sock, &ir);

@@ -130,12 +130,15 @@ attach_bg()
 attach_wait()
 {
 	local i
-	for ((i = 0; i < 1200; i++)); do
+	for ((i = 0; i < ${ATTACH_WAIT_TENTHS:-1200}; i++)); do
 		kill -0 "$HT_PID" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -0 "$HT_PID" 2>/dev/null; then
 		show "heaptap stderr" "$tmp/$1.err"
+		echo "--- heaptap $HT_PID: wchan $(cat /proc/"$HT_PID"/wchan), syscall $(cat /proc/"$HT_PID"/syscall)" >&2
+		grep -E '^(State|SigBlk|SigPnd|ShdPnd)' /proc/"$HT_PID"/status >&2
+		command -v gdb >/dev/null && timeout 30 gdb -q -n --batch -p "$HT_PID" -ex bt 2>&1 | grep '^#' >&2
 		fail "heaptap attach did not end within 120 s"
 	fi
 	rc=0
