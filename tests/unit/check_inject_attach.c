@@ -121,6 +121,11 @@ START_TEST(test_attach_session)
 
 	ctx = att_new(v.pid);
 	ck_assert_ptr_nonnull(ctx);
+	/*
+	 * Generous deadlines: on a busy 2-core machine (load average ~20) a
+	 * thread once took more than the default 1 s to stop.
+	 */
+	att_set_timeouts(ctx, 10000, 20000);
 	why = att_preflight(ctx);
 	ck_assert_msg(why == ATT_OK, "preflight: %s %s", att_strerror(why), att_detail(ctx));
 	why = att_seize(ctx);
