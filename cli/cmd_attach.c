@@ -309,7 +309,12 @@ static void on_status(const struct itp_status *st, void *arg)
 	struct duration *d = arg;
 	double left;
 
-	if (!d->secs || d->armed || !st->elapsed_ns)
+	/*
+	 * elapsed_ns stays 0 when the target's monotonic clock is not ours (a
+	 * time namespace): then the first events or trace nodes tell that the
+	 * session runs.
+	 */
+	if (!d->secs || d->armed || (!st->elapsed_ns && !st->alloc_calls && !st->traces))
 		return;
 	d->armed = 1;
 	left = d->secs - (double)st->elapsed_ns / 1e9;
