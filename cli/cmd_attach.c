@@ -608,6 +608,9 @@ int cli_cmd_attach(int argc, char **argv)
 			&res);
 	if (ret == NO_NAME)
 		goto out_conn; /* closing conn makes the library restore its slots */
+	if (a.verbose && stop_sig)
+		cli_msg("attach %d: session ended by %s", (int)pid,
+			stop_sig == SIGALRM ? "--duration" : strsignal(stop_sig));
 	code = summarize(pid, out, ret, &res, was_loaded);
 
 out_conn:
