@@ -79,6 +79,17 @@ struct cli_report_args {
 /* cli_report_parse - parse "report [--format text|json] [-n N] FILE". */
 int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err, size_t errlen);
 
+struct cli_attach_args {
+	const char *output; /* -o FILE, NULL = default name */
+	double duration;    /* --duration SECS, 0 = until a signal */
+	pid_t pid;	    /* the process */
+	int help;	    /* --help seen */
+	int verbose;	    /* -v: step times */
+};
+
+/* cli_attach_parse - parse "attach [-o FILE] [--duration SECS] [-v] PID" (attach_args.c). */
+int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err, size_t errlen);
+
 /* ------------------------------------------------------------------ */
 /* Output names (outname.c)                                             */
 

@@ -25,9 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +43,6 @@
 #include "track/wire.h"
 
 #define ACCEPT_MS 5000	     /* the library's thread connects within microseconds */
-#define DURATION_MAX 31536000 /* one year */
 #define NO_NAME INT_MIN	      /* interpret(): no output name could be chosen */
 
 static volatile sig_atomic_t stop_flag; /* itp_options.stop */
@@ -92,106 +89,6 @@ static void restore_signals(const struct saved_signals *o)
 	for (i = 0; i < NSTOP; i++)
 		sigaction(stop_signals[i], &o->act[i], NULL);
 	sigaction(SIGPIPE, &o->pipe, NULL);
-}
-
-struct attach_args {
-	const char *output;
-	double duration; /* 0 = until a signal */
-	pid_t pid;
-	int help;
-	int verbose;
-};
-
-void cli_usage_attach(FILE *f)
-{
-	fputs("usage: heaptap attach [-o FILE] [--duration SECS] PID\n"
-	      "\n"
-	      "Load heaptap's tracking library into the running process PID and record its\n"
-	      "allocations until Ctrl+C, SIGTERM, SIGHUP or the duration ends the session.\n"
-	      "Then the library puts back every GOT slot it changed and goes inert; PID keeps\n"
-	      "running. One thread of PID is stopped for well under a millisecond.\n"
-	      "\n"
-	      "options:\n"
-	      "  -o, --output FILE     write the recording to FILE (never overwritten); default\n"
-	      "                        heaptap.COMM.PID.htap in the working directory\n"
-	      "  -d, --duration SECS   detach after SECS seconds (decimals allowed)\n"
-	      "  -v, --verbose         say how long each attach step took and which thread\n"
-	      "                        was stopped\n"
-	      "  -h, --help            show this help\n"
-	      "\n"
-	      "Exit status: 0 recorded; 1 an error; 2 bad usage; 10-63 the process could not\n"
-	      "be attached (see heaptap-attach(1)).\n",
-	      f);
-}
-
-static int parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)
-{
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char *end;
-	long v;
-	int c;
-
-	memset(a, 0, sizeof(*a));
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:d:hv", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			if (!*optarg) {
-				snprintf(err, errlen, "-o needs a file name");
-				return -EINVAL;
-			}
-			a->output = optarg;
-			break;
-		case 'd':
-			errno = 0;
-			a->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(a->duration) ||
-			    a->duration <= 0 || a->duration > DURATION_MAX) {
-				snprintf(err, errlen, "--duration '%s': not a number of seconds above 0",
-					 optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h':
-			a->help = 1;
-			return 0;
-		case 'v':
-			a->verbose = 1;
-			break;
-		case ':':
-			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
-			return -EINVAL;
-		default:
-			if (optopt)
-				snprintf(err, errlen, "unknown option '-%c'", optopt);
-			else
-				snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
-			return -EINVAL;
-		}
-	}
-	if (optind >= argc) {
-		snprintf(err, errlen, "no process id given");
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		snprintf(err, errlen, "one process id only ('%s' is extra)", argv[optind + 1]);
-		return -EINVAL;
-	}
-	errno = 0;
-	v = strtol(argv[optind], &end, 10);
-	if (errno || end == argv[optind] || *end || v <= 0 || v > INT_MAX) {
-		snprintf(err, errlen, "'%s' is not a process id", argv[optind]);
-		return -EINVAL;
-	}
-	a->pid = (pid_t)v;
-	return 0;
 }
 
 /* 0 if a file can be created where path names, else -errno (a clear message before attaching). */
@@ -450,7 +347,7 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 
 int cli_cmd_attach(int argc, char **argv)
 {
-	struct attach_args a;
+	struct cli_attach_args a;
 	struct cli_attach_dir d;
 	struct saved_signals old;
 	struct att_inject_result ir;
@@ -468,7 +365,7 @@ int cli_cmd_attach(int argc, char **argv)
 	memset(&d, 0, sizeof(d));
 	d.parent_fd = d.dir_fd = d.listen_fd = -1;
 	err[0] = '\0';
-	if (parse(argc, argv, &a, err, sizeof(err)) < 0) {
+	if (cli_attach_parse(argc, argv, &a, err, sizeof(err)) < 0) {
 		cli_msg("attach: %s (see heaptap attach --help)", err);
 		return CLI_EXIT_USAGE;
 	}
