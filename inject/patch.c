@@ -240,7 +240,7 @@ static int pass_cb(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	e->seen = inj_g.pass;
 	if (e->skip || !e->pending)
-		return 0; /* left alone, or done: loads and unloads are new entries */
+		return 0; /* left alone, or done (judged again after an unload) */
 	if (r == ELFR_OK) {
 		e->skip = (uint8_t)skip_reason(&m);
 		if (e->skip) {
