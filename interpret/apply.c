@@ -49,6 +49,8 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 		if (rc)
 			return itp_out_fail(c, rc, "allocation info");
 	}
+	/* which allocation a later free frees lets the writer code frees by age */
+	p.alloc_no = rec_writer_nallocs(c->w);
 	rc = itp_ptrmap_put(&c->ptrs, &p, &replaced);
 	if (rc)
 		return table_fail(c, rc, "live pointers");
@@ -79,7 +81,7 @@ static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
 	}
 	/* temporary: its thread allocated nothing else in between */
 	temp = c->threads[p.slot].last_alloc_seq == p.seq;
-	rc = rec_put_free(c->w, p.info, temp);
+	rc = rec_put_free_of(c->w, p.info, temp, p.alloc_no);
 	if (rc)
 		return itp_out_fail(c, rc, "free");
 	c->st.heap_bytes = c->st.heap_bytes > p.bytes ? c->st.heap_bytes - p.bytes : 0;

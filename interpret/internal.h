@@ -143,6 +143,7 @@ struct itp_ptr {
 	uint64_t ptr;	/* 0 = empty slot (a NULL block is never inserted) */
 	uint64_t seq;	/* sequence number of the allocation */
 	uint64_t bytes; /* bytes it counts for: its weight if sampled, else its size */
+	uint64_t alloc_no; /* rec_writer_nallocs() before its rec_put_alloc (free hint) */
 	uint32_t info;	/* allocinfo index */
 	uint32_t slot;	/* thread slot of the allocating thread */
 };
