@@ -69,6 +69,7 @@ static void bind(struct trk_thr *t, uint32_t tid)
 	t->nev = 0;
 	t->next_free = NULL;
 	t->prev_n = 0;
+	t->skip = 0;
 	t->seen = atomic_load(&t->pub);
 	atomic_store(&t->flush_req, 0);
 	atomic_store(&t->exiting, 0);
@@ -116,7 +117,9 @@ void trk_thr_flush_locked(struct trk_thr *t)
 	v[1].iov_base = t->data;
 	v[1].iov_len = t->len;
 	pthread_mutex_lock(&trk_g.sock_lock);
-	if (trk_sock_send_locked(WIRE_REC_CHUNK, v, 2) < 0)
+	/* events of an ended session never go into a later session's stream */
+	if (t->gen == atomic_load_explicit(&trk_g.sess_gen, memory_order_relaxed) &&
+	    trk_sock_send_locked(WIRE_REC_CHUNK, v, 2) < 0)
 		atomic_fetch_add(&trk_g.dropped, t->nev);
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	t->len = 0;
@@ -244,8 +247,11 @@ static void key_dtor(void *v)
 
 int trk_thr_key_init(void)
 {
-	int ret = pthread_key_create(&trk_g.key, key_dtor);
+	int ret;
 
+	if (trk_g.key_ok)
+		return 0; /* one key per process, kept across sessions */
+	ret = pthread_key_create(&trk_g.key, key_dtor);
 	if (ret)
 		return -ret;
 	trk_g.key_ok = 1;

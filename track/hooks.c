@@ -39,11 +39,29 @@ static inline void put_alloc(struct trk_thr *t, uint64_t seq, uint8_t kind, size
 	trk_ev_end(t, q);
 }
 
+/*
+ * put_alloc_sent - owner inside enter, seq taken: append ALLOC (leaf
+ * announced in session gen) and exit. If seq belongs to another session (one
+ * began meanwhile), seq becomes a NOP and the leaf is announced there first.
+ */
+static inline void put_alloc_sent(struct trk_thr *t, uint64_t seq, uint32_t gen, uint8_t kind,
+				  size_t size, uint32_t leaf, const void *p)
+{
+	while (unlikely(trk_seq_gen(seq) != gen)) {
+		trk_ev_end(t, trk_ev_put(t, 2 + WIRE_VARINT_MAX, WIRE_EV_NOP, seq));
+		trk_thr_exit(t);
+		gen = trk_tree_send(t, leaf);
+		seq = trk_thr_enter_seq(t);
+	}
+	put_alloc(t, seq, kind, size, leaf, p);
+	trk_thr_exit(t);
+}
+
 /* record_alloc - unwind, find the trace, append ALLOC; guard held. */
 static inline __attribute__((always_inline)) void record_alloc(const void *p, size_t size, uint8_t kind, const void *ra)
 {
 	struct trk_thr *t = trk_thr_get();
-	uint32_t leaf;
+	uint32_t leaf, gen;
 	size_t n;
 
 	if (unlikely(!t)) {
@@ -52,8 +70,8 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 	}
 	n = trk_capture(t, ra);
 	leaf = trk_tree_leaf_thr(t, n);
-	put_alloc(t, trk_thr_enter_seq(t), kind, size, leaf, p);
-	trk_thr_exit(t);
+	gen = trk_tree_send(t, leaf);
+	put_alloc_sent(t, trk_thr_enter_seq(t), gen, kind, size, leaf, p);
 }
 
 void *trk_malloc_ra(size_t size, const void *ra)
@@ -128,7 +146,7 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 	struct trk_thr *t;
 	uint64_t fseq = 0;
 	size_t n, bytes;
-	uint32_t leaf;
+	uint32_t leaf, gen;
 	bool overflow;
 	void *q;
 	int e = errno;
@@ -147,6 +165,7 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 	/* unwind before the number is reserved: new nodes must come first */
 	n = trk_capture(t, ra);
 	leaf = trk_tree_leaf_thr(t, n);
+	gen = trk_tree_send(t, leaf);
 	if (ptr)
 		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
 	errno = e;
@@ -165,9 +184,10 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 		trk_ev_end(t, w);
 	}
 	if (q)
-		put_alloc(t, atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst), kind,
-			  bytes, leaf, q);
-	trk_thr_exit(t);
+		put_alloc_sent(t, atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst),
+			       gen, kind, bytes, leaf, q);
+	else
+		trk_thr_exit(t);
 	trk_tls_guard = 0;
 	errno = e;
 	return q;

@@ -60,11 +60,31 @@ struct trk_node {
 	_Atomic uint32_t next;		  /* next older sibling in the parent's list */
 	_Atomic uint32_t kid[TRK_NODE_KIDS]; /* inline children, 0 = free */
 	uintptr_t kip[TRK_NODE_KIDS];	  /* their ips, valid once kid is published */
+	_Atomic uint32_t sent;		  /* session (trk_g.sess_gen) whose stream has its
+					     WIRE_EV_NODE; 0 = none yet */
 };
 
 #define TRK_NODE_BLOCK_SHIFT 16 /* 65536 nodes (3.5 MiB) per mmap'd block */
 #define TRK_NODE_BLOCK (1u << TRK_NODE_BLOCK_SHIFT)
 #define TRK_NODE_BLOCKS 16384	/* at most 2^30 nodes */
+
+/*
+ * Sequence numbers carry their session: the counter trk_g.seq holds the
+ * session number (trk_g.sess_gen) in its top TRK_GEN_BITS bits and the
+ * event number of that session below, so one fetch_add tells a hook both
+ * its number and which stream it belongs to. A hook that took its number
+ * in an ended session and appends late is recognised by the session bits
+ * and its event is dropped (trk_ev_put), never written into the next
+ * session's stream.
+ */
+#define TRK_SEQ_BITS 48
+#define TRK_SEQ_MASK ((1ull << TRK_SEQ_BITS) - 1)
+#define TRK_GEN_MAX 0xffffu /* sessions per process */
+
+static inline uint32_t trk_seq_gen(uint64_t seq)
+{
+	return (uint32_t)(seq >> TRK_SEQ_BITS);
+}
 
 /* ---- per-thread event buffer (buf.c) ---------------------------------- */
 
@@ -134,6 +154,8 @@ struct trk_thr {
 	uint32_t *nodes;	    /* the same for frames, swapped with prev_nodes */
 	size_t prev_n;		    /* frames in prev, 0 = none */
 	uint32_t spare_node;	    /* node index left from a lost insert race */
+	uint32_t gen;		    /* session the events in data belong to */
+	int skip;		    /* the event being appended is stale: trk_ev_end drops it */
 	/* thread-private cache (parent, ip) -> child: no shared writes */
 	struct trk_tcache tcache[TRK_TCACHE];
 	uintptr_t stack_lo, stack_hi; /* the owner's stack; hi 0 = unknown (no fast unwind) */
@@ -158,7 +180,9 @@ struct trk_mod {
 
 struct trk_global {
 	_Atomic int state;		/* enum trk_state */
-	_Atomic int started;		/* trk_start ran once */
+	_Atomic int started;		/* a session was started and has not fully ended
+					   (timer thread gone, socket closed) */
+	_Atomic uint32_t sess_gen;	/* the current or last session, 1, 2, ...; 0 = none */
 	struct trk_real real;
 	int fd;				/* the socket, -1 when closed */
 	unsigned depth;
@@ -300,8 +324,23 @@ static inline void trk_thr_exit(struct trk_thr *t)
  */
 static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, uint64_t seq)
 {
+	uint32_t gen = trk_seq_gen(seq);
 	uint8_t *p;
 
+	seq &= TRK_SEQ_MASK;
+	if (unlikely(gen != t->gen)) {
+		if (gen < t->gen) {
+			/* numbered in an ended session: written to scratch, dropped */
+			if (t->len + need > TRK_BUF_SIZE)
+				trk_thr_flush_locked(t);
+			t->skip = 1;
+			return t->data + t->len;
+		}
+		/* a new session: what is left of an old one is not sent */
+		t->len = 0;
+		t->nev = 0;
+		t->gen = gen;
+	}
 	if (unlikely(t->len + need > TRK_BUF_SIZE))
 		trk_thr_flush_locked(t);
 	p = t->data + t->len;
@@ -319,6 +358,10 @@ static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, ui
 
 static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)
 {
+	if (unlikely(t->skip)) {
+		t->skip = 0;
+		return;
+	}
 	t->len = (size_t)(p - t->data);
 }
 
@@ -331,8 +374,8 @@ static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)
  */
 struct iovec;
 int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt) TRK_HIDDEN;
-/* trk_sock_write_raw - write bytes as they are (the stream header); 0 or -errno. */
-int trk_sock_write_raw(const void *data, size_t len) TRK_HIDDEN;
+/* trk_sock_write_raw_locked - write bytes as they are (the stream header); sock_lock held; 0 or -errno. */
+int trk_sock_write_raw_locked(const void *data, size_t len) TRK_HIDDEN;
 /* trk_sock_adopt - move fd to a high number, remember its identity; the fd or -errno (closed). */
 int trk_sock_adopt(int fd) TRK_HIDDEN;
 /* trk_sock_ours - whether trk_g.fd is still the socket we adopted. */
@@ -354,9 +397,9 @@ static inline struct trk_node *trk_node_at(uint32_t idx)
 }
 
 /*
- * trk_tree_child - the child of parent with this ip, added (and announced
- * as WIRE_EV_NODE through t) if missing. Returns its index, or 0 when no
- * memory is left for nodes.
+ * trk_tree_child - the child of parent with this ip, added if missing (not
+ * announced yet: see trk_tree_send). Returns its index, or 0 when no memory
+ * is left for nodes.
  */
 uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip) TRK_HIDDEN;
 
@@ -372,6 +415,26 @@ uint32_t trk_tree_leaf(struct trk_thr *t, const uintptr_t *ips, size_t n) TRK_HI
  * a tree lookup; then swaps frames and prev.
  */
 uint32_t trk_tree_leaf_thr(struct trk_thr *t, size_t n) TRK_HIDDEN;
+
+/* trk_tree_send_slow - see trk_tree_send. */
+uint32_t trk_tree_send_slow(struct trk_thr *t, uint32_t leaf, uint32_t gen) TRK_HIDDEN;
+
+/*
+ * trk_tree_send - owner, outside enter/exit: make sure leaf and its
+ * ancestors have their WIRE_EV_NODE in the current session's stream
+ * (parent first, each numbered before any event that can use it). Returns
+ * the session it made sure for; an event numbered in another session (a
+ * new one started meanwhile) must call it again.
+ */
+static inline uint32_t trk_tree_send(struct trk_thr *t, uint32_t leaf)
+{
+	uint32_t gen = atomic_load_explicit(&trk_g.sess_gen, memory_order_acquire);
+
+	if (likely(leaf == 0 ||
+		   atomic_load_explicit(&trk_node_at(leaf)->sent, memory_order_acquire) == gen))
+		return gen;
+	return trk_tree_send_slow(t, leaf, gen);
+}
 
 /* ---- unwind.c ------------------------------------------------------------- */
 
@@ -474,6 +537,8 @@ void trk_end(int reason) TRK_HIDDEN;
  * session died with the socket and no END can be sent); counts in *restored, *left.
  */
 void trk_run_before_end(uint64_t *restored, uint64_t *left) TRK_HIDDEN;
+/* trk_send_tick - send WIRE_REC_TICK (time, RSS, sequence counter) now. */
+void trk_send_tick(void) TRK_HIDDEN;
 /* trk_timer_start - start the timer thread; 0 or -errno. */
 int trk_timer_start(void) TRK_HIDDEN;
 /* trk_gettid - the calling thread's Linux tid. */

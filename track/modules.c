@@ -47,13 +47,19 @@ static size_t exe_len;
 int trk_mod_init(void)
 {
 	ssize_t n;
-	void *m = mmap(NULL, TRK_MODS_MAX * sizeof(struct trk_mod), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (m == MAP_FAILED)
-		return -errno;
-	trk_g.mods = m;
+	if (!trk_g.mods) {
+		void *m = mmap(NULL, TRK_MODS_MAX * sizeof(struct trk_mod), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return -errno;
+		trk_g.mods = m;
+	}
+	/* a new session: every module is announced again (the ranges stay for lookups) */
+	pthread_mutex_lock(&trk_g.mod_lock);
 	trk_g.nmods = 0;
+	pthread_mutex_unlock(&trk_g.mod_lock);
 	n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 	exe_len = n > 0 ? (size_t)n : 0;
 	return 0;

@@ -2,11 +2,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Runs in the target. trk_g, defined here, is the per-process state (see
- * internal.h). A session starts once per process: header, module list
- * (sequence numbers 0 ...), timer thread, then the hooks record. It ends
- * once, by whoever gets there first: the process exiting (preload's
- * destructor), heaptap's STOP or EOF (timer thread), trk_stop from inject/,
- * or a failed write (the socket is then dead and no END can go out).
+ * internal.h). A session starts: header, module list (sequence numbers
+ * 0 ...), timer thread, then the hooks record. It ends once, by whoever
+ * gets there first: the process exiting (preload's destructor), heaptap's
+ * STOP or EOF (timer thread), trk_stop from inject/, or a failed write (the
+ * socket is then dead and no END can go out). Once it has fully ended (the
+ * timer thread closed the socket and is gone) another session may start in
+ * the same process (a second attach): it gets the next session number
+ * (trk_g.sess_gen), its own numbering from 0, the module list again, and
+ * the trace nodes it uses announced again (tree.c); the trace tree and the
+ * thread buffers stay.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,7 +75,8 @@ static ssize_t read_file(const char *path, uint8_t *buf, size_t cap)
 	return (ssize_t)got;
 }
 
-static int send_header(uint64_t realtime_ns)
+/* build_header - the stream header in hdr_buf; returns its length. */
+static size_t build_header(uint64_t realtime_ns)
 {
 	struct wire_header h = { 0 };
 	uint8_t exe[4096];
@@ -107,31 +113,81 @@ static int send_header(uint64_t realtime_ns)
 	h.start_mono_ns = trk_g.start_mono_ns;
 	h.sample_bytes = 0;
 	memcpy(hdr_buf, &h, sizeof(h));
-	return trk_sock_write_raw(hdr_buf, off);
+	return off;
+}
+
+/*
+ * begin - the new session's socket, numbering and header, in one go under
+ * the socket lock: a late hook of an earlier session may flush at any
+ * time, and must find either the old session's closed socket or the new
+ * one with its header already written. 0 or -errno.
+ */
+static int begin(int fd, uint64_t realtime)
+{
+	size_t len = build_header(realtime);
+	uint32_t gen;
+	int ret;
+
+	pthread_mutex_lock(&trk_g.sock_lock);
+	gen = atomic_load(&trk_g.sess_gen) + 1;
+	/* the counter first: who sees the new session number gets its numbers */
+	atomic_store(&trk_g.seq, (uint64_t)gen << TRK_SEQ_BITS);
+	atomic_store(&trk_g.sess_gen, gen);
+	atomic_store(&trk_g.dropped, 0);
+	trk_g.fd = fd;
+	trk_g.ended = 0;
+	ret = trk_sock_write_raw_locked(hdr_buf, len);
+	pthread_mutex_unlock(&trk_g.sock_lock);
+	return ret;
+}
+
+/* timer_thr_get - the timer's buffer: the last session's (its timer is gone) or a new one. */
+static int timer_thr_get(void)
+{
+	struct trk_thr *t = trk_g.timer_thr;
+
+	if (!t) {
+		trk_g.timer_thr = trk_thr_new(trk_gettid());
+		return trk_g.timer_thr ? 0 : -ENOMEM;
+	}
+	/* nobody else touches it between sessions; its old events are stale */
+	t->tid = trk_gettid();
+	t->len = 0;
+	t->nev = 0;
+	t->skip = 0;
+	return 0;
 }
 
 int trk_start(const struct trk_config *cfg)
 {
-	int expected = 0, saved_guard = trk_tls_guard, ret;
+	int expected = 0, saved_guard = trk_tls_guard, ret, fd;
 	uint64_t realtime;
 
+	/* one session at a time: the previous one must have fully ended */
 	if (!atomic_compare_exchange_strong(&trk_g.started, &expected, 1)) {
 		close(cfg->fd);
 		return -EALREADY;
+	}
+	if (atomic_load(&trk_g.sess_gen) >= TRK_GEN_MAX) {
+		close(cfg->fd);
+		return -EALREADY; /* numbers for sessions used up (65535 attaches) */
 	}
 	trk_tls_guard = 1; /* whatever libc allocates for us is not recorded */
 	ret = trk_sock_adopt(cfg->fd);
 	if (ret < 0) {
 		atomic_store(&trk_g.state, TRK_DONE);
+		atomic_store(&trk_g.started, 0);
 		goto out;
 	}
-	trk_g.fd = ret;
+	fd = ret;
 	trk_g.depth = cfg->depth ? cfg->depth : TRK_DEPTH_DEFAULT;
 	if (trk_g.depth > TRK_DEPTH_MAX)
 		trk_g.depth = TRK_DEPTH_MAX;
 	trk_g.flags = cfg->flags;
 	trk_g.before_end = cfg->before_end;
 	trk_g.before_end_arg = cfg->before_end_arg;
+	atomic_store(&trk_g.before_end_ran, 0);
+	trk_g.timer_ok = 0;
 	trk_g.page_size = sysconf(_SC_PAGESIZE);
 	trk_g.pid = getpid();
 	realtime = trk_now_ns(CLOCK_REALTIME);
@@ -140,16 +196,15 @@ int trk_start(const struct trk_config *cfg)
 
 	ret = trk_thr_key_init();
 	if (ret < 0)
-		goto out_close;
-	ret = trk_mod_init();
+		goto out_close_fd;
+	ret = timer_thr_get();
+	if (ret < 0)
+		goto out_close_fd;
+	ret = begin(fd, realtime);
 	if (ret < 0)
 		goto out_close;
-	trk_g.timer_thr = trk_thr_new(trk_gettid());
-	if (!trk_g.timer_thr) {
-		ret = -ENOMEM;
-		goto out_close;
-	}
-	ret = send_header(realtime);
+	/* after the new numbering began: a late scan of the old session announces in this one */
+	ret = trk_mod_init();
 	if (ret < 0)
 		goto out_close;
 	trk_mod_scan(trk_g.timer_thr, true);
@@ -161,18 +216,24 @@ int trk_start(const struct trk_config *cfg)
 	atomic_store(&trk_g.state, TRK_ON);
 	ret = trk_timer_start();
 	if (ret < 0) {
-		trk_end(WIRE_END_ERROR);
+		trk_end(WIRE_END_ERROR); /* no timer: closes the socket itself */
+		atomic_store(&trk_g.started, 0);
 		goto out;
 	}
 	ret = 0;
 	goto out;
 
+out_close_fd:
+	pthread_mutex_lock(&trk_g.sock_lock);
+	trk_g.fd = fd;
+	pthread_mutex_unlock(&trk_g.sock_lock);
 out_close:
 	pthread_mutex_lock(&trk_g.sock_lock);
 	trk_g.ended = 1;
 	trk_sock_close_locked();
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	atomic_store(&trk_g.state, TRK_DONE);
+	atomic_store(&trk_g.started, 0);
 out:
 	trk_tls_guard = saved_guard;
 	return ret;
@@ -193,7 +254,9 @@ void trk_end(int reason)
 	trk_tls_guard = 1;
 	trk_run_before_end(&restored, &left);
 	trk_thr_flush_all();
-	total = atomic_load(&trk_g.seq);
+	/* a last RSS sample: a run shorter than one tick has one too */
+	trk_send_tick();
+	total = atomic_load(&trk_g.seq) & TRK_SEQ_MASK;
 	n += wire_put_varint(p + n, total);
 	n += wire_put_varint(p + n, (uint64_t)reason);
 	n += wire_put_varint(p + n, restored);

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -23,17 +24,68 @@
 static dev_t sock_dev;
 static ino_t sock_ino;
 
-#define SOCK_FD_MIN 500 /* out of the way of programs that dup2 onto small fds */
+/*
+ * fd_table_size - FDSize of /proc/self/status: how many descriptors the
+ * process's table holds now (plain syscalls, no allocation); 0 if unknown.
+ */
+static int fd_table_size(void)
+{
+	static const char key[] = "\nFDSize:";
+	char buf[2048];
+	size_t got = 0;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC), v = 0;
+	const char *p;
 
+	if (fd < 0)
+		return 0;
+	while (got < sizeof(buf) - 1) {
+		ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = '\0';
+	p = strstr(buf, key);
+	if (!p)
+		return 0;
+	for (p += sizeof(key) - 1; *p == ' ' || *p == '\t'; p++)
+		;
+	while (*p >= '0' && *p <= '9' && v < (1 << 28))
+		v = v * 10 + (*p++ - '0');
+	return v;
+}
+
+/*
+ * trk_sock_adopt - move the socket out of the way of programs that dup2
+ * onto small fds: to the highest free number inside the current descriptor
+ * table. Not above it: growing the table of a multi-threaded process makes
+ * the kernel wait for an RCU grace period (seconds on a loaded machine,
+ * seen delaying an attach). A program that closes and reuses fds anyway is
+ * caught by the identity checks before every write and close.
+ */
 int trk_sock_adopt(int fd)
 {
 	struct stat st;
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, SOCK_FD_MIN);
+	int size = fd_table_size(), i;
 
-	if (hi >= 0) {
-		close(fd);
-		fd = hi;
+	for (i = size - 1; i > fd && i > 2; i--) {
+		if (fcntl(i, F_GETFD) == -1 && errno == EBADF) {
+			/* lowest free >= i: i itself unless a thread just took it */
+			int hi = fcntl(fd, F_DUPFD_CLOEXEC, i);
+
+			if (hi >= 0) {
+				close(fd);
+				fd = hi;
+			}
+			break;
+		}
 	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC); /* also where it stayed: exec'd programs get none */
+	errno = 0;
 	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
 		int e = errno ? errno : ENOTSOCK;
 
@@ -128,15 +180,11 @@ int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt)
 	return ret;
 }
 
-int trk_sock_write_raw(const void *data, size_t len)
+int trk_sock_write_raw_locked(const void *data, size_t len)
 {
 	struct iovec v = { .iov_base = (void *)data, .iov_len = len };
-	int ret;
 
-	pthread_mutex_lock(&trk_g.sock_lock);
-	ret = trk_g.ended || !trk_sock_ours() ? -EPIPE : send_all(&v, 1);
-	pthread_mutex_unlock(&trk_g.sock_lock);
-	return ret;
+	return trk_g.ended || !trk_sock_ours() ? -EPIPE : send_all(&v, 1);
 }
 
 int trk_sock_send(uint8_t type, const void *payload, size_t len)

@@ -60,19 +60,23 @@ static uint64_t rss_bytes(void)
 	return v * (uint64_t)trk_g.page_size;
 }
 
-static void tick(void)
+void trk_send_tick(void)
 {
 	uint8_t p[3 * WIRE_VARINT_MAX];
 	size_t n = 0;
-	uint64_t seq;
+	uint64_t seq = atomic_load(&trk_g.seq) & TRK_SEQ_MASK;
 
-	trk_mod_check(trk_g.timer_thr);
-	trk_thr_flush_idle();
-	seq = atomic_load(&trk_g.seq);
 	n += wire_put_varint(p + n, trk_now_ns(CLOCK_MONOTONIC) - trk_g.start_mono_ns);
 	n += wire_put_varint(p + n, rss_bytes());
 	n += wire_put_varint(p + n, seq);
 	trk_sock_send(WIRE_REC_TICK, p, n);
+}
+
+static void tick(void)
+{
+	trk_mod_check(trk_g.timer_thr);
+	trk_thr_flush_idle();
+	trk_send_tick();
 }
 
 /*
@@ -178,6 +182,8 @@ static void *timer_main(void *arg)
 	}
 	trk_sock_close_locked();
 	pthread_mutex_unlock(&trk_g.sock_lock);
+	/* the session has fully ended: the next may start (its own timer, buffer reused) */
+	atomic_store(&trk_g.started, 0);
 	return NULL;
 }
 

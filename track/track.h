@@ -8,7 +8,8 @@
  * prints, never aborts, preserves errno, never allocates through the hooked
  * allocator (own mmap-backed memory) and never raises SIGPIPE.
  *
- * Life cycle (one session per process at a time):
+ * Life cycle (one session per process at a time; sessions may follow each
+ * other):
  *
  *   trk_set_real(&real)      the caller found the real allocator functions
  *   trk_start(&cfg)          header + module list sent, timer thread runs,
@@ -79,8 +80,10 @@ void trk_set_real(const struct trk_real *real);
  * trk_start - start a session on cfg->fd: send the stream header and the
  * module list, start the timer thread, let the hooks record. On failure
  * returns -errno, cfg->fd is closed and the hooks keep passing through.
- * Returns -EALREADY if a session was started before in this process (even
- * if it ended: the trace tree and sequence numbers are not reset).
+ * Returns -EALREADY while another session runs or is still ending (its
+ * timer thread has not let go of the socket yet), and in a forked child of
+ * a session. Once a session has fully ended another may start (a second
+ * attach): numbered from 0 again, with its own module list and trace nodes.
  */
 int trk_start(const struct trk_config *cfg) __attribute__((warn_unused_result));
 

@@ -15,17 +15,23 @@
  * walk just visited); the overflow list. Each thread also reuses the nodes
  * of the outer frames its previous stack shared (trk_tree_leaf_thr).
  *
- * Insert takes a sequence number for WIRE_EV_NODE *before* publishing the
- * node, so any thread that then finds it and records an allocation with it
- * takes a larger number: the interpreter always knows the node first.
  * Inline slots fill in order 0, 1, 2: a slot is reserved by CAS 0 -> BUSY,
  * its ip written, then the index stored (release); a reader that meets
  * BUSY waits the few instructions until the index is there. Only when all
  * slots hold other ips does an insert go to the list. So two threads
  * adding the same ip meet in the same slot or in the list, and one of them
- * sees the other's node: it uses that node, turns its number into
- * WIRE_EV_NOP and keeps its prepared node for the next insert. No
- * (parent, ip) pair is ever added twice.
+ * sees the other's node: it uses that node and keeps its prepared node for
+ * the next insert. No (parent, ip) pair is ever added twice.
+ *
+ * Announcing is separate from inserting, because the tree outlives a
+ * session and every session's stream must define the nodes it uses
+ * (DESIGN rule 5: a second attach). Before an event uses a leaf,
+ * trk_tree_send makes sure the leaf's node->sent is the current session;
+ * if not, the topmost unsent ancestor is announced first, and so on down.
+ * Announcing takes a sequence number *before* it marks the node sent (CAS
+ * of node->sent), so any thread that then sees the mark and records an
+ * allocation takes a larger number: the interpreter always knows the node
+ * first. A thread that loses the CAS turns its number into WIRE_EV_NOP.
  *
  * Nodes live in 65536-node blocks mapped on first use and never unmapped;
  * indices are never reused.
@@ -154,8 +160,6 @@ uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip)
 	struct trk_node *p = trk_node_at(parent), *n;
 	struct trk_tcache *tc;
 	uint32_t c, idx;
-	uint64_t seq;
-	uint8_t *q, *op;
 
 	tc = &t->tcache[((ip * 0x9E3779B97F4A7C15ull) ^ parent) >> 32 & (TRK_TCACHE - 1)];
 	if (likely(tc->ip == ip && tc->parent == parent && tc->child))
@@ -177,28 +181,63 @@ uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip)
 	atomic_store_explicit(&n->next, 0, memory_order_relaxed);
 	for (int i = 0; i < TRK_NODE_KIDS; i++)
 		atomic_store_explicit(&n->kid[i], 0, memory_order_relaxed);
+	atomic_store_explicit(&n->sent, 0, memory_order_relaxed);
 
-	seq = trk_thr_enter_seq(t);
-	q = trk_ev_put(t, NODE_EV_MAX, WIRE_EV_NODE, seq);
-	op = t->data + t->len;
 	c = publish(p, n, idx, ip);
-	if (c != idx) {
-		*op = WIRE_EV_NOP; /* a NOP is op and delta only */
-		trk_ev_end(t, q);
-		trk_thr_exit(t);
+	if (c != idx)
 		t->spare_node = idx;
-		goto out;
-	}
-	q += wire_put_varint(q, idx);
-	q += wire_put_varint(q, parent);
-	q += wire_put_varint(q, ip);
-	trk_ev_end(t, q);
-	trk_thr_exit(t);
 out:
 	tc->ip = ip;
 	tc->parent = parent;
 	tc->child = c;
 	return c;
+}
+
+/*
+ * send_one - announce node idx (its parent is announced in gen) unless
+ * someone did. Returns the session its number belongs to.
+ */
+static uint32_t send_one(struct trk_thr *t, uint32_t idx, uint32_t gen)
+{
+	struct trk_node *n = trk_node_at(idx);
+	uint64_t seq = trk_thr_enter_seq(t);
+	uint32_t sgen = trk_seq_gen(seq), old = atomic_load(&n->sent);
+	bool mine = sgen == gen && old < gen &&
+		    atomic_compare_exchange_strong(&n->sent, &old, gen);
+	uint8_t *q = trk_ev_put(t, NODE_EV_MAX, mine ? WIRE_EV_NODE : WIRE_EV_NOP, seq);
+
+	if (mine) {
+		q += wire_put_varint(q, idx);
+		q += wire_put_varint(q, n->parent);
+		q += wire_put_varint(q, n->ip);
+	}
+	trk_ev_end(t, q);
+	trk_thr_exit(t);
+	return sgen;
+}
+
+uint32_t trk_tree_send_slow(struct trk_thr *t, uint32_t leaf, uint32_t gen)
+{
+	for (;;) {
+		uint32_t top = leaf, c, sgen, sent = atomic_load(&trk_node_at(leaf)->sent);
+
+		if (sent == gen)
+			return gen;
+		if (sent > gen) {
+			/* a newer session began: make sure for that one */
+			gen = atomic_load(&trk_g.sess_gen);
+			continue;
+		}
+		/* the topmost ancestor not yet announced in gen goes first */
+		for (c = trk_node_at(leaf)->parent; c; c = trk_node_at(c)->parent) {
+			if (atomic_load(&trk_node_at(c)->sent) == gen)
+				break;
+			top = c;
+		}
+		sgen = send_one(t, top, gen);
+		if (sgen > gen)
+			gen = sgen;
+	}
 }
 
 uint32_t trk_tree_leaf(struct trk_thr *t, const uintptr_t *ips, size_t n)

@@ -779,7 +779,7 @@ START_TEST(session_fd_taken_over)
 	 */
 	session_start(&r);
 	fd = trk_g.fd;
-	ck_assert_int_ge(fd, 500); /* moved out of the way */
+	ck_assert_int_gt(fd, r.fd); /* moved up out of the way of small fds */
 	/* a socket of its own, so a write would even succeed */
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd), 0);
 	ck_assert_int_eq(dup2(pfd[1], fd), fd); /* our socket closed, the number reused */
@@ -823,8 +823,115 @@ START_TEST(session_peer_gone)
 	for (int i = 0; i < 1000 && !atomic_load(&before_end_calls); i++)
 		usleep(10000);
 	ck_assert_int_eq(atomic_load(&before_end_calls), 1);
-	cfg.fd = dup(1);
+	/* once the timer has let go, another session may start; not on a non-socket */
+	for (int i = 0; i < 1000 && atomic_load(&trk_g.started); i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&trk_g.started), 0);
+	cfg.fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(cfg.fd, 0);
+	ck_assert_int_eq(trk_start(&cfg), -ENOTSOCK);
+	ck_assert_int_eq(trk_active(), 0);
+}
+END_TEST
+
+/* wait_ended - the session has fully ended (the timer let go of the socket). */
+static void wait_ended(void)
+{
+	for (int i = 0; i < 1000 && atomic_load(&trk_g.started); i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&trk_g.started), 0);
+}
+
+/* check_session - the stream of one session of several: its own modules, end tick. */
+static void check_session(const struct tstream *s, const char *self)
+{
+	int main_exe = 0;
+	size_t nodes = 0, allocs = 0;
+
+	check_order(s); /* from 0 without gaps, every node defined in this stream first */
+	for (size_t i = 0; i < s->nev; i++) {
+		main_exe |= s->ev[i].op == WIRE_EV_MODULE && strcmp(s->ev[i].path, self) == 0;
+		nodes += s->ev[i].op == WIRE_EV_NODE;
+		allocs += s->ev[i].op == WIRE_EV_ALLOC;
+	}
+	ck_assert_int_eq(main_exe, 1);
+	ck_assert_uint_gt(nodes, 0);
+	ck_assert_uint_gt(allocs, 0);
+	/* a TICK right before END, numbered with the END's total, with an RSS */
+	ck_assert_int_eq(s->last_rec, WIRE_REC_TICK);
+	ck_assert_uint_eq(s->tick_seq, s->end_total);
+	ck_assert_uint_gt(s->tick_rss, 0);
+}
+
+START_TEST(session_twice)
+{
+	struct reader r;
+	struct tstream s1, s2;
+	struct trk_config cfg = { 0 };
+	struct trk_thr *t;
+	char self[4096];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	void *p, *q;
+	uint8_t *w;
+
+	ck_assert_int_gt(sl, 0);
+	self[sl] = '\0';
+	/* DESIGN rule 5: a second attach to the same process works */
+	session_start(&r);
+	p = call_site(101);
+	q = trk_realloc(p, 202);
+	keep_ptr = trk_malloc(5);
+	/* only one session at a time */
+	cfg.fd = dup(r.fd);
 	ck_assert_int_eq(trk_start(&cfg), -EALREADY);
+	ck_assert_int_eq(trk_active(), 1);
+	session_finish(&r, WIRE_END_STOP, &s1);
+	check_session(&s1, self);
+
+	/* a hook of the first session that appends late, in a buffer not flushed */
+	t = trk_tls_thr;
+	ck_assert_ptr_nonnull(t);
+	trk_thr_enter(t);
+	w = trk_ev_put(t, 16, WIRE_EV_FREE, (1ull << TRK_SEQ_BITS) | 1000);
+	w += wire_put_varint(w, 0x1234);
+	trk_ev_end(t, w);
+	trk_thr_exit(t);
+	ck_assert_uint_gt(t->len, 0);
+
+	wait_ended();
+	session_start(&r);
+	/* the same call sites as before: their nodes must be announced again */
+	p = call_site(101);
+	trk_free(q);
+	trk_free(keep_ptr);
+	/* a late event numbered in the first session is dropped */
+	{
+		size_t len;
+
+		trk_thr_enter(t);
+		len = t->len;
+		w = trk_ev_put(t, 16, WIRE_EV_FREE, (1ull << TRK_SEQ_BITS) | 1001);
+		w += wire_put_varint(w, 0x5678);
+		trk_ev_end(t, w);
+		ck_assert_uint_eq(t->len, len);
+		trk_thr_exit(t);
+	}
+	q = trk_realloc(p, 303);
+	trk_free(q);
+	session_finish(&r, WIRE_END_STOP, &s2);
+	check_session(&s2, self);
+	for (size_t i = 0; i < s2.nev; i++)
+		ck_assert(!(s2.ev[i].op == WIRE_EV_FREE &&
+			    (s2.ev[i].a == 0x1234 || s2.ev[i].a == 0x5678)));
+	/* and a third */
+	tstream_free(&s1);
+	wait_ended();
+	session_start(&r);
+	trk_free(call_site(7));
+	session_finish(&r, WIRE_END_EXIT, &s1);
+	check_session(&s1, self);
+	tstream_free(&s1);
+	tstream_free(&s2);
 }
 END_TEST
 
@@ -855,6 +962,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, session_modules);
 	tcase_add_test(tc, session_fd_taken_over);
 	tcase_add_test(tc, session_peer_gone);
+	tcase_add_test(tc, session_twice);
 	suite_add_tcase(s, tc);
 	return s;
 }

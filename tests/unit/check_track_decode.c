@@ -31,6 +31,8 @@ struct tstream {
 	struct tev *ev; /* in stream order */
 	size_t nev;
 	size_t nticks, nchunks;
+	uint64_t tick_rss, tick_seq; /* of the last TICK */
+	int last_rec;		     /* type of the record before END (or the last one) */
 	int have_end;
 	uint64_t end_total, end_reason, end_restored, end_left, end_dropped;
 	int error; /* nonzero: malformed, with the byte offset in error_at */
@@ -159,12 +161,18 @@ static int tstream_decode(const uint8_t *buf, size_t len, struct tstream *s)
 			goto bad;
 		q = p;
 		p += rl;
+		if (type != WIRE_REC_END)
+			s->last_rec = type;
 		if (type == WIRE_REC_CHUNK) {
 			s->nchunks++;
 			if (decode_chunk(q, p, s))
 				goto bad;
 		} else if (type == WIRE_REC_TICK) {
+			uint64_t ns;
+
 			s->nticks++;
+			if (get(&q, p, &ns) || get(&q, p, &s->tick_rss) || get(&q, p, &s->tick_seq))
+				goto bad;
 		} else if (type == WIRE_REC_END) {
 			s->have_end = 1;
 			if (get(&q, p, &s->end_total) || get(&q, p, &s->end_reason) ||
