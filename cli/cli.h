@@ -111,6 +111,22 @@ int cli_outname_free(const char *dir, const char *comm, uint32_t pid, const char
 		     unsigned from, unsigned *attempt, char *buf, size_t len);
 
 /* ------------------------------------------------------------------ */
+/* Facts checked before a command starts (procinfo.c)                  */
+
+/*
+ * cli_check_output_dir - 0 if a file can be created where path names (its
+ * directory is writable and searchable), else -errno; checked before the
+ * target is touched, for a clear message.
+ */
+int cli_check_output_dir(const char *path);
+
+/*
+ * cli_read_comm - pid's comm (what ps shows) into buf; if it cannot be read,
+ * the base name of fallback (15 characters, as the kernel keeps), or "prog".
+ */
+void cli_read_comm(pid_t pid, const char *fallback, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
 /* Library directory (libdir.c)                                        */
 
 /*

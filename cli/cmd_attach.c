@@ -91,44 +91,6 @@ static void restore_signals(const struct saved_signals *o)
 	sigaction(SIGPIPE, &o->pipe, NULL);
 }
 
-/* 0 if a file can be created where path names, else -errno (a clear message before attaching). */
-static int check_output_dir(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	if (!slash) {
-		snprintf(dir, sizeof(dir), ".");
-	} else if (slash == path) {
-		snprintf(dir, sizeof(dir), "/");
-	} else {
-		if ((size_t)(slash - path) >= sizeof(dir))
-			return -ENAMETOOLONG;
-		memcpy(dir, path, (size_t)(slash - path));
-		dir[slash - path] = '\0';
-	}
-	if (access(dir, W_OK | X_OK) < 0)
-		return -errno;
-	return 0;
-}
-
-static void read_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(buf, len, "prog");
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-	if (!*buf)
-		snprintf(buf, len, "prog");
-}
-
 /*
  * 1 when pid sees the file system as we do: same mount namespace and same
  * root directory. Module paths in its stream are then ours too; otherwise
@@ -236,7 +198,7 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 	opt.sysroot = sysroot;
 	opt.status = on_status;
 	opt.status_arg = dur;
-	read_comm(pid, comm, sizeof(comm));
+	cli_read_comm(pid, NULL, comm, sizeof(comm));
 	for (;;) {
 		if (opt_out) {
 			snprintf(out, outlen, "%s", opt_out);
@@ -378,7 +340,7 @@ int cli_cmd_attach(int argc, char **argv)
 		cli_msg("attach: %s: %s", a.output, strerror(EEXIST));
 		return CLI_EXIT_FAIL;
 	}
-	ret = check_output_dir(a.output);
+	ret = cli_check_output_dir(a.output);
 	if (ret < 0) {
 		cli_msg("attach: %s: %s", a.output ? a.output : "working directory", strerror(-ret));
 		return CLI_EXIT_FAIL;

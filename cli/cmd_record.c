@@ -231,54 +231,6 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 	return 0;
 }
 
-/*
- * 0 if a file can be created where path names (its directory is writable),
- * else -errno: checked before the program starts, for a clear message.
- */
-static int check_output_dir(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	if (!slash) {
-		snprintf(dir, sizeof(dir), ".");
-	} else if (slash == path) {
-		snprintf(dir, sizeof(dir), "/");
-	} else {
-		if ((size_t)(slash - path) >= sizeof(dir))
-			return -ENAMETOOLONG;
-		memcpy(dir, path, (size_t)(slash - path));
-		dir[slash - path] = '\0';
-	}
-	if (access(dir, W_OK | X_OK) < 0)
-		return -errno;
-	return 0;
-}
-
-/* The program's comm (what ps shows), else the base name of prog. */
-static void read_comm(pid_t pid, const char *prog, char *buf, size_t len)
-{
-	char path[64];
-	const char *base;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(buf, (int)len, f)) {
-			buf[strcspn(buf, "\n")] = '\0';
-			fclose(f);
-			if (*buf)
-				return;
-		} else {
-			fclose(f);
-		}
-	}
-	base = strrchr(prog, '/');
-	base = base ? base + 1 : prog;
-	snprintf(buf, len, "%.15s", base); /* the kernel keeps 15 characters */
-}
-
 static void on_log(int level, const char *msg, size_t len, void *arg)
 {
 	static const char *const what[] = { "library", "library warning", "library error" };
@@ -308,7 +260,7 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog,
 	opt.log = on_log;
 	/* FIXME(#3) live status line: opt.status / opt.status_arg */
 	opt.status = NULL;
-	read_comm(pid, prog, comm, sizeof(comm));
+	cli_read_comm(pid, prog, comm, sizeof(comm));
 	for (;;) {
 		if (opt_out) {
 			snprintf(out, outlen, "%s", opt_out);
@@ -381,7 +333,7 @@ int cli_cmd_record(int argc, char **argv)
 		cli_msg("record: %s: %s", a.output, strerror(EEXIST));
 		return CLI_EXIT_FAIL;
 	}
-	ret = check_output_dir(a.output);
+	ret = cli_check_output_dir(a.output);
 	if (ret < 0) {
 		cli_msg("record: %s: %s", a.output ? a.output : "working directory", strerror(-ret));
 		return CLI_EXIT_FAIL;
