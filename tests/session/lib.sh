@@ -126,6 +126,25 @@ attach_bg()
 	HT_PID=$!
 }
 
+# svc_untraced MS: wait (MS milliseconds at most) until no thread of the
+# service has a tracer, i.e. heaptap put the hijacked thread's registers back
+# and detached. Returns 1 on timeout. Only meaningful once heaptap is known to
+# have seized the service (e.g. after "waitpatched"): before the seize, too,
+# no thread is traced.
+svc_untraced()
+{
+	local i f traced
+	for ((i = 0; i <= $1; i += 5)); do
+		traced=0
+		for f in /proc/"$TPID"/task/*/status; do
+			grep -q '^TracerPid:[[:space:]]*0$' "$f" 2>/dev/null || { [ -e "$f" ] && traced=1; }
+		done
+		[ "$traced" = 0 ] && return 0
+		sleep 0.005
+	done
+	return 1
+}
+
 # attach_wait NAME: wait (120 s at most) for the background heaptap: $rc
 attach_wait()
 {
