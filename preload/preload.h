@@ -18,6 +18,7 @@
 #ifndef HEAPTAP_PRELOAD_H
 #define HEAPTAP_PRELOAD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -58,7 +59,7 @@ static inline bool pld_resolve(void)
 {
 	extern _Atomic int pld_real_state PLD_HIDDEN;
 
-	if (__builtin_expect(__atomic_load_n(&pld_real_state, __ATOMIC_ACQUIRE) == 2, 1))
+	if (__builtin_expect(atomic_load_explicit(&pld_real_state, memory_order_acquire) == 2, 1))
 		return true;
 	return pld_resolve_slow();
 }
