@@ -111,6 +111,24 @@ int cli_outname_free(const char *dir, const char *comm, uint32_t pid, const char
 		     unsigned from, unsigned *attempt, char *buf, size_t len);
 
 /* ------------------------------------------------------------------ */
+/* Running the interpreter (interp.c)                                   */
+
+struct itp_options;
+struct itp_result;
+
+#define CLI_NO_NAME (-0x7fff0000) /* cli_interpret: no output name could be chosen */
+
+/*
+ * cli_interpret - itp_run on conn with opt (its output set here) into
+ * opt_out, or else the first free default name heaptap.COMM.PID.htap; a
+ * name taken between the check and the create (the writer's O_EXCL) moves
+ * on to the next. out gets the name used. Returns what itp_run returned, or
+ * CLI_NO_NAME after printing why no name could be chosen ("CMD: ...").
+ */
+int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const char *cmd,
+		  const char *comm, pid_t pid, char *out, size_t outlen, struct itp_result *res);
+
+/* ------------------------------------------------------------------ */
 /* Facts checked before a command starts (procinfo.c)                  */
 
 /*

@@ -43,7 +43,6 @@
 #include "track/wire.h"
 
 #define ACCEPT_MS 5000	     /* the library's thread connects within microseconds */
-#define NO_NAME INT_MIN	      /* interpret(): no output name could be chosen */
 
 static volatile sig_atomic_t stop_flag; /* itp_options.stop */
 static volatile sig_atomic_t stop_sig;	/* the signal that set it (0 = none) */
@@ -189,8 +188,6 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 {
 	struct itp_options opt;
 	char comm[64];
-	unsigned attempt = 0;
-	int ret;
 
 	memset(&opt, 0, sizeof(opt));
 	opt.stop = &stop_flag;
@@ -199,26 +196,7 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 	opt.status = on_status;
 	opt.status_arg = dur;
 	cli_read_comm(pid, NULL, comm, sizeof(comm));
-	for (;;) {
-		if (opt_out) {
-			snprintf(out, outlen, "%s", opt_out);
-		} else {
-			ret = cli_outname_free(NULL, comm, (uint32_t)pid, CLI_EXT, attempt, &attempt,
-					       out, outlen);
-			if (ret < 0) {
-				cli_msg("attach: choose an output name: %s", strerror(-ret));
-				return NO_NAME;
-			}
-		}
-		opt.output = out;
-		memset(res, 0, sizeof(*res));
-		ret = itp_run(conn, &opt, res);
-		if (ret == -ITP_E_OUTPUT && res->rec_error == REC_E_EXISTS && !opt_out) {
-			attempt++;
-			continue;
-		}
-		return ret;
-	}
+	return cli_interpret(conn, &opt, opt_out, "attach", comm, pid, out, outlen, res);
 }
 
 static uint64_t mono_ns(void)
@@ -465,7 +443,7 @@ int cli_cmd_attach(int argc, char **argv)
 		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
 	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, out, sizeof(out),
 			&res);
-	if (ret == NO_NAME)
+	if (ret == CLI_NO_NAME)
 		goto out_conn; /* closing conn makes the library restore its slots */
 	if (a.verbose && stop_sig)
 		cli_msg("attach %d: session ended by %s", (int)pid,

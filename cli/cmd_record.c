@@ -241,19 +241,12 @@ static void on_log(int level, const char *msg, size_t len, void *arg)
 	cli_msg("record: %s: %.*s", what[level], (int)(len > 1000 ? 1000 : len), msg);
 }
 
-/*
- * Interpret the stream on conn into a new file: opt_out if given, else the
- * first free default name (another process may take a name between our
- * check and the create; the writer's O_EXCL then fails and the next name is
- * tried). out gets the name used.
- */
+/* Interpret the stream on conn into opt_out or the first free default name (out gets it). */
 static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog, char *out,
 		     size_t outlen, struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
-	unsigned attempt = 0;
-	int ret;
 
 	memset(&opt, 0, sizeof(opt));
 	opt.stop = &stop_flag;
@@ -261,26 +254,7 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog,
 	/* FIXME(#3) live status line: opt.status / opt.status_arg */
 	opt.status = NULL;
 	cli_read_comm(pid, prog, comm, sizeof(comm));
-	for (;;) {
-		if (opt_out) {
-			snprintf(out, outlen, "%s", opt_out);
-		} else {
-			ret = cli_outname_free(NULL, comm, (uint32_t)pid, CLI_EXT, attempt, &attempt,
-					       out, outlen);
-			if (ret < 0) {
-				cli_msg("record: choose an output name: %s", strerror(-ret));
-				return -1;
-			}
-		}
-		opt.output = out;
-		memset(res, 0, sizeof(*res));
-		ret = itp_run(conn, &opt, res);
-		if (ret == -ITP_E_OUTPUT && res->rec_error == REC_E_EXISTS && !opt_out) {
-			attempt++;
-			continue;
-		}
-		return ret;
-	}
+	return cli_interpret(conn, &opt, opt_out, "record", comm, pid, out, outlen, res);
 }
 
 /* Say what the interpreter could not do; the recording may still hold data. */
@@ -398,6 +372,11 @@ int cli_cmd_record(int argc, char **argv)
 		have_child = 0;
 
 	ret = interpret(conn, a.output, pid, prog, out, sizeof(out), &res);
+	if (ret == CLI_NO_NAME) {
+		/* closing conn makes the library go inert; the program runs on */
+		code = CLI_EXIT_FAIL;
+		goto out_session;
+	}
 	if (ret < 0 && !(res.err == ITP_E_OUTPUT && lstat(out, &st) < 0))
 		report_itp(prog, out, &res);
 	if (res.err == ITP_E_OUTPUT && lstat(out, &st) < 0) {

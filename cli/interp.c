@@ -1,0 +1,37 @@
+/* cli/interp.c - run the interpreter into the recording a command names or the first free default name */
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "interpret/interpret.h"
+#include "recfile/recfile.h"
+
+int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const char *cmd,
+		  const char *comm, pid_t pid, char *out, size_t outlen, struct itp_result *res)
+{
+	unsigned attempt = 0;
+	int ret;
+
+	for (;;) {
+		if (opt_out) {
+			snprintf(out, outlen, "%s", opt_out);
+		} else {
+			ret = cli_outname_free(NULL, comm, (uint32_t)pid, CLI_EXT, attempt, &attempt,
+					       out, outlen);
+			if (ret < 0) {
+				cli_msg("%s: choose an output name: %s", cmd, strerror(-ret));
+				return CLI_NO_NAME;
+			}
+		}
+		opt->output = out;
+		memset(res, 0, sizeof(*res));
+		ret = itp_run(conn, opt, res);
+		/* another process took the name between our check and the create */
+		if (ret == -ITP_E_OUTPUT && res->rec_error == REC_E_EXISTS && !opt_out) {
+			attempt++;
+			continue;
+		}
+		return ret;
+	}
+}
