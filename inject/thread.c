@@ -22,30 +22,6 @@
 
 #include "inject/internal.h"
 
-/* connect_to - a connected unix stream socket to path, or -errno. */
-static int connect_to(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t len = strlen(path);
-	int fd;
-
-	if (len == 0 || len >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, len + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-
-		if (e == EINTR)
-			continue;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 /* new_session - empty the tables for a session (lock held). */
 static void new_session(void)
 {
@@ -109,7 +85,7 @@ void *inj_thread_main(void *arg)
 	int fd;
 
 	(void)arg;
-	fd = connect_to(inj_g.sock_path);
+	fd = trk_connect(inj_g.sock_path);
 	if (fd < 0)
 		goto out_idle;
 	if (inj_real_find() < 0)

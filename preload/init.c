@@ -28,29 +28,6 @@
 
 extern char **environ;
 
-static int connect_to(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t len = strlen(path);
-	int fd;
-
-	if (len == 0 || len >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, len + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-
-		if (e == EINTR)
-			continue;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 static void on_fork_child(void)
 {
 	trk_after_fork_child();
@@ -85,7 +62,7 @@ __attribute__((constructor)) static void pld_init(void)
 	pld_env_clean(environ); /* s and d may point into dropped strings: not used after */
 	if (!sock[0])
 		goto out;
-	fd = connect_to(sock);
+	fd = trk_connect(sock);
 	if (fd < 0)
 		goto out;
 	cfg.fd = fd;

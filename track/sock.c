@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "track/internal.h"
@@ -196,4 +197,27 @@ int trk_sock_send(uint8_t type, const void *payload, size_t len)
 	ret = trk_sock_send_locked(type, &v, 1);
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	return ret;
+}
+
+int trk_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t len = path ? strlen(path) : 0;
+	int fd;
+
+	if (len == 0 || len >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, len + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		if (e == EINTR)
+			continue;
+		close(fd);
+		return -e;
+	}
+	return fd;
 }

@@ -102,6 +102,13 @@ void trk_stop(int reason);
  */
 void trk_after_fork_child(void);
 
+/*
+ * trk_connect - a connected unix stream socket (close-on-exec) to path, for
+ * cfg->fd; -ENAMETOOLONG for an empty path or one that does not fit
+ * sun_path, else -errno of socket()/connect(). EINTR is retried.
+ */
+int trk_connect(const char *path) __attribute__((warn_unused_result));
+
 /* trk_active - nonzero while a session records. */
 int trk_active(void);
 
