@@ -75,15 +75,8 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		case 'v':
 			a->verbose = 1;
 			break;
-		case ':':
-			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
-			return -EINVAL;
-		default:
-			if (optopt)
-				snprintf(err, errlen, "unknown option '-%c'", optopt);
-			else
-				snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
-			return -EINVAL;
+		default: /* ':' (missing argument) or '?' */
+			return cli_getopt_error(c, argv, err, errlen);
 		}
 	}
 	if (optind >= argc) {

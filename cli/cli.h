@@ -62,6 +62,12 @@ struct cli_record_args {
 	char **argv;
 };
 
+/*
+ * cli_getopt_error - put the message for getopt_long's ':' (missing
+ * argument) or '?' (unknown option) result c into err; returns -EINVAL.
+ */
+int cli_getopt_error(int c, char **argv, char *err, size_t errlen);
+
 /* cli_record_parse - parse "record [-o FILE] [--depth N] [--] PROGRAM [ARGS...]". */
 int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err, size_t errlen);
 

@@ -107,15 +107,8 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 		case 'h':
 			a->help = 1;
 			return 0;
-		case ':':
-			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
-			return -EINVAL;
-		default:
-			if (optopt)
-				snprintf(err, errlen, "unknown option '-%c'", optopt);
-			else
-				snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
-			return -EINVAL;
+		default: /* ':' (missing argument) or '?' */
+			return cli_getopt_error(c, argv, err, errlen);
 		}
 	}
 	if (optind >= argc) {
