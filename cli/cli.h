@@ -75,6 +75,7 @@ enum cli_format { CLI_FORMAT_TEXT = 0, CLI_FORMAT_JSON };
 
 struct cli_report_args {
 	const char *file;
+	const char *output; /* -o FILE, NULL = stdout */
 	enum cli_format format;
 	size_t top;	/* -n N, default 10 */
 	size_t backtraces; /* -b N backtraces per call site, default 5, 0 = all */
@@ -133,6 +134,36 @@ struct itp_result;
  */
 int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const char *cmd,
 		  const char *comm, pid_t pid, char *out, size_t outlen, struct itp_result *res);
+
+/* ------------------------------------------------------------------ */
+/* Live status line on a terminal (status.c)                           */
+
+struct itp_status;
+
+/* What cli_status_begin() put aside; the caller only owns the storage. */
+struct cli_status {
+	int on;	   /* stderr is a terminal */
+	int shown; /* a line is on the screen without its newline */
+	uint64_t start_ns, last_ns, last_calls;
+	void (*status)(const struct itp_status *st, void *arg); /* the command's own callbacks */
+	void (*log)(int level, const char *msg, size_t len, void *arg);
+	void *status_arg;
+};
+
+/*
+ * cli_status_begin - when stderr is a terminal, chain opt's status and log
+ * callbacks behind ones that draw the one-line live status (elapsed,
+ * allocation calls and calls/s, heap, peak, stacks, recording size) on
+ * stderr; otherwise change nothing. cli_interpret() calls it.
+ */
+void cli_status_begin(struct cli_status *s, struct itp_options *opt);
+
+/*
+ * cli_status_end - put opt's callbacks back; with final, draw the last line
+ * (calls/s over the whole session) and end it with a newline, else erase
+ * the line. Nothing when stderr is not a terminal.
+ */
+void cli_status_end(struct cli_status *s, struct itp_options *opt, const struct itp_status *final);
 
 /* ------------------------------------------------------------------ */
 /* Facts checked before a command starts (procinfo.c)                  */

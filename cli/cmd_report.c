@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "recfile/recfile.h"
@@ -22,7 +24,7 @@
 
 void cli_usage_report(FILE *f)
 {
-	fputs("usage: heaptap report [--format text|json] [-n N] [-b N] FILE\n"
+	fputs("usage: heaptap report [--format text|json] [-o OUT] [-n N] [-b N] FILE\n"
 	      "\n"
 	      "Print the summary of a recording (calls, temporary allocations, peak heap,\n"
 	      "peak RSS, leaks) and the top call sites by allocation calls, peak memory,\n"
@@ -30,6 +32,7 @@ void cli_usage_report(FILE *f)
 	      "\n"
 	      "options:\n"
 	      "  -f, --format FMT   text (default) or json\n"
+	      "  -o, --output OUT   write the report to OUT (default: standard output)\n"
 	      "  -n, --top N        call sites per list (default 10)\n"
 	      "  -b, --backtraces N backtraces shown per call site (default 5, 0 = all)\n"
 	      "      --threads N    threads reading the events (default: one per CPU)\n"
@@ -52,10 +55,66 @@ static int parse_count(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+/*
+ * Formats whose output is not text. Without -o they are refused when
+ * standard output is a terminal. No default case: a new format must say.
+ */
+static int format_is_binary(enum cli_format f)
+{
+	switch (f) {
+	case CLI_FORMAT_TEXT:
+	case CLI_FORMAT_JSON:
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Where the report goes: the -o file (created or truncated before the
+ * analysis, so a bad path fails fast) or standard output. Prints the reason
+ * and returns NULL on failure.
+ */
+static FILE *open_output(const struct cli_report_args *a)
+{
+	struct stat in, o;
+	FILE *f;
+
+	if (!a->output) {
+		if (format_is_binary(a->format) && isatty(STDOUT_FILENO)) {
+			cli_msg("report: this format is binary: give -o FILE or redirect standard output");
+			return NULL;
+		}
+		return stdout;
+	}
+	if (stat(a->file, &in) == 0 && stat(a->output, &o) == 0 && in.st_dev == o.st_dev &&
+	    in.st_ino == o.st_ino) {
+		cli_msg("report: -o %s: that is the recording itself", a->output);
+		return NULL;
+	}
+	f = fopen(a->output, "w");
+	if (!f)
+		cli_msg("report: %s: %s", a->output, strerror(errno));
+	return f;
+}
+
+/*
+ * close_output - finish the -o file (nothing for stdout). Returns 0, or
+ * -errno when closing failed (the data may not be on disk).
+ */
+static int close_output(FILE *f)
+{
+	if (f == stdout)
+		return 0;
+	if (fclose(f) != 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
 int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err, size_t errlen)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "backtraces", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 't' },
@@ -71,7 +130,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 	err[0] = '\0';
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:n:b:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:o:n:b:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "text")) {
@@ -82,6 +141,13 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 				snprintf(err, errlen, "unknown format '%s' (text or json)", optarg);
 				return -EINVAL;
 			}
+			break;
+		case 'o':
+			if (!optarg[0]) {
+				snprintf(err, errlen, "-o: empty file name");
+				return -EINVAL;
+			}
+			a->output = optarg;
 			break;
 		case 'n':
 			if (parse_count(optarg, 1000000, &v) < 0) {
@@ -130,6 +196,7 @@ int cli_cmd_report(int argc, char **argv)
 	struct rpt_print_options po;
 	struct rec_reader *r = NULL;
 	struct rpt_data *d = NULL;
+	FILE *out = NULL;
 	char err[256];
 	int ret, rerr = 0, code = CLI_EXIT_FAIL;
 
@@ -152,11 +219,14 @@ int cli_cmd_report(int argc, char **argv)
 			cli_msg("report: %s: %s", a.file, rec_strerror(rerr));
 		return CLI_EXIT_FAIL;
 	}
+	out = open_output(&a);
+	if (!out)
+		goto out_close;
 	ro.threads = a.threads;
 	ret = rpt_analyze(r, &ro, &d);
 	if (ret < 0) {
 		cli_msg("report: %s: %s", a.file, strerror(-ret));
-		goto out_close;
+		goto out_output;
 	}
 	if (rpt_get_summary(d)->truncated)
 		cli_msg("report: %s: recording is truncated (%s); reporting what it holds", a.file,
@@ -168,9 +238,9 @@ int cli_cmd_report(int argc, char **argv)
 	po.backtraces = a.backtraces;
 	po.max_frames = TEXT_MAX_FRAMES;
 	if (a.format == CLI_FORMAT_JSON)
-		ret = rpt_write_json(stdout, d, &po);
+		ret = rpt_write_json(out, d, &po);
 	else
-		ret = rpt_write_text(stdout, d, &po);
+		ret = rpt_write_text(out, d, &po);
 	if (ret < 0) {
 		cli_msg("report: writing the report: %s", strerror(-ret));
 		goto out_free;
@@ -178,6 +248,14 @@ int cli_cmd_report(int argc, char **argv)
 	code = CLI_EXIT_OK;
 out_free:
 	rpt_free(d);
+out_output:
+	ret = close_output(out);
+	if (ret < 0 && code == CLI_EXIT_OK) {
+		cli_msg("report: %s: %s", a.output, strerror(-ret));
+		code = CLI_EXIT_FAIL;
+	}
+	if (code != CLI_EXIT_OK && a.output)
+		unlink(a.output); /* no half-written report left behind */
 out_close:
 	rec_close(r);
 	return code;
