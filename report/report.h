@@ -175,4 +175,116 @@ int rpt_write_json(FILE *f, const struct rpt_data *d, const struct rpt_print_opt
  */
 char *rpt_format_size(uint64_t bytes, char *buf, size_t len);
 
+/*
+ * pprof builder: a profile.proto (google/pprof) built piece by piece, with
+ * no knowledge of recordings, so a live aggregation (issue #8 snapshots) can
+ * use it as well as `heaptap report --format pprof`. Encoded by hand
+ * (report/pprof_pb.c, a bounded writer); docs/report.md says why.
+ *
+ *   p = rpt_pprof_new();
+ *   rpt_pprof_sample_type(p, "alloc_objects", "count"); ... (or rpt_pprof_heap_types)
+ *   m = rpt_pprof_mapping(p, &map)          0 = unknown module
+ *   l = rpt_pprof_location(p, m, ip, lines, nlines)
+ *   rpt_pprof_sample(p, values, locs, nlocs)   leaf first; nvalues = sample types
+ *   rpt_pprof_write(p, f, 1); rpt_pprof_free(p);
+ *
+ * Strings are copied. Functions are interned by (name, system name, file),
+ * locations by (mapping, address) when address != 0 (a second call returns
+ * the first id and ignores its lines). Ids start at 1. Builder
+ * functions return 0 or a negative errno (-ENOMEM, -EINVAL for a bad id or
+ * a value count that differs from the sample types, -EFBIG past 1 GiB of
+ * encoded profile); the id-returning ones return 0 and set errno instead.
+ */
+struct rpt_pprof;
+
+/* One line of a location: the innermost (most inlined) first, the real function last. */
+struct rpt_pprof_line {
+	const char *function;	 /* human-readable (demangled) name; NULL = unknown */
+	const char *system_name; /* e.g. the mangled name; NULL = same as function */
+	const char *file;	 /* source file; NULL = unknown */
+	int64_t line;		 /* 0 = unknown */
+};
+
+struct rpt_pprof_map {
+	uint64_t start, limit;	 /* address range [start, limit) */
+	uint64_t file_offset;	 /* file offset of start */
+	const char *path;	 /* file name or "[vdso]"; NULL = "" */
+	const uint8_t *build_id; /* raw bytes, written as lowercase hex; may be NULL */
+	size_t build_id_len;
+	int has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+/* Sample values of a heap profile, the order rpt_pprof_heap_types() declares. */
+enum rpt_pprof_heap_value {
+	RPT_PPROF_ALLOC_OBJECTS = 0, /* allocations (count) */
+	RPT_PPROF_ALLOC_SPACE,	     /* bytes allocated */
+	RPT_PPROF_INUSE_OBJECTS,     /* allocations live at the profile's moment */
+	RPT_PPROF_INUSE_SPACE,	     /* bytes live at the profile's moment */
+	RPT_PPROF_HEAP_NVALUES,
+};
+
+/* rpt_pprof_new - an empty profile; NULL and errno on failure. Free with rpt_pprof_free. */
+struct rpt_pprof *rpt_pprof_new(void);
+
+/* rpt_pprof_free - free p. Accepts NULL. */
+void rpt_pprof_free(struct rpt_pprof *p);
+
+/* rpt_pprof_sample_type - declare the next sample value (before the first sample). */
+int rpt_pprof_sample_type(struct rpt_pprof *p, const char *type, const char *unit)
+	__attribute__((warn_unused_result));
+
+/*
+ * rpt_pprof_heap_types - declare alloc_objects/count, alloc_space/bytes,
+ * inuse_objects/count, inuse_space/bytes (enum rpt_pprof_heap_value order)
+ * and make inuse_space the default, as Go's heap profiles do.
+ */
+int rpt_pprof_heap_types(struct rpt_pprof *p) __attribute__((warn_unused_result));
+
+/* rpt_pprof_default_type - the sample type shown by default (a declared type name). */
+int rpt_pprof_default_type(struct rpt_pprof *p, const char *type) __attribute__((warn_unused_result));
+
+/* rpt_pprof_time - profile start (ns since the epoch, 0 = unknown) and duration in ns. */
+void rpt_pprof_time(struct rpt_pprof *p, uint64_t time_ns, uint64_t duration_ns);
+
+/* rpt_pprof_period - sampled profile: one sample per `period` units of type/unit (e.g. "space", "bytes"). */
+int rpt_pprof_period(struct rpt_pprof *p, const char *type, const char *unit, uint64_t period)
+	__attribute__((warn_unused_result));
+
+/* rpt_pprof_comment - add a free-form comment line (go tool pprof -comments shows them). */
+int rpt_pprof_comment(struct rpt_pprof *p, const char *text) __attribute__((warn_unused_result));
+
+/* rpt_pprof_mapping - add a module; returns its id (>= 1), or 0 with errno set. */
+uint64_t rpt_pprof_mapping(struct rpt_pprof *p, const struct rpt_pprof_map *m);
+
+/*
+ * rpt_pprof_location - a location at address in mapping (0 = none) with
+ * nlines lines, innermost first (nlines may be 0: unsymbolized). Returns its
+ * id (>= 1), or 0 with errno set (EINVAL: unknown mapping id).
+ */
+uint64_t rpt_pprof_location(struct rpt_pprof *p, uint64_t mapping, uint64_t address,
+			    const struct rpt_pprof_line *lines, size_t nlines);
+
+/*
+ * rpt_pprof_sample - add a sample: values[nvalues] (as many as sample
+ * types) at the stack locs[nlocs], leaf first (ids from rpt_pprof_location).
+ */
+int rpt_pprof_sample(struct rpt_pprof *p, const int64_t *values, size_t nvalues, const uint64_t *locs,
+		     size_t nlocs) __attribute__((warn_unused_result));
+
+/*
+ * rpt_pprof_write - write the profile to f, gzip-compressed when gzip != 0
+ * (what pprof files on disk are), else the bare protobuf. p is unchanged
+ * and can be written again. Returns 0, -ENOMEM or -EIO.
+ */
+int rpt_pprof_write(const struct rpt_pprof *p, FILE *f, int gzip) __attribute__((warn_unused_result));
+
+/*
+ * rpt_write_pprof - the recording d as a gzip'd heap profile: one sample per
+ * trace with allocations (alloc_* = everything allocated, inuse_* = what was
+ * still live at the end of the recording, i.e. "leaked"), one location per
+ * ip, a mapping per module. Sampled recordings give their estimates and the
+ * sampling period. Returns 0, -ENOMEM or -EIO.
+ */
+int rpt_write_pprof(FILE *f, const struct rpt_data *d) __attribute__((warn_unused_result));
+
 #endif /* HEAPTAP_REPORT_H */
