@@ -42,6 +42,8 @@ int cli_cmd_report(int argc, char **argv);
 void cli_usage_report(FILE *f);
 int cli_cmd_attach(int argc, char **argv);   /* cmd_attach.c */
 void cli_usage_attach(FILE *f);
+int cli_cmd_detach(int argc, char **argv);   /* cmd_detach.c */
+void cli_usage_detach(FILE *f);
 
 /*
  * cli_msg - print "heaptap: " + the formatted message + "\n" to stderr in
@@ -71,11 +73,18 @@ int cli_getopt_error(int c, char **argv, char *err, size_t errlen);
 /* cli_record_parse - parse "record [-o FILE] [--depth N] [--] PROGRAM [ARGS...]". */
 int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err, size_t errlen);
 
-enum cli_format { CLI_FORMAT_TEXT = 0, CLI_FORMAT_JSON };
+enum cli_format {
+	CLI_FORMAT_TEXT = 0,
+	CLI_FORMAT_JSON,
+	CLI_FORMAT_PPROF,
+	CLI_FORMAT_HEAPTRACK, /* heaptrack_print's input, zstd'd (binary) */
+	CLI_FORMAT_COLLAPSED, /* folded stacks (text) */
+};
 
 struct cli_report_args {
 	const char *file;
 	const char *output; /* -o FILE, NULL = stdout */
+	int cost;	    /* --cost: enum rpt_fold_cost (collapsed), -1 = not given */
 	enum cli_format format;
 	size_t top;	/* -n N, default 10 */
 	size_t backtraces; /* -b N backtraces per call site, default 5, 0 = all */
@@ -258,6 +267,65 @@ int cli_attach_dir_accept(struct cli_attach_dir *d, pid_t pid, unsigned timeout_
 
 /* cli_attach_dir_close - close the socket, remove it and the directory. Idempotent. */
 void cli_attach_dir_close(struct cli_attach_dir *d);
+
+/* ------------------------------------------------------------------ */
+/* Session control socket: one heaptap per process, detach (detach_ctl.c) */
+
+#define CLI_CTL_PATH 4096
+
+struct cli_ctl; /* opaque: the holder's side */
+
+/* Who holds the session of a process. */
+struct cli_ctl_holder {
+	pid_t heaptap;	/* its pid (SO_PEERCRED), 0 if unknown */
+	long long since; /* when it took the session (seconds since the epoch), 0 if unknown */
+	int answered;	/* it sent its greeting (a stopped heaptap does not) */
+};
+
+/* How a session ended, as the holder tells a `heaptap detach`. */
+struct cli_ctl_result {
+	int code;	    /* heaptap attach's exit code */
+	int end_reason;	    /* enum wire_end_reason, 0 if no END came */
+	uint64_t allocs;    /* allocations recorded */
+	uint64_t restored;  /* GOT slots put back */
+	uint64_t left;	    /* slots that no longer held the hook */
+	char out[CLI_CTL_PATH]; /* the recording (absolute path), "" if none */
+};
+
+/*
+ * cli_ctl_open - take the session of process pid: bind the abstract socket
+ * "heaptap-session/PID/STARTTIME" and answer on it from a thread (all
+ * signals blocked, no ptrace). A "detach" request sets *stop. Returns 0
+ * with *out, -EBUSY when another heaptap holds it (*h says who), -ESRCH
+ * when pid is gone, or -errno.
+ */
+int cli_ctl_open(pid_t pid, volatile sig_atomic_t *stop, struct cli_ctl **out,
+		 struct cli_ctl_holder *h);
+
+/* cli_ctl_describe - "heaptap PID (attached since DATE UTC, N s ago)" into buf. */
+void cli_ctl_describe(const struct cli_ctl_holder *h, char *buf, size_t len);
+
+/* cli_ctl_finish - send r to every client that asked for a detach. NULL c is fine. */
+void cli_ctl_finish(struct cli_ctl *c, const struct cli_ctl_result *r);
+
+/* cli_ctl_close - end the thread, close every socket (the name is gone). NULL is fine. */
+void cli_ctl_close(struct cli_ctl *c);
+
+/*
+ * cli_ctl_who - who holds pid's session. Returns 0 (*h filled; h->answered
+ * 0 when it did not greet within 5 s), -ENOENT when nobody does, -errno.
+ */
+int cli_ctl_who(pid_t pid, struct cli_ctl_holder *h);
+
+/*
+ * cli_ctl_detach - ask the holder of pid's session to end it and wait up to
+ * timeout_ms for the result. Returns 0 (*r filled), -ENOENT when nobody
+ * holds it, -ETIMEDOUT when the holder does not greet (stopped) or does not
+ * finish in time, -EPIPE when it went away without a result (killed),
+ * -EPROTO for a malformed answer, or -errno. *h says who it was.
+ */
+int cli_ctl_detach(pid_t pid, unsigned timeout_ms, struct cli_ctl_holder *h,
+		   struct cli_ctl_result *r);
 
 /* ------------------------------------------------------------------ */
 /* Launching (spawn.c)                                                 */

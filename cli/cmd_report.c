@@ -24,7 +24,7 @@
 
 void cli_usage_report(FILE *f)
 {
-	fputs("usage: heaptap report [--format text|json] [-o OUT] [-n N] [-b N] FILE\n"
+	fputs("usage: heaptap report [--format FMT] [-o OUT] [-n N] [-b N] FILE\n"
 	      "\n"
 	      "Print the summary of a recording (calls, temporary allocations, peak heap,\n"
 	      "peak RSS, leaks) and the top call sites by allocation calls, peak memory,\n"
@@ -32,6 +32,10 @@ void cli_usage_report(FILE *f)
 	      "\n"
 	      "options:\n"
 	      "  -f, --format FMT   text (default) or json\n"
+	      "                     pprof: gzip'd profile.proto heap profile (go tool pprof)\n"
+	      "                     heaptrack: heaptrack_print's input, zstd'd (-o OUT.zst)\n"
+	      "                     collapsed: folded stacks for flamegraph.pl, inferno, speedscope\n"
+	      "      --cost COST    collapsed: calls (default), bytes, peak, leaked or temporary\n"
 	      "  -o, --output OUT   write the report to OUT (default: standard output)\n"
 	      "  -n, --top N        call sites per list (default 10)\n"
 	      "  -b, --backtraces N backtraces shown per call site (default 5, 0 = all)\n"
@@ -64,7 +68,11 @@ static int format_is_binary(enum cli_format f)
 	switch (f) {
 	case CLI_FORMAT_TEXT:
 	case CLI_FORMAT_JSON:
+	case CLI_FORMAT_COLLAPSED:
 		return 0;
+	case CLI_FORMAT_PPROF:
+	case CLI_FORMAT_HEAPTRACK:
+		break;
 	}
 	return 1;
 }
@@ -115,6 +123,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "cost", required_argument, NULL, 'c' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "backtraces", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 't' },
@@ -125,6 +134,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 	int c;
 
 	memset(a, 0, sizeof(*a));
+	a->cost = -1;
 	a->top = DEFAULT_TOP;
 	a->backtraces = BACKTRACES_PER_SITE;
 	err[0] = '\0';
@@ -137,11 +147,35 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 				a->format = CLI_FORMAT_TEXT;
 			} else if (!strcmp(optarg, "json")) {
 				a->format = CLI_FORMAT_JSON;
+			} else if (!strcmp(optarg, "pprof")) {
+				a->format = CLI_FORMAT_PPROF;
+			} else if (!strcmp(optarg, "heaptrack")) {
+				a->format = CLI_FORMAT_HEAPTRACK;
+			} else if (!strcmp(optarg, "collapsed")) {
+				a->format = CLI_FORMAT_COLLAPSED;
 			} else {
-				snprintf(err, errlen, "unknown format '%s' (text or json)", optarg);
+				snprintf(err, errlen, "unknown format '%s' (see --help)", optarg);
 				return -EINVAL;
 			}
 			break;
+		case 'c': {
+			static const char *const costs[] = {
+				[RPT_FOLD_CALLS] = "calls", [RPT_FOLD_BYTES] = "bytes",
+				[RPT_FOLD_PEAK] = "peak", [RPT_FOLD_LEAKED] = "leaked",
+				[RPT_FOLD_TEMPORARY] = "temporary",
+			};
+
+			a->cost = -1;
+			for (int k = 0; k < (int)(sizeof(costs) / sizeof(costs[0])); k++)
+				if (!strcmp(optarg, costs[k]))
+					a->cost = k;
+			if (a->cost < 0) {
+				snprintf(err, errlen,
+					 "--cost '%s': one of calls, bytes, peak, leaked, temporary", optarg);
+				return -EINVAL;
+			}
+			break;
+		}
 		case 'o':
 			if (!optarg[0]) {
 				snprintf(err, errlen, "-o: empty file name");
@@ -186,6 +220,10 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 		return -EINVAL;
 	}
 	a->file = argv[optind];
+	if (a->cost >= 0 && a->format != CLI_FORMAT_COLLAPSED) {
+		snprintf(err, errlen, "--cost goes with --format collapsed");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -239,6 +277,12 @@ int cli_cmd_report(int argc, char **argv)
 	po.max_frames = TEXT_MAX_FRAMES;
 	if (a.format == CLI_FORMAT_JSON)
 		ret = rpt_write_json(out, d, &po);
+	else if (a.format == CLI_FORMAT_PPROF)
+		ret = rpt_write_pprof(out, d);
+	else if (a.format == CLI_FORMAT_HEAPTRACK)
+		ret = rpt_write_heaptrack(out, d);
+	else if (a.format == CLI_FORMAT_COLLAPSED)
+		ret = rpt_write_collapsed(out, d, a.cost < 0 ? RPT_FOLD_CALLS : (enum rpt_fold_cost)a.cost);
 	else
 		ret = rpt_write_text(out, d, &po);
 	if (ret < 0) {

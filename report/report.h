@@ -170,6 +170,31 @@ int rpt_write_json(FILE *f, const struct rpt_data *d, const struct rpt_print_opt
 	__attribute__((warn_unused_result));
 
 /*
+ * rpt_write_heaptrack - the recording as heaptrack's interpreted data file
+ * (the text heaptrack_interpret writes, format version 3), zstd-compressed,
+ * for heaptrack_print and heaptrack_gui (report/heaptrack.c says what maps
+ * and what cannot). Returns 0, -ENOMEM or -EIO.
+ */
+int rpt_write_heaptrack(FILE *f, const struct rpt_data *d) __attribute__((warn_unused_result));
+
+/* The number each folded stack carries (rpt_write_collapsed). */
+enum rpt_fold_cost {
+	RPT_FOLD_CALLS = 0, /* allocation calls */
+	RPT_FOLD_BYTES,	    /* bytes allocated */
+	RPT_FOLD_PEAK,	    /* bytes live at the heap peak */
+	RPT_FOLD_LEAKED,    /* bytes never freed */
+	RPT_FOLD_TEMPORARY, /* temporary allocations */
+};
+
+/*
+ * rpt_write_collapsed - folded stacks, "outer;...;inner N" per trace with a
+ * non-zero cost c, for flamegraph.pl, inferno and speedscope (format in
+ * report/collapsed.c). Returns 0, -ENOMEM or -EIO.
+ */
+int rpt_write_collapsed(FILE *f, const struct rpt_data *d, enum rpt_fold_cost c)
+	__attribute__((warn_unused_result));
+
+/*
  * rpt_format_size - bytes in human units into buf: "123 B", "1.5 KiB",
  * "2.0 MiB", "3.1 GiB", "1.0 TiB" (binary units, one decimal). Returns buf.
  */
