@@ -244,7 +244,7 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog,
 	memset(&opt, 0, sizeof(opt));
 	opt.stop = &stop_flag;
 	opt.log = on_log;
-	/* FIXME(#3) live status line: opt.status / opt.status_arg */
+	/* cli_interpret adds the live status line when stderr is a terminal */
 	opt.status = NULL;
 	cli_read_comm(pid, prog, comm, sizeof(comm));
 	return cli_interpret(conn, &opt, opt_out, "record", comm, pid, out, outlen, res);

@@ -10,6 +10,7 @@
 int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const char *cmd,
 		  const char *comm, pid_t pid, char *out, size_t outlen, struct itp_result *res)
 {
+	struct cli_status status;
 	unsigned attempt = 0;
 	int ret;
 
@@ -26,7 +27,11 @@ int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const 
 		}
 		opt->output = out;
 		memset(res, 0, sizeof(*res));
+		cli_status_begin(&status, opt);
 		ret = itp_run(conn, opt, res);
+		/* no final line when the recording could not even be created */
+		cli_status_end(&status, opt,
+			       ret == -ITP_E_OUTPUT && !res->final.output_bytes ? NULL : &res->final);
 		/* another process took the name between our check and the create */
 		if (ret == -ITP_E_OUTPUT && res->rec_error == REC_E_EXISTS && !opt_out) {
 			attempt++;
