@@ -294,6 +294,9 @@ int cli_cmd_attach(int argc, char **argv)
 	struct att_stats ast;
 	struct itp_result res;
 	struct att_ctx *ctx = NULL;
+	struct cli_ctl *ctl = NULL; /* the session's control socket (detach_ctl.c) */
+	struct cli_ctl_holder holder;
+	struct cli_ctl_result *fin = NULL;
 	enum att_reason why;
 	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], out[PATH_MAX], sysroot[64];
 	struct stat st;
@@ -337,6 +340,19 @@ int cli_cmd_attach(int argc, char **argv)
 	why = att_preflight(ctx);
 	if (why != ATT_OK) {
 		code = att_fail(pid, ctx, why);
+		goto out_free;
+	}
+	/* one session per process: taken before anything is touched, held to the end */
+	fin = calloc(1, sizeof(*fin));
+	ret = fin ? cli_ctl_open(pid, &stop_flag, &ctl, &holder) : -ENOMEM;
+	if (ret == -EBUSY) {
+		cli_ctl_describe(&holder, err, sizeof(err));
+		cli_msg("attach %d: a heaptap session is already running in it: %s; end it with "
+			"\"heaptap detach %d\"", (int)pid, err, (int)pid);
+		goto out_free;
+	}
+	if (ret < 0) {
+		cli_msg("attach %d: session control socket: %s", (int)pid, strerror(-ret));
 		goto out_free;
 	}
 	ret = cli_find_libdir(INJ_LIB_NAME, libdir, sizeof(libdir));
@@ -449,6 +465,12 @@ int cli_cmd_attach(int argc, char **argv)
 		cli_msg("attach %d: session ended by %s", (int)pid,
 			stop_sig == SIGALRM ? "--duration" : strsignal(stop_sig));
 	code = summarize(pid, out, ret, &res, was_loaded);
+	fin->end_reason = res.end_reason;
+	fin->allocs = res.final.alloc_calls;
+	fin->restored = res.slots_restored;
+	fin->left = res.slots_left;
+	if (code == CLI_EXIT_OK && !realpath(out, fin->out))
+		snprintf(fin->out, sizeof(fin->out), "%s", out);
 
 out_conn:
 	close(conn);
@@ -460,6 +482,13 @@ out_dir:
 	cli_attach_dir_close(&d);
 out_free:
 	att_free(ctx);
+	if (fin) {
+		/* a `heaptap detach` waiting for us learns how it ended */
+		fin->code = code;
+		cli_ctl_finish(ctl, fin);
+	}
+	cli_ctl_close(ctl);
+	free(fin);
 out_signals:
 	restore_signals(&old);
 	return code;

@@ -17,6 +17,8 @@ static const struct cli_command commands[] = {
 	{ "record", "run a program and record its allocations", cli_cmd_record, cli_usage_record },
 	{ "attach", "record a running process, then detach and leave it running", cli_cmd_attach,
 	  cli_usage_attach },
+	{ "detach", "end the heaptap session on a process, or make a left library inert",
+	  cli_cmd_detach, cli_usage_detach },
 	{ "report", "print the summary and top call sites of a recording", cli_cmd_report,
 	  cli_usage_report },
 };

@@ -13,7 +13,7 @@
  * exact value it held. The library is never unloaded: after the session it
  * is inert (docs/inject.md).
  *
- * Only the two functions below are exported (exports.map); everything else
+ * Only the three functions below are exported (exports.map); everything else
  * in the .so is hidden. Both are plain C, one pointer argument or none, and
  * return an int, so a remote call through the System V ABI needs only rdi
  * and rax.
@@ -25,6 +25,9 @@
 #define INJ_LIB_NAME "libheaptap_inject.so"
 #define INJ_START_SYMBOL "heaptap_inject_start"
 #define INJ_STOP_SYMBOL "heaptap_inject_stop"
+#define INJ_DETACH_SYMBOL "heaptap_inject_detach"
+/* comm of the library's thread and of track's timer thread (it inherits it) */
+#define INJ_THREAD_NAME "heaptap-inject"
 
 /*
  * heaptap_inject_start - begin a session that streams to the unix stream
@@ -53,5 +56,20 @@ int heaptap_inject_start(const char *socket_path) INJ_EXPORT;
  * Returns 0, or -ENOENT when no session of this library runs.
  */
 int heaptap_inject_stop(void) INJ_EXPORT;
+
+/*
+ * heaptap_inject_detach - ask the library's thread to end the running
+ * session (`heaptap detach PID` calls it remotely when no heaptap holds the
+ * session). Returns at once: it only sets a flag, which the library's thread
+ * sees within INJ_POLL_MS and then ends the session as heaptap_inject_stop
+ * does (restore every slot, flush, END, close), and ends. So the hijacked
+ * thread runs a few instructions: no lock, no I/O, nothing that could block
+ * on a peer that stopped reading. A request made while the session is still
+ * starting is kept and honoured as soon as it runs. Async-signal-safe;
+ * errno is preserved. Returns 0, or -ENOENT when no session of this library
+ * is starting or running. The thread's name is INJ_THREAD_NAME, so a caller
+ * sees the end in /proc/PID/task/TID/comm.
+ */
+int heaptap_inject_detach(void) INJ_EXPORT;
 
 #endif /* HEAPTAP_INJECT_H */

@@ -105,6 +105,7 @@ struct inj_global {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* before_end wakes the thread's poll wait (CLOCK_MONOTONIC waits) */
 	_Atomic int run;     /* enum inj_run */
+	_Atomic int detach_req; /* heaptap_inject_detach asked the thread to end the session */
 	int closing;	     /* before_end ran: no more patching (under lock) */
 	int atfork_done;     /* pthread_atfork registered (once per process) */
 	long page;	     /* page size */

@@ -143,6 +143,7 @@ void inj_fork_child(void)
 	clear_tables();
 	inj_g.closing = 1;
 	/* the library's thread does not exist here: a start call may begin anew */
+	atomic_store(&inj_g.detach_req, 0);
 	atomic_store(&inj_g.run, INJ_IDLE);
 	inj_g.lock = fresh;
 	inj_g.wake = fresh_cond;

@@ -6,6 +6,7 @@
  * signal blocked (set through the thread attribute, so the caller's own
  * mask is never touched) and returns; the caller's errno is preserved.
  * inj_g, the per-process state, is defined here.
+ * heaptap_inject_detach only sets a flag for the library's thread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -119,5 +120,16 @@ int heaptap_inject_stop(void)
 	if (run != INJ_RUNNING || !trk_active())
 		return -ENOENT;
 	trk_stop(WIRE_END_STOP);
+	return 0;
+}
+
+int heaptap_inject_detach(void)
+{
+	int run = atomic_load(&inj_g.run);
+
+	if (run == INJ_IDLE)
+		return -ENOENT;
+	/* STARTING: the thread checks the flag once the session runs */
+	atomic_store(&inj_g.detach_req, 1);
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -72,6 +73,13 @@ static void poll_loop(void)
 			;
 		if (inj_g.closing)
 			break;
+		if (atomic_exchange(&inj_g.detach_req, 0)) {
+			/* before_end takes the lock and sets closing, which ends the loop */
+			pthread_mutex_unlock(&inj_g.lock);
+			trk_stop(WIRE_END_STOP);
+			pthread_mutex_lock(&inj_g.lock);
+			continue;
+		}
 		inj_counters(&adds, &subs);
 		if (adds != inj_g.adds || subs != inj_g.subs || inj_g.any_pending)
 			(void)inj_patch_pass();
@@ -85,6 +93,12 @@ void *inj_thread_main(void *arg)
 	int fd;
 
 	(void)arg;
+	/*
+	 * A name of our own (track's timer thread inherits it): `heaptap
+	 * detach` and the tests tell from /proc/PID/task/TID/comm whether a
+	 * session of the library is alive. PR_SET_NAME allocates nothing.
+	 */
+	prctl(PR_SET_NAME, INJ_THREAD_NAME, 0, 0, 0);
 	fd = trk_connect(inj_g.sock_path);
 	if (fd < 0)
 		goto out_idle;
@@ -121,6 +135,7 @@ void *inj_thread_main(void *arg)
 out_close:
 	close(fd);
 out_idle:
+	atomic_store(&inj_g.detach_req, 0);
 	atomic_store(&inj_g.run, INJ_IDLE);
 	return NULL;
 }

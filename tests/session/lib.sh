@@ -209,3 +209,78 @@ print("report: %s %s (want %s)" % (name, got, want), file=sys.stderr)
 sys.exit(0 if got == want else 1)
 PY
 }
+
+# wait_patched NAME: poll (60 s at most) until heaptap's hook is in the
+# service's malloc slot; fails at once if the background heaptap ended.
+wait_patched()
+{
+	local i
+	for ((i = 0; i < 60; i++)); do
+		svc "waitpatched 1000"
+		[ "${ans%% *}" = patched ] && return 0
+		kill -0 "$HT_PID" 2>/dev/null || break
+	done
+	show "heaptap stderr" "$tmp/$1.err"
+	fail "$1: no hook in the service's malloc slot"
+}
+
+# lib_threads PID: number of threads of PID named heaptap-inject (the
+# library's thread and track's timer thread: a session is alive)
+lib_threads()
+{
+	local n=0 f c
+	for f in /proc/"$1"/task/*/comm; do
+		c=$(cat "$f" 2>/dev/null) || continue
+		[ "$c" = heaptap-inject ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# wait_no_lib_threads PID MS: wait until PID has no heaptap-inject thread
+wait_no_lib_threads()
+{
+	local i
+	for ((i = 0; i <= $2; i += 10)); do
+		[ "$(lib_threads "$1")" = 0 ] && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+# maps_modules PID: the /proc/PID/maps lines of file-backed mappings
+maps_modules()
+{
+	grep ' /' /proc/"$1"/maps
+}
+
+# same_maps BEFORE AFTER: the lines of AFTER (maps_modules output) for the
+# files BEFORE had are byte-identical to BEFORE's (heaptap's library and
+# what it brought in stay loaded: their lines are not compared)
+same_maps()
+{
+	awk 'NR == FNR { seen[$NF] = 1; next } ($NF in seen)' "$1" "$2" >"$2.cmp"
+	diff "$1" "$2.cmp" >&2
+}
+
+# svc_start_private_tmp: svc_start under unshare -m with a tmpfs over /tmp
+# (the service's own /tmp: its "tmp" command then counts only the session
+# directories heaptap made for it, not those of tests running beside it).
+# Skips when unshare -m is not permitted. The build tree may itself live
+# under /tmp: then that one directory is bound back in.
+svc_start_private_tmp()
+{
+	local bdir keep=
+	command -v unshare >/dev/null || skip "no unshare"
+	unshare -m --propagation private true 2>/dev/null || skip "unshare -m is not permitted here"
+	bdir=$(readlink -f "$(dirname "$(readlink -f "$HEAPTAP")")/..")
+	case $bdir in /tmp/*) keep=$(mktemp -d /dev/shm/htkeep.XXXXXX) ;; esac
+	PRIVATE_KEEP=$keep
+	svc_start env KEEP="$keep" BDIR="$bdir" unshare -m --propagation private /bin/sh -c '
+		if [ -n "$KEEP" ]; then mount --bind /tmp "$KEEP" || exit 97; fi
+		mount -t tmpfs heaptap-tmp /tmp || exit 97
+		if [ -n "$KEEP" ]; then
+			mkdir -p "$BDIR" && mount --bind "$KEEP${BDIR#/tmp}" "$BDIR" && umount "$KEEP" || exit 97
+		fi
+		exec "$0"'
+	[ -z "$keep" ] || rmdir "$keep" 2>/dev/null
+}

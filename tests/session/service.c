@@ -33,7 +33,7 @@
  * Commands (answer on one line):
  *   ping               pong
  *   reset              ok            (longest gaps and iteration counts from now)
- *   stats              stats t=NS iters=N maxgap_us=N gap_<thread>=US ... eintr=N
+ *   stats              stats t=NS since_ns=NS iters=N maxgap_us=N gap_<thread>=US ... eintr=N
  *                      regerr=N
  *   sig                sig sent=N recv=N err=N  (pauses the sender 50 ms to count)
  *   leak N             leaked calls=N bytes=B relro_calls=N relro_bytes=B
@@ -46,6 +46,16 @@
  *                      waitpatched waits for a new change)
  *   reset also zeroes the iteration counts.
  *   tmp                tmp n=N   (entries in /tmp whose name starts "heaptap-")
+ *   mem                mem rss_kb=N maps=N fds=N threads=N   (from /proc/self)
+ *   fork               fork slots n=N hash=H malloc=same|changed tasks=N heaptap=N
+ *                      sockets=N status=N: a child forked now reports on
+ *                      itself: its slots (from the addresses noted at start:
+ *                      the child must not take the loader's lock, which a
+ *                      parent thread may have held at the fork), its malloc
+ *                      slot against the value at start, its threads, those
+ *                      named heaptap-inject, its socket descriptors; it
+ *                      allocates with child_alloc() (CHILD_SIZE bytes, 5
+ *                      calls, leaked) and exits; status is its exit status
  *   quit               bye, then exit 0
  * At start: "ready pid=N" once the workers ran and the slots were noted.
  */
@@ -65,6 +75,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +84,7 @@
 #include "tests/session/svc_relro.h"
 
 #define LEAK_SIZE 4321 /* bytes leak_some() leaks per call */
+#define CHILD_SIZE 7531 /* bytes child_alloc() leaks per call, in a forked child */
 #define MAX_WORKERS 16
 #define SLOT_CAP 256
 
@@ -97,6 +110,16 @@ static uint64_t next_seq; /* sigrecv's expected sequence number (handler only) *
 static volatile uintptr_t *malloc_slot; /* main program's malloc GOT slot */
 static uintptr_t malloc_slot_value;	/* its value at start */
 static int sig_no;
+static _Atomic uint64_t reset_ns; /* when "reset" ran (or start) */
+
+/* The slots noted at start, for the forked child (no dl_iterate_phdr there). */
+struct noted_slot {
+	uintptr_t addr;
+	uintptr_t lo, hi; /* its module's mapped range: a value inside is its PLT stub */
+	int want;
+};
+static struct noted_slot noted[SLOT_CAP];
+static size_t nnoted;
 
 static uint64_t now_ns(void)
 {
@@ -123,6 +146,16 @@ __attribute__((noinline)) void *leak_some(void)
 
 	if (p)
 		p[0] = 1;
+	return p;
+}
+
+/* What a forked child allocates: never recorded (the child is not tracked). */
+__attribute__((noinline)) void *child_alloc(void)
+{
+	char *p = malloc(CHILD_SIZE);
+
+	if (p)
+		p[0] = 3;
 	return p;
 }
 
@@ -459,6 +492,14 @@ static int slot_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
 			if (v >= m->load[k].start && v < m->load[k].end && v != real_fn[slots[i].want])
 				v = real_fn[slots[i].want];
 
+		if (a->noting && nnoted < SLOT_CAP) {
+			struct noted_slot *ns = &noted[nnoted++];
+
+			ns->addr = slots[i].addr;
+			ns->want = (int)slots[i].want;
+			ns->lo = m->nload ? m->load[0].start : 0;
+			ns->hi = m->nload ? m->load[m->nload - 1].end : 0;
+		}
 		if (a->dump)
 			fprintf(stderr, "slot %s %s %#lx %#lx\n", m->name && *m->name ? m->name : "(main)",
 				slot_names[slots[i].want], (unsigned long)slots[i].addr, (unsigned long)v);
@@ -564,9 +605,9 @@ static void cmd_stats(void)
 			off += (size_t)snprintf(buf + off, sizeof(buf) - off, " gap_worker%d=%" PRIu64,
 						i - G_WORKER0, g / 1000);
 	}
-	answer("stats t=%" PRIu64 " iters=%" PRIu64 " maxgap_us=%" PRIu64 "%s eintr=%" PRIu64
+	answer("stats t=%" PRIu64 " since_ns=%" PRIu64 " iters=%" PRIu64 " maxgap_us=%" PRIu64 "%s eintr=%" PRIu64
 	       " regerr=%" PRIu64,
-	       now_ns(), sum, m / 1000, buf, atomic_load(&eintr), atomic_load(&regerr));
+	       now_ns(), now_ns() - atomic_load(&reset_ns), sum, m / 1000, buf, atomic_load(&eintr), atomic_load(&regerr));
 }
 
 static int tmp_entries(void)
@@ -584,6 +625,143 @@ static int tmp_entries(void)
 	return n;
 }
 
+/* Entries of a /proc/self directory. */
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void cmd_mem(void)
+{
+	unsigned long size = 0, rss = 0;
+	char buf[512];
+	FILE *f = fopen("/proc/self/statm", "re");
+	int maps = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &size, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	f = fopen("/proc/self/maps", "re");
+	if (f) {
+		while (fgets(buf, sizeof(buf), f))
+			maps += strchr(buf, '\n') != NULL;
+		fclose(f);
+	}
+	answer("mem rss_kb=%lu maps=%d fds=%d threads=%d", rss * (unsigned long)(sysconf(_SC_PAGESIZE) / 1024),
+	       maps, count_dir("/proc/self/fd"), count_dir("/proc/self/task"));
+}
+
+/* In the forked child: what it finds in itself, as one line on fd. */
+static void child_report(int fd)
+{
+	uint64_t hash = 14695981039346656037ull;
+	char buf[512], path[300], link[64];
+	int tasks = 0, named = 0, socks = 0, i;
+	struct dirent *e;
+	size_t k;
+	DIR *d;
+
+	for (k = 0; k < nnoted; k++) {
+		uintptr_t v = *(volatile uintptr_t *)noted[k].addr;
+
+		if (v >= noted[k].lo && v < noted[k].hi && v != real_fn[noted[k].want])
+			v = real_fn[noted[k].want];
+		hash = (hash ^ noted[k].addr) * 1099511628211ull;
+		hash = (hash ^ v) * 1099511628211ull;
+	}
+	d = opendir("/proc/self/task");
+	while (d && (e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		tasks++;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(buf, sizeof(buf), f) && !strncmp(buf, "heaptap-inject", 14))
+				named++;
+			fclose(f);
+		}
+	}
+	if (d)
+		closedir(d);
+	d = opendir("/proc/self/fd");
+	while (d && (e = readdir(d))) {
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			socks += !strncmp(link, "socket:", 7);
+		}
+	}
+	if (d)
+		closedir(d);
+	for (i = 0; i < 5; i++)
+		(void)child_alloc();
+	snprintf(buf, sizeof(buf), "slots n=%zu hash=%016" PRIx64 " malloc=%s tasks=%d heaptap=%d sockets=%d",
+		 nnoted, hash, *malloc_slot == malloc_slot_value ? "same" : "changed", tasks, named, socks);
+	if (write(fd, buf, strlen(buf)) < 0)
+		_exit(2);
+}
+
+static void cmd_fork(void)
+{
+	char buf[512];
+	ssize_t n;
+	size_t len = 0;
+	int p[2], status = -1;
+	pid_t c;
+
+	if (pipe(p) < 0) {
+		answer("fork error=pipe");
+		return;
+	}
+	c = fork();
+	if (c == 0) {
+		close(p[0]);
+		child_report(p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	if (c < 0) {
+		close(p[0]);
+		answer("fork error=fork");
+		return;
+	}
+	while (len < sizeof(buf) - 1 && (n = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR) {
+				atomic_fetch_add(&eintr, 1);
+				continue;
+			}
+			break;
+		}
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(p[0]);
+	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+		atomic_fetch_add(&eintr, 1);
+	answer("fork %s status=%d", buf, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
 static void command(char *line)
 {
 	long n;
@@ -597,6 +775,7 @@ static void command(char *line)
 			atomic_store(&maxgap[i], 0);
 		for (i = 0; i < nworkers; i++)
 			atomic_store(&iters[i], 0);
+		atomic_store(&reset_ns, now_ns());
 		answer("ok");
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
@@ -641,6 +820,10 @@ static void command(char *line)
 			answer("restored ns=%" PRIu64, t);
 		else
 			answer("timeout");
+	} else if (!strcmp(line, "mem")) {
+		cmd_mem();
+	} else if (!strcmp(line, "fork")) {
+		cmd_fork();
 	} else if (!strcmp(line, "tmp")) {
 		answer("tmp n=%d", tmp_entries());
 	} else if (!strcmp(line, "quit")) {
@@ -710,6 +893,7 @@ int main(int argc, char **argv)
 	start(sigsend, NULL);
 	start(watcher, NULL);
 	start(ticker, NULL);
+	atomic_store(&reset_ns, now_ns());
 	answer("ready pid=%d", (int)getpid());
 	for (;;) {
 		ssize_t n = read(STDIN_FILENO, line + len, sizeof(line) - 1 - len);
