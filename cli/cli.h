@@ -76,19 +76,15 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 enum cli_format {
 	CLI_FORMAT_TEXT = 0,
 	CLI_FORMAT_JSON,
-	CLI_FORMAT_HTML,      /* one self-contained page (text) */
 	CLI_FORMAT_PPROF,
 	CLI_FORMAT_HEAPTRACK, /* heaptrack_print's input, zstd'd (binary) */
 	CLI_FORMAT_COLLAPSED, /* folded stacks (text) */
-	CLI_FORMAT_MASSIF,    /* valgrind massif's file (text) */
 };
 
 struct cli_report_args {
 	const char *file;
 	const char *output; /* -o FILE, NULL = stdout */
 	int cost;	    /* --cost: enum rpt_fold_cost (collapsed), -1 = not given */
-	int diff;	    /* --diff: file is the OLD recording, file2 the NEW one */
-	const char *file2;
 	enum cli_format format;
 	size_t top;	/* -n N, default 10 */
 	size_t backtraces; /* -b N backtraces per call site, default 5, 0 = all */
