@@ -4,11 +4,24 @@
  * Nothing is stopped here: /proc/PID/task/TID/syscall tells, for a thread
  * off the CPU, the syscall it sleeps in and its arguments, and "running"
  * for a thread on a CPU. Ranking, best first:
- *   0  blocked in a transparently restarted syscall; among those futex,
- *      nanosleep and clock_nanosleep first (pure waits, nothing in flight),
- *      then read/poll/wait, then I/O that may be mid-transfer; each of
- *      them after all others when it restarts through the restart block
+ *   0  blocked in a transparently restarted syscall; among those first a
+ *      thread waiting for another thread of the process to exit
+ *      (pthread_join), then futex, nanosleep and clock_nanosleep (pure
+ *      waits, nothing in flight), then read/poll/wait, then I/O that may
+ *      be mid-transfer; each of them after all others when it restarts
+ *      through the restart block
  *   1  running user code
+ *
+ * Why a joining thread first: it does nothing until the thread it joins
+ * exits, nobody waits for it, and it holds no lock of the program. A
+ * launcher that starts the real work in another thread and joins it is
+ * the common case: the `java` launcher's main thread joins the thread
+ * that runs the JVM, and it is not a Java thread, so holding it can never
+ * delay a safepoint (docs/jvm.md). glibc's pthread_join waits with
+ * futex(&pd->tid, FUTEX_WAIT_BITSET, tid, NULL): the expected value is
+ * the tid of the thread joined, which must be another thread of this
+ * process. A futex value that only looks like a tid merely moves that
+ * waiter to the front of the pure waits, which are all safe.
  * Threads in EINTR-returning, mask-swapping or unknown syscalls are not
  * candidates at all (see arch/x86_64.c).
  */
@@ -18,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "attach/internal.h"
 
@@ -44,6 +58,24 @@ static int sys_pref(long sysno)
 	default:
 		return 2;
 	}
+}
+
+/*
+ * 1 when the thread waits, with no timeout, in futex for another thread of
+ * pid to exit (see the file comment).
+ */
+static bool joins_thread(pid_t pid, pid_t tid, long sysno, const unsigned long args[6])
+{
+	char path[64];
+	unsigned cmd = (unsigned)args[1] & 0x7f; /* without PRIVATE and CLOCK_REALTIME */
+	unsigned long val = args[2] & 0xffffffffUL;
+
+	if (sysno != SYS_futex || (cmd != 0 && cmd != 9) || args[3] != 0)
+		return false;
+	if (val == 0 || val > 0x3fffffffUL || (pid_t)val == tid)
+		return false; /* PID_MAX_LIMIT is 2^22; be generous but sane */
+	snprintf(path, sizeof(path), "/proc/%d/task/%lu", (int)pid, val);
+	return access(path, F_OK) == 0;
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -110,9 +142,13 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 			continue;
 		if (ctx->prefer_tid && c.tid != ctx->prefer_tid)
 			continue;
-		c.rank = c.sysclass == ATT_SC_RESTART
-				 ? sys_pref(c.sysno) + (att_arch_uses_restart_block(c.sysno, c.sysargs) ? 5 : 0)
-				 : 10;
+		if (c.sysclass != ATT_SC_RESTART)
+			c.rank = 10;
+		else if (joins_thread(ctx->pid, c.tid, c.sysno, c.sysargs))
+			c.rank = -1;
+		else
+			c.rank = sys_pref(c.sysno) +
+				 (att_arch_uses_restart_block(c.sysno, c.sysargs) ? 5 : 0);
 		if (ctx->ncand < ATT_MAX_CAND)
 			ctx->cand[ctx->ncand++] = c;
 	}

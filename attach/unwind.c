@@ -17,6 +17,16 @@
  * Names come from ranges learnt before the stop (symcache.c).
  * An incomplete unwind is treated as unsafe: a frame we cannot see may be
  * one of those.
+ *
+ * Code without unwind info: a frame whose ip lies in anonymous executable
+ * memory (JIT code: a JVM's compiled methods, stubs and interpreter) or in
+ * no mapping at all ends the check as unsafe, with that reason. libunwind
+ * would go on by guessing from rbp, and JIT code keeps no frame chain, so
+ * what follows would be garbage, which could even end "cleanly" and pass.
+ * In a JVM this means a thread with Java frames on its stack is let go at
+ * once: it is a Java thread, and holding one could delay a safepoint
+ * (docs/jvm.md). The vDSO is file-like ([vdso], it has .eh_frame) and is
+ * unwound as usual.
  */
 #include <libunwind-ptrace.h>
 #include <stdio.h>
@@ -94,6 +104,13 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *p
 	return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
 }
 
+/* Executable memory no ELF file describes: anonymous, named anonymous, memfd. */
+static bool jit_like(const struct att_map *m)
+{
+	return !m->path[0] || strncmp(m->path, "[anon:", 6) == 0 ||
+	       strncmp(m->path, "/memfd:", 7) == 0;
+}
+
 static bool path_is_loader(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -149,7 +166,15 @@ int att_stack_check(struct att_ctx *ctx, struct att_thread *thr, const struct at
 			goto out_upt;
 		}
 		m = att_maps_find(maps, ip);
-		if (m && path_is_loader(m->path)) {
+		if (!m || !strchr(m->perms, 'x') || jit_like(m)) {
+			snprintf(why, cap, "frame %d: in code without unwind info at %#lx (%s)", n,
+				 (unsigned long)ip,
+				 !m ? "no mapping"
+				 : !strchr(m->perms, 'x') ? "not executable memory"
+							  : "anonymous executable memory: JIT code");
+			goto out_upt;
+		}
+		if (path_is_loader(m->path)) {
 			snprintf(why, cap, "frame %d: in the dynamic loader (%#lx)", n,
 				 (unsigned long)ip);
 			goto out_upt;
