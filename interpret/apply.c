@@ -88,7 +88,7 @@ static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
 	return 0;
 }
 
-static int ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx)
+int itp_ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx)
 {
 	int rc;
 
@@ -132,7 +132,7 @@ static int apply_node(struct itp_ctx *c, const struct itp_ev *e)
 		c->res->warn.unknown_parents++;
 		parent = 0;
 	}
-	rc = ip_index(c, e->c, e->seq, &ip);
+	rc = itp_ip_index(c, e->c, e->seq, &ip);
 	if (rc)
 		return rc;
 	rc = rec_put_trace(c->w, parent, ip, &idx);

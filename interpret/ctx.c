@@ -34,5 +34,6 @@ void itp_ctx_free(struct itp_ctx *c)
 	itp_infos_free(&c->infos);
 	itp_ptrmap_free(&c->ptrs);
 	itp_modules_free(&c->mods);
+	itp_sites_free(&c->sites);
 	memset(c, 0, sizeof(*c));
 }

@@ -249,6 +249,32 @@ struct itp_ipinfo {
 };
 
 /* ---------------------------------------------------------------- */
+/* exact counts per call site of a sampled session (sites.c)         */
+
+#define ITP_MAX_SITES (1u << 20) /* distinct site ips kept; more go to ip 0 */
+
+struct itp_ctx;
+
+struct itp_site {
+	uint64_t ip; /* 0 = sites without an ip (the library's overflow slot) */
+	uint64_t calls, bytes;
+};
+
+struct itp_sites {
+	struct itp_map idx; /* ip -> index in v */
+	struct itp_site *v;
+	size_t n, cap;
+	uint64_t calls, bytes; /* totals */
+	uint64_t records;      /* SITES records seen */
+};
+
+/* itp_sites_parse - add one WIRE_REC_SITES payload; 0 or a negative enum itp_err. */
+int itp_sites_parse(struct itp_ctx *c, const uint8_t *p, const uint8_t *end);
+/* itp_sites_write - put every site's ip and sums into the recording (before symbolizing). */
+int itp_sites_write(struct itp_ctx *c);
+void itp_sites_free(struct itp_sites *s);
+
+/* ---------------------------------------------------------------- */
 /* the session                                                       */
 
 struct itp_ctx {
@@ -285,6 +311,7 @@ struct itp_ctx {
 	struct itp_thread *threads;
 	size_t nthreads, threads_cap;
 	struct itp_modules mods;
+	struct itp_sites sites; /* sampling mode: exact counts per call site */
 
 	/* numbers */
 	struct itp_status st;
@@ -322,6 +349,8 @@ int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot);
 
 /* apply.c: apply one event in order; module events pass ownership of ev->a. */
 int itp_apply(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev);
+/* apply.c: itp_ip_index - the recording's index of ip, added (seq: when first seen) if new. */
+int itp_ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx);
 
 /* dwarf_scopes.c: function address ranges of each CU seen, to find scopes fast */
 struct itp_fn_range {

@@ -81,6 +81,15 @@ struct itp_options {
 	void (*log)(int level, const char *msg, size_t len, void *arg);
 	/* Bytes of pending out-of-order events before a gap is skipped; 0 = 256 MiB. */
 	size_t reorder_limit;
+	/*
+	 * Sampling (issue #8): with sample_ctl set, itp_run sends
+	 * WIRE_CTL_SAMPLE with this mean (0 = full tracing) and seed (0 = from
+	 * the clock) first thing, so the library starts in that mode (it waits
+	 * a moment for the record in its start; heaptap always sends one).
+	 */
+	int sample_ctl;
+	uint64_t sample_bytes;
+	uint64_t sample_seed;
 };
 
 struct itp_result {
@@ -99,6 +108,9 @@ struct itp_result {
 	struct itp_counters warn; /* see struct itp_counters */
 	uint64_t symbolize_ns;	 /* time spent resolving and symbolizing ips */
 	uint64_t ips;		 /* distinct ips */
+	uint64_t site_calls;	 /* sampling: exact allocation calls (sum of the site counts) */
+	uint64_t site_bytes;	 /* sampling: exact bytes allocated */
+	uint64_t site_records;	 /* WIRE_REC_SITES records received */
 };
 
 /*
@@ -110,5 +122,12 @@ struct itp_result {
  * be created. Does not close fd.
  */
 int itp_run(int fd, const struct itp_options *opt, struct itp_result *res);
+
+/*
+ * itp_send_sample - send WIRE_CTL_SAMPLE (mean bytes, 0 = full tracing;
+ * seed, 0 = keep) on the session socket fd, without blocking. Returns 0 or
+ * -errno (-EAGAIN when the library does not read its socket).
+ */
+int itp_send_sample(int fd, uint64_t rate, uint64_t seed);
 
 #endif /* HEAPTAP_INTERPRET_H */

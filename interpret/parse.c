@@ -110,6 +110,11 @@ static int parse_header(struct itp_ctx *c, const uint8_t *buf, size_t len, size_
 		if (!c->cmdline[i])
 			c->cmdline[i] = ' ';
 	c->have_header = 1;
+	if (c->opt->sample_bytes) {
+		/* the rate heaptap asked for (the library learns it after writing the header) */
+		c->hdr.sample_bytes = c->opt->sample_bytes;
+		c->hdr.flags |= WIRE_F_SAMPLED;
+	}
 	c->res->pid = c->hdr.pid;
 	c->res->flags = c->hdr.flags;
 	/* exe is shown on a terminal by the command layer: no control bytes */
@@ -414,6 +419,9 @@ int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
 		case WIRE_REC_LOG:
 			parse_log(c, payload, q);
 			ret = 0;
+			break;
+		case WIRE_REC_SITES:
+			ret = itp_sites_parse(c, payload, q);
 			break;
 		default:
 			c->res->warn.unknown_records++;

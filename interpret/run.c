@@ -73,6 +73,28 @@ static int send_stop(int fd)
 	return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+/*
+ * itp_send_sample - WIRE_CTL_SAMPLE (rate, seed) to the library; 0, or -errno
+ * (EAGAIN: the socket buffer is full, the library is not reading).
+ */
+int itp_send_sample(int fd, uint64_t rate, uint64_t seed)
+{
+	uint8_t msg[2 + 2 * WIRE_VARINT_MAX];
+	size_t n = 2;
+	ssize_t w;
+
+	msg[0] = WIRE_CTL_SAMPLE;
+	n += wire_put_varint(msg + n, rate);
+	n += wire_put_varint(msg + n, seed);
+	msg[1] = (uint8_t)(n - 2); /* at most 20: a one-byte varint */
+	do
+		w = send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	return w == (ssize_t)n ? 0 : -EAGAIN;
+}
+
 static int read_loop(struct itp_ctx *c, int fd)
 {
 	const struct itp_options *opt = c->opt;
@@ -84,6 +106,13 @@ static int read_loop(struct itp_ctx *c, int fd)
 
 	if (!buf)
 		return itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
+	/*
+	 * The library waits a moment in its start for this (even for full
+	 * tracing), so it never records in the wrong mode. A full socket
+	 * buffer cannot happen this early.
+	 */
+	if (opt->sample_ctl)
+		(void)itp_send_sample(fd, opt->sample_bytes, opt->sample_seed);
 	last_status = last_flush = now_ns();
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -211,6 +240,8 @@ static void finish(struct itp_ctx *c)
 	if (c->have_header && !c->ended)
 		itp_fail(c, ITP_E_TRUNCATED, "stream ended without an end record");
 	itp_clock_elapsed(c, c->ended ? c->end_mono_ns : now_ns());
+	if (c->sites.n && itp_sites_write(c) && c->res->err == ITP_E_OUTPUT)
+		return;
 	t0 = now_ns();
 	rc = itp_symbolize(c);
 	c->res->symbolize_ns = now_ns() - t0;
@@ -251,6 +282,9 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 	res->final = c.st;
 	res->unknown_frees = res->warn.unknown_frees;
 	res->ips = c.nips;
+	res->site_calls = c.sites.calls;
+	res->site_bytes = c.sites.bytes;
+	res->site_records = c.sites.records;
 	report_status(&c);
 	res->final.output_bytes = c.st.output_bytes;
 out_free:

@@ -63,7 +63,9 @@ enum rec_section {
 	REC_SEC_TICKS = 8,	/* varint time delta, event index delta, zigzag rss delta */
 	REC_SEC_META = 9,	/* varint keylen, key, varint vallen, value */
 	REC_SEC_END = 10,	/* no payload; first = total events */
-	REC_SEC_NUM = 11,
+	REC_SEC_SITES = 11,	/* varint ip index + 1 (0: no ip), varint calls, varint bytes
+				 * (exact counts per call site of a sampled recording; sites.c) */
+	REC_SEC_NUM = 12,
 };
 
 /*
@@ -292,6 +294,8 @@ struct rec_reader {
 	size_t nticks, cap_ticks;
 	struct rec_meta_kv *meta;
 	size_t nmeta, cap_meta;
+	struct rec_site_count *sites;
+	size_t nsites, cap_sites;
 	struct rec_evchunk *evc;
 	size_t nevc, cap_evc;
 	uint64_t nevents;
@@ -311,5 +315,9 @@ int rec_read_at(const struct rec_reader *r, uint64_t off, void *buf, size_t len)
 int rec_decode_table(struct rec_reader *r, const struct rec_chunk_hdr *h, uint8_t *p, size_t len);
 /* rec_fixup - validate cross-references after loading. */
 void rec_fixup(struct rec_reader *r);
+/* sites.c: rec_dec_sites - decode count site records from [*p, end); 0 or -REC_E_CORRUPT / NOMEM. */
+int rec_dec_sites(struct rec_reader *r, const uint8_t **p, const uint8_t *end, uint32_t count);
+/* sites.c: rec_fixup_sites - site ip indices past the ip table become REC_NONE (counted). */
+void rec_fixup_sites(struct rec_reader *r);
 
 #endif /* HEAPTAP_RECFILE_INTERNAL_H */

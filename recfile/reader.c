@@ -167,7 +167,8 @@ static int walk(struct rec_reader *r)
 		}
 		if (h.section == REC_SEC_EVENTS)
 			ret = index_events(r, &h, off);
-		else if (h.section >= REC_SEC_STRINGS && h.section <= REC_SEC_META)
+		else if ((h.section >= REC_SEC_STRINGS && h.section <= REC_SEC_META) ||
+			 h.section == REC_SEC_SITES)
 			ret = load_table(r, &h, off);
 		else
 			ret = 0; /* a section of a later minor revision: skip it */
@@ -301,6 +302,7 @@ void rec_close(struct rec_reader *r)
 	free(r->traces);
 	free(r->infos);
 	free(r->ticks);
+	free(r->sites);
 	free(r->evc);
 	free(r->syms);
 	free(r);

@@ -129,6 +129,13 @@ uint64_t rec_writer_nallocs(const struct rec_writer *w);
 int rec_put_tick(struct rec_writer *w, uint64_t time_ns, uint64_t rss);
 
 /*
+ * rec_put_site_count - exact allocation counts of one call site (ip index
+ * from rec_put_ip, or REC_NONE for sites without an ip) in a sampled
+ * recording: calls and bytes of every allocation there, sampled or not.
+ */
+int rec_put_site_count(struct rec_writer *w, uint32_t ip, uint64_t calls, uint64_t bytes);
+
+/*
  * rec_writer_flush - compress and write every pending chunk now (dependency
  * order: strings, modules, ips, symbols, traces, allocinfos, events, ticks,
  * meta), so a crash after it leaves a readable file. The writer also
@@ -226,6 +233,15 @@ const struct rec_frame *rec_frames(const struct rec_reader *r, size_t *n);
 const struct rec_trace *rec_traces(const struct rec_reader *r, size_t *n); /* n >= 1: the root */
 const struct rec_allocinfo *rec_allocinfos(const struct rec_reader *r, size_t *n);
 const struct rec_tick *rec_ticks(const struct rec_reader *r, size_t *n);
+
+/* Exact counts of one call site (sampled recordings; see rec_put_site_count). */
+struct rec_site_count {
+	uint32_t ip; /* ip index, REC_NONE if none */
+	uint64_t calls, bytes;
+};
+
+/* rec_site_counts - the site counts in file order (a site may appear more than once: add them up). */
+const struct rec_site_count *rec_site_counts(const struct rec_reader *r, size_t *n);
 
 /* rec_nevents - total number of events; rec_nevent_chunks - independent event chunks. */
 uint64_t rec_nevents(const struct rec_reader *r);

@@ -268,6 +268,8 @@ static size_t table_len(const struct rec_reader *r, int sec)
 		return r->ninfos;
 	case REC_SEC_TICKS:
 		return r->nticks;
+	case REC_SEC_SITES:
+		return r->nsites;
 	default:
 		return r->nmeta;
 	}
@@ -306,6 +308,9 @@ int rec_decode_table(struct rec_reader *r, const struct rec_chunk_hdr *h, uint8_
 		break;
 	case REC_SEC_META:
 		ret = dec_meta(r, &c, h->count);
+		break;
+	case REC_SEC_SITES:
+		ret = rec_dec_sites(r, &c.p, c.end, h->count);
 		break;
 	default:
 		return -REC_E_CORRUPT;
@@ -375,4 +380,5 @@ void rec_fixup(struct rec_reader *r)
 			r->fixed++;
 		}
 	}
+	rec_fixup_sites(r);
 }

@@ -191,7 +191,8 @@ out:
 
 int rec_writer_flush(struct rec_writer *w)
 {
-	return rec_writer_flush_upto(w, REC_SEC_META);
+	/* REC_SEC_END in between holds nothing: it is written by rec_writer_close */
+	return rec_writer_flush_upto(w, REC_SEC_SITES);
 }
 
 static void writer_free(struct rec_writer *w)

@@ -19,7 +19,7 @@
 
 #include "track/internal.h"
 
-#define ALLOC_EV_MAX (2 + 5 * WIRE_VARINT_MAX)
+#define ALLOC_EV_MAX (2 + 6 * WIRE_VARINT_MAX)
 
 static inline bool hook_on(void)
 {
@@ -28,14 +28,16 @@ static inline bool hook_on(void)
 
 /* put_alloc - owner inside enter/exit: append ALLOC numbered seq. */
 static inline void put_alloc(struct trk_thr *t, uint64_t seq, uint8_t kind, size_t size,
-			     uint32_t leaf, const void *p)
+			     uint32_t leaf, const void *p, uint64_t weight)
 {
-	uint8_t *q = trk_ev_put(t, ALLOC_EV_MAX, WIRE_EV_ALLOC, seq);
+	uint8_t *q = trk_ev_put(t, ALLOC_EV_MAX, weight ? WIRE_EV_ALLOC_W : WIRE_EV_ALLOC, seq);
 
 	*q++ = kind;
 	q += wire_put_varint(q, size);
 	q += wire_put_varint(q, leaf);
 	q += wire_put_varint(q, (uintptr_t)p);
+	if (weight)
+		q += wire_put_varint(q, weight);
 	trk_ev_end(t, q);
 }
 
@@ -45,7 +47,7 @@ static inline void put_alloc(struct trk_thr *t, uint64_t seq, uint8_t kind, size
  * began meanwhile), seq becomes a NOP and the leaf is announced there first.
  */
 static inline void put_alloc_sent(struct trk_thr *t, uint64_t seq, uint32_t gen, uint8_t kind,
-				  size_t size, uint32_t leaf, const void *p)
+				  size_t size, uint32_t leaf, const void *p, uint64_t weight)
 {
 	while (unlikely(trk_seq_gen(seq) != gen)) {
 		trk_ev_end(t, trk_ev_put(t, 2 + WIRE_VARINT_MAX, WIRE_EV_NOP, seq));
@@ -53,14 +55,18 @@ static inline void put_alloc_sent(struct trk_thr *t, uint64_t seq, uint32_t gen,
 		gen = trk_tree_send(t, leaf);
 		seq = trk_thr_enter_seq(t);
 	}
-	put_alloc(t, seq, kind, size, leaf, p);
+	put_alloc(t, seq, kind, size, leaf, p, weight);
 	trk_thr_exit(t);
 }
 
-/* record_alloc - unwind, find the trace, append ALLOC; guard held. */
+/*
+ * record_alloc - unwind, find the trace, append ALLOC; guard held. In
+ * sampling mode (sample.c) only a sampled allocation goes on, as ALLOC_W.
+ */
 static inline __attribute__((always_inline)) void record_alloc(const void *p, size_t size, uint8_t kind, const void *ra)
 {
 	struct trk_thr *t = trk_thr_get();
+	uint64_t weight = 0;
 	uint32_t leaf, gen;
 	size_t n;
 
@@ -68,10 +74,12 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 		atomic_fetch_add(&trk_g.dropped, 1);
 		return;
 	}
+	if (unlikely(trk_smp_sampling()) && !(weight = trk_smp_alloc(t, p, size, ra)))
+		return;
 	n = trk_capture(t, ra);
 	leaf = trk_tree_leaf_thr(t, n);
 	gen = trk_tree_send(t, leaf);
-	put_alloc_sent(t, trk_thr_enter_seq(t), gen, kind, size, leaf, p);
+	put_alloc_sent(t, trk_thr_enter_seq(t), gen, kind, size, leaf, p, weight);
 }
 
 void *trk_malloc_ra(size_t size, const void *ra)
@@ -98,7 +106,7 @@ void trk_free_ra(void *ptr, const void *ra)
 	int e;
 
 	(void)ra;
-	if (!ptr || !hook_on()) {
+	if (!ptr || !hook_on() || (unlikely(trk_smp_filtering()) && !trk_smp_free_sent(ptr))) {
 		trk_g.real.free(ptr);
 		return;
 	}
@@ -144,10 +152,10 @@ void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
 static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, const void *ra)
 {
 	struct trk_thr *t;
-	uint64_t fseq = 0;
+	uint64_t fseq = 0, weight = 0;
 	size_t n, bytes;
-	uint32_t leaf, gen;
-	bool overflow;
+	uint32_t leaf = 0, gen = 0;
+	bool overflow, smp, send_free = ptr != NULL, send_alloc = true;
 	void *q;
 	int e = errno;
 
@@ -162,18 +170,33 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 		return q;
 	}
 	overflow = __builtin_mul_overflow(nmemb, size, &bytes);
+	smp = trk_smp_sampling();
+	if (unlikely(smp)) {
+		/* sampled: decided before the call, the new block goes into the set after it */
+		weight = trk_smp_alloc(t, NULL, bytes, ra);
+		send_alloc = weight != 0;
+		if (send_free && trk_smp_filtering())
+			send_free = trk_smp_free_sent(ptr);
+	}
 	/* unwind before the number is reserved: new nodes must come first */
-	n = trk_capture(t, ra);
-	leaf = trk_tree_leaf_thr(t, n);
-	gen = trk_tree_send(t, leaf);
-	if (ptr)
+	if (send_alloc) {
+		n = trk_capture(t, ra);
+		leaf = trk_tree_leaf_thr(t, n);
+		gen = trk_tree_send(t, leaf);
+	}
+	if (send_free)
 		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
 	errno = e;
 	q = kind == WIRE_KIND_REALLOC ? trk_g.real.realloc(ptr, size)
 				      : trk_g.real.reallocarray(ptr, nmemb, size);
 	e = errno;
+	if (unlikely(!send_free && !(q && send_alloc))) {
+		trk_tls_guard = 0; /* sampling: nothing to send */
+		errno = e;
+		return q;
+	}
 	trk_thr_enter(t);
-	if (ptr) {
+	if (send_free) {
 		/* freed: moved, or size 0 (glibc frees and returns NULL) */
 		bool freed = q != NULL || (!overflow && bytes == 0);
 		uint8_t *w = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX + ALLOC_EV_MAX,
@@ -181,12 +204,16 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 
 		if (freed)
 			w += wire_put_varint(w, (uintptr_t)ptr);
+		else if (unlikely(smp))
+			trk_smp_keep(ptr); /* still live and sampled */
 		trk_ev_end(t, w);
 	}
-	if (q)
+	if (q && send_alloc) {
+		if (unlikely(weight))
+			trk_smp_keep(q);
 		put_alloc_sent(t, atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst),
-			       gen, kind, bytes, leaf, q);
-	else
+			       gen, kind, bytes, leaf, q, weight);
+	} else
 		trk_thr_exit(t);
 	trk_tls_guard = 0;
 	errno = e;

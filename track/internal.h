@@ -156,6 +156,7 @@ struct trk_thr {
 	uint32_t spare_node;	    /* node index left from a lost insert race */
 	uint32_t gen;		    /* session the events in data belong to */
 	int skip;		    /* the event being appended is stale: trk_ev_end drops it */
+	struct trk_smp_thr *smp;    /* sampling state (sample.c), made at the first sampled hook */
 	/* thread-private cache (parent, ip) -> child: no shared writes */
 	struct trk_tcache tcache[TRK_TCACHE];
 	uintptr_t stack_lo, stack_hi; /* the owner's stack; hi 0 = unknown (no fast unwind) */
@@ -543,5 +544,74 @@ void trk_send_tick(void) TRK_HIDDEN;
 int trk_timer_start(void) TRK_HIDDEN;
 /* trk_gettid - the calling thread's Linux tid. */
 uint32_t trk_gettid(void) TRK_HIDDEN;
+
+/* ---- sample.c: sampling mode (docs/track.md "Sampling") ------------------ */
+
+#define TRK_SMP_SITES 1024	  /* call-site slots per thread (then "other") */
+#define TRK_SMP_SITES_TICKS 100	  /* site counts are sent every this many ticks */
+#define TRK_SMP_START_WAIT_MS 20  /* trk_start waits this long for heaptap's first CTL_SAMPLE */
+
+/* Exact counts of one call site (return address - 1); written by the owner only. */
+struct trk_smp_site {
+	_Atomic uintptr_t ip;	      /* 0 = free slot */
+	_Atomic uint64_t calls, bytes;
+	uint64_t sent_calls, sent_bytes; /* what the timer sent already (under its lock) */
+};
+
+/* One thread's sampling state, mmap'd, on a global list, kept with its trk_thr. */
+struct trk_smp_thr {
+	int64_t left;		      /* bytes until the next sample */
+	uint64_t rng;		      /* xorshift64* state */
+	uint64_t rate;		      /* the mean left was drawn for */
+	uint32_t gen;		      /* trk_smp.gen left was drawn for */
+	uint32_t seed_gen;	      /* trk_smp.seed_gen rng was seeded for */
+	_Atomic int dirty;	      /* counts changed since the timer's last look */
+	struct trk_smp_thr *next;
+	struct trk_smp_site other;    /* sites that found no slot */
+	struct trk_smp_site site[TRK_SMP_SITES];
+};
+
+struct trk_smp_global {
+	_Atomic uint64_t rate;	      /* mean bytes between samples; 0 = full tracing */
+	_Atomic int filter;	      /* frees are sent only for sampled pointers */
+	_Atomic uint32_t gen;	      /* bumped with every rate change: threads draw again */
+	uint64_t seed;		      /* PRNG seed, 0 = from the clock */
+	uint32_t seed_gen;	      /* bumped with every seed given: threads seed again */
+};
+
+extern struct trk_smp_global trk_smp TRK_HIDDEN;
+
+/* trk_smp_sampling - whether allocations are sampled (one relaxed load: the hooks' branch). */
+static inline bool trk_smp_sampling(void)
+{
+	return atomic_load_explicit(&trk_smp.rate, memory_order_relaxed) != 0;
+}
+
+/* trk_smp_filtering - whether frees are sent only for sampled pointers. */
+static inline bool trk_smp_filtering(void)
+{
+	return atomic_load_explicit(&trk_smp.filter, memory_order_relaxed) != 0;
+}
+
+/*
+ * trk_smp_alloc - sampling mode, guard held, p allocated (size bytes) at
+ * call site ra: count it for the site, decide. Returns 0 when it is not
+ * sampled, else its weight (>= size) with p put into the sampled set.
+ */
+uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void *ra) TRK_HIDDEN;
+/* trk_smp_free_sent - filtering: whether a free of ptr must be sent (a sampled ptr, now removed). */
+bool trk_smp_free_sent(const void *ptr) TRK_HIDDEN;
+/* trk_smp_keep - put ptr back into the sampled set (realloc failed after its free was taken). */
+void trk_smp_keep(const void *ptr) TRK_HIDDEN;
+/* trk_smp_start - trk_start, before the hooks record: reset, take heaptap's first rate from fd. */
+void trk_smp_start(int fd) TRK_HIDDEN;
+/* trk_smp_ctl - a WIRE_CTL_SAMPLE payload (varint rate, [varint seed]); 0 or -EINVAL. */
+int trk_smp_ctl(const uint8_t *p, size_t len) TRK_HIDDEN;
+/* trk_smp_set_rate - change the mean (0 = full tracing); seed 0 keeps the seed. */
+void trk_smp_set_rate(uint64_t rate, uint64_t seed) TRK_HIDDEN;
+/* trk_smp_send_sites - send the site counts that changed (WIRE_REC_SITES); timer, trk_end. */
+void trk_smp_send_sites(void) TRK_HIDDEN;
+/* trk_smp_tick - timer tick: send the site counts every TRK_SMP_SITES_TICKS ticks. */
+void trk_smp_tick(void) TRK_HIDDEN;
 
 #endif /* HEAPTAP_TRACK_INTERNAL_H */

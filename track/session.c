@@ -213,6 +213,7 @@ int trk_start(const struct trk_config *cfg)
 		ret = -EPIPE;
 		goto out_close;
 	}
+	trk_smp_start(fd); /* sampling asked for from the start: before the first hook records */
 	atomic_store(&trk_g.state, TRK_ON);
 	ret = trk_timer_start();
 	if (ret < 0) {
@@ -254,6 +255,7 @@ void trk_end(int reason)
 	trk_tls_guard = 1;
 	trk_run_before_end(&restored, &left);
 	trk_thr_flush_all();
+	trk_smp_send_sites();
 	/* a last RSS sample: a run shorter than one tick has one too */
 	trk_send_tick();
 	total = atomic_load(&trk_g.seq) & TRK_SEQ_MASK;

@@ -76,6 +76,7 @@ static void tick(void)
 {
 	trk_mod_check(trk_g.timer_thr);
 	trk_thr_flush_idle();
+	trk_smp_tick();
 	trk_send_tick();
 }
 
@@ -117,7 +118,14 @@ static int read_ctl(struct ctl *c)
 		}
 		if (type == WIRE_CTL_STOP)
 			return 0;
-		/* WIRE_CTL_SAMPLE and unknown types: not supported yet, skipped */
+		if (type == WIRE_CTL_SAMPLE && len <= 4 * WIRE_VARINT_MAX) {
+			if (len > (uint64_t)(end - p))
+				break; /* the rest has not arrived yet */
+			trk_smp_ctl(p, (size_t)len); /* a malformed one changes nothing */
+			off = (size_t)(p - c->buf) + (size_t)len;
+			continue;
+		}
+		/* unknown types: skipped */
 		off = (size_t)(p - c->buf);
 		c->skip = len;
 	}

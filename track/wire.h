@@ -79,10 +79,18 @@
  *                    varint events_dropped
  *   WIRE_REC_LOG     u8 level, message bytes (from the library, for heaptap
  *                    to print; never printed by the library itself)
+ *   WIRE_REC_SITES   varint n, n x (varint ip, varint calls, varint bytes):
+ *                    exact allocation counts per immediate call site (ip =
+ *                    return address - 1, the innermost frame's ip; 0 = sites
+ *                    that found no slot) added since the previous SITES
+ *                    record, in sampling mode only (every allocation, sampled
+ *                    or not; not ordered by sequence numbers: sums)
  *
  * Control, interpret -> track, on the same socket, same framing:
  *   WIRE_CTL_STOP    empty payload: restore, flush, send END, close
- *   WIRE_CTL_SAMPLE  varint bytes (0 = full tracing): change sampling
+ *   WIRE_CTL_SAMPLE  varint bytes (0 = full tracing), optional varint seed
+ *                    (PRNG seed, 0 = from the clock): change sampling. Sent
+ *                    by heaptap right after accepting to start sampled.
  */
 #ifndef HEAPTAP_TRACK_WIRE_H
 #define HEAPTAP_TRACK_WIRE_H
@@ -124,6 +132,7 @@ enum wire_rec_type {
 	WIRE_REC_TICK = 2,
 	WIRE_REC_END = 3,
 	WIRE_REC_LOG = 4,
+	WIRE_REC_SITES = 5,
 	WIRE_CTL_STOP = 64,
 	WIRE_CTL_SAMPLE = 65,
 };

@@ -1,0 +1,250 @@
+/* tests/sample/check_sample_rec.c - site counts through interpret/ and recfile/, and CTL_SAMPLE from itp_run */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Crafted streams (tests/unit/check_interpret_wire.c builds them) go
+ * through itp_run over a socketpair; the recording is opened with rec_open:
+ *   - SITES records are summed per ip, every site ip joins the ip table,
+ *     the "no ip" entry is kept, weighted allocations keep their weight;
+ *   - a SITES record that claims more entries than it holds ends the stream
+ *     as corrupt, with what came before kept;
+ *   - itp_run sends WIRE_CTL_SAMPLE (rate, seed) first when asked to;
+ *   - recfile alone: site counts round trip, an ip index past the table is
+ *     read as REC_NONE and counted as a fixed reference.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check_interpret_wire.h"
+#include "interpret/interpret.h"
+#include "recfile/recfile.h"
+
+static char tmpdir[64], outpath[160];
+static int nrun;
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/check_sample_rec.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	(void)!system(cmd);
+}
+
+struct feeder {
+	int fd;
+	const struct sbuf *s;
+	uint8_t ctl[64];
+	ssize_t nctl;
+};
+
+static void *feed(void *arg)
+{
+	struct feeder *f = arg;
+	const uint8_t *p = f->s->p;
+	size_t n = f->s->len;
+
+	while (n) {
+		ssize_t w = send(f->fd, p, n, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			break;
+		p += w;
+		n -= (size_t)w;
+	}
+	shutdown(f->fd, SHUT_WR);
+	/* whatever itp_run sent us */
+	f->nctl = recv(f->fd, f->ctl, sizeof(f->ctl), MSG_DONTWAIT);
+	return NULL;
+}
+
+static int run(const struct sbuf *s, struct itp_options *opt, struct itp_result *res,
+	       struct feeder *f)
+{
+	pthread_t th;
+	int sv[2], rc;
+
+	snprintf(outpath, sizeof(outpath), "%s/rec%d.htap", tmpdir, nrun++);
+	opt->output = outpath;
+	opt->no_symbols = 1;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f->fd = sv[1];
+	f->s = s;
+	ck_assert_int_eq(pthread_create(&th, NULL, feed, f), 0);
+	rc = itp_run(sv[0], opt, res);
+	pthread_join(th, NULL);
+	close(sv[0]);
+	close(sv[1]);
+	return rc;
+}
+
+static void sites_rec(struct sbuf *s, size_t n, const uint64_t *v)
+{
+	struct sbuf p = { 0 };
+
+	sb_var(&p, n);
+	for (size_t i = 0; i < 3 * n; i++)
+		sb_var(&p, v[i]);
+	sb_record(s, WIRE_REC_SITES, &p);
+	sb_free(&p);
+}
+
+START_TEST(sites_summed_and_stored)
+{
+	static const char cmd[] = "prog";
+	struct sbuf s = { 0 };
+	struct chunkb c;
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	struct feeder f = { 0 };
+	struct rec_reader *r;
+	const struct rec_site_count *sc;
+	const struct rec_ip *ips;
+	size_t n, nips;
+	uint64_t a[] = { 0x401234, 10, 1000, 0x405678, 1, 4096 };
+	uint64_t b[] = { 0x401234, 5, 500, 0, 7, 70 };
+	uint64_t calls_401234 = 0, bytes_401234 = 0, other = 0, total = 0;
+	int err = 0;
+
+	sb_header(&s, 4242, WIRE_F_ATTACHED, "/usr/bin/prog", cmd, sizeof(cmd));
+	ck_begin(&c, 4242, 0);
+	ck_node(&c, 0, 1, 0, 0x401234);
+	ck_alloc_w(&c, 1, 16, 1, 0x7f0000001000ull, 65536);
+	ck_end(&s, &c);
+	sites_rec(&s, 2, a);
+	sites_rec(&s, 2, b);
+	sb_end(&s, 2, WIRE_END_STOP);
+	opt.sample_ctl = 1;
+	opt.sample_bytes = 65536;
+	opt.sample_seed = 9;
+	ck_assert_int_eq(run(&s, &opt, &res, &f), 0);
+	ck_assert_uint_eq(res.site_calls, 23);
+	ck_assert_uint_eq(res.site_bytes, 5666);
+	ck_assert_uint_eq(res.site_records, 2);
+	/* the rate went out first: type, length 4, varint 65536 (3 bytes), seed 9 */
+	ck_assert_int_ge(f.nctl, 6);
+	ck_assert_uint_eq(f.ctl[0], WIRE_CTL_SAMPLE);
+	ck_assert_uint_eq(f.ctl[1], 4);
+	ck_assert_uint_eq(f.ctl[2], 0x80);
+	ck_assert_uint_eq(f.ctl[3], 0x80);
+	ck_assert_uint_eq(f.ctl[4], 0x04);
+	ck_assert_uint_eq(f.ctl[5], 9);
+
+	r = rec_open(outpath, &err);
+	ck_assert_msg(r, "rec_open: %s", rec_strerror(err));
+	ck_assert_str_eq(rec_meta(r, "sample_bytes"), "65536");
+	ck_assert_str_eq(rec_meta(r, "sampled"), "1");
+	sc = rec_site_counts(r, &n);
+	ips = rec_ips(r, &nips);
+	ck_assert_uint_eq(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		total += sc[i].calls;
+		if (sc[i].ip == REC_NONE) {
+			other += sc[i].calls;
+			continue;
+		}
+		ck_assert_uint_lt(sc[i].ip, nips);
+		if (ips[sc[i].ip].ip == 0x401234) {
+			calls_401234 += sc[i].calls;
+			bytes_401234 += sc[i].bytes;
+		} else {
+			ck_assert_uint_eq(ips[sc[i].ip].ip, 0x405678);
+		}
+	}
+	ck_assert_uint_eq(calls_401234, 15);
+	ck_assert_uint_eq(bytes_401234, 1500);
+	ck_assert_uint_eq(other, 7);
+	ck_assert_uint_eq(total, 23);
+	/* the node's ip and the site's are one ip */
+	ck_assert_uint_eq(nips, 2);
+	ck_assert_uint_eq(rec_fixed_refs(r), 0);
+	rec_close(r);
+	sb_free(&s);
+}
+END_TEST
+
+START_TEST(sites_bad_count)
+{
+	static const char cmd[] = "prog";
+	struct sbuf s = { 0 }, p = { 0 };
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	struct feeder f = { 0 };
+	uint64_t a[] = { 0x401234, 10, 1000 };
+
+	sb_header(&s, 1, 0, "/bin/x", cmd, sizeof(cmd));
+	sites_rec(&s, 1, a);
+	sb_var(&p, 1000000); /* claims a million entries in 4 bytes */
+	sb_var(&p, 1);
+	sb_record(&s, WIRE_REC_SITES, &p);
+	sb_end(&s, 0, WIRE_END_STOP);
+	ck_assert_int_eq(run(&s, &opt, &res, &f), -ITP_E_CORRUPT);
+	ck_assert_ptr_nonnull(strstr(res.detail, "site counts"));
+	ck_assert_uint_eq(res.site_calls, 10);
+	/* no sample_ctl: nothing was sent */
+	ck_assert_int_le(f.nctl, 0);
+	sb_free(&p);
+	sb_free(&s);
+}
+END_TEST
+
+START_TEST(recfile_round_trip)
+{
+	struct rec_writer *w;
+	struct rec_reader *r;
+	const struct rec_site_count *sc;
+	uint32_t ip;
+	size_t n;
+	int err = 0;
+
+	snprintf(outpath, sizeof(outpath), "%s/direct.htap", tmpdir);
+	w = rec_writer_create(outpath, &err);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(rec_put_ip(w, 0x1000, &ip), 0);
+	ck_assert_int_eq(rec_put_site_count(w, ip, 3, 300), 0);
+	ck_assert_int_eq(rec_put_site_count(w, REC_NONE, 1, 1ull << 40), 0);
+	ck_assert_int_eq(rec_put_site_count(w, 57, 2, 2), 0); /* no such ip */
+	ck_assert_int_eq(rec_writer_close(w), 0);
+	r = rec_open(outpath, &err);
+	ck_assert_ptr_nonnull(r);
+	sc = rec_site_counts(r, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(sc[0].ip, ip);
+	ck_assert_uint_eq(sc[0].calls, 3);
+	ck_assert_uint_eq(sc[0].bytes, 300);
+	ck_assert_uint_eq(sc[1].ip, REC_NONE);
+	ck_assert_uint_eq(sc[1].bytes, 1ull << 40);
+	ck_assert_uint_eq(sc[2].ip, REC_NONE);
+	ck_assert_uint_eq(rec_fixed_refs(r), 1);
+	rec_close(r);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sample_rec");
+	TCase *tc = tcase_create("sites");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, sites_summed_and_stored);
+	tcase_add_test(tc, sites_bad_count);
+	tcase_add_test(tc, recfile_round_trip);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,596 @@
+/* tests/sample/check_sample_track.c - track/'s sampling mode over a socketpair */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Real sessions inside the test process (the hooks are called directly, as
+ * inject/'s GOT slots would), the stream decoded here with wire.h only:
+ *   - sampled from the start (CTL_SAMPLE waiting before trk_start): only
+ *     ALLOC_W, weights per call site estimate its bytes, frees only of
+ *     sampled pointers, SITES totals exact;
+ *   - switched to full tracing and back on the live session;
+ *   - the sampled-pointer set against a reference under churn;
+ *   - a session without sampling is unchanged (plain ALLOC, every free).
+ */
+#include <check.h>
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "track/internal.h"
+#include "track/track.h"
+#include "track/wire.h"
+
+/* ---- a small independent decoder -------------------------------------------- */
+
+struct sev {
+	uint8_t op;
+	uint64_t seq, size, ptr, weight, trace;
+};
+
+struct site_sum {
+	uint64_t ip, calls, bytes;
+};
+
+struct sstream {
+	struct sev *ev;
+	size_t nev, cap;
+	struct site_sum sites[4096];
+	size_t nsites;
+	size_t nsites_records;
+	int have_end;
+};
+
+static int get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	return wire_get_varint(p, end, v);
+}
+
+static void add_ev(struct sstream *s, const struct sev *e)
+{
+	if (s->nev == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 4096;
+		s->ev = realloc(s->ev, s->cap * sizeof(*s->ev));
+		ck_assert_ptr_nonnull(s->ev);
+	}
+	s->ev[s->nev++] = *e;
+}
+
+static int decode_chunk(const uint8_t *p, const uint8_t *end, struct sstream *s)
+{
+	uint64_t tid, seq, x;
+
+	if (get(&p, end, &tid) || get(&p, end, &seq))
+		return -1;
+	while (p < end) {
+		struct sev e = { 0 };
+		uint64_t delta;
+
+		e.op = *p++;
+		if (get(&p, end, &delta))
+			return -1;
+		seq += delta;
+		e.seq = seq;
+		switch (e.op) {
+		case WIRE_EV_ALLOC:
+		case WIRE_EV_ALLOC_W:
+			if (p >= end)
+				return -1;
+			p++;
+			if (get(&p, end, &e.size) || get(&p, end, &e.trace) || get(&p, end, &e.ptr))
+				return -1;
+			if (e.op == WIRE_EV_ALLOC_W && get(&p, end, &e.weight))
+				return -1;
+			break;
+		case WIRE_EV_FREE:
+			if (get(&p, end, &e.ptr))
+				return -1;
+			break;
+		case WIRE_EV_NODE:
+			for (int i = 0; i < 3; i++)
+				if (get(&p, end, &x))
+					return -1;
+			break;
+		case WIRE_EV_NOP:
+			break;
+		case WIRE_EV_MODULE: {
+			uint64_t nseg, l;
+
+			if (get(&p, end, &x) || get(&p, end, &nseg))
+				return -1;
+			for (uint64_t i = 0; i < nseg * 3; i++)
+				if (get(&p, end, &x))
+					return -1;
+			for (int k = 0; k < 2; k++) {
+				if (get(&p, end, &l) || l > (uint64_t)(end - p))
+					return -1;
+				p += l;
+			}
+			break;
+		}
+		case WIRE_EV_MODULE_DEL:
+			if (get(&p, end, &x))
+				return -1;
+			break;
+		default:
+			return -1;
+		}
+		add_ev(s, &e);
+	}
+	return 0;
+}
+
+static int decode_sites(const uint8_t *p, const uint8_t *end, struct sstream *s)
+{
+	uint64_t n, ip, calls, bytes;
+
+	if (get(&p, end, &n))
+		return -1;
+	s->nsites_records++;
+	for (uint64_t i = 0; i < n; i++) {
+		size_t k;
+
+		if (get(&p, end, &ip) || get(&p, end, &calls) || get(&p, end, &bytes))
+			return -1;
+		for (k = 0; k < s->nsites && s->sites[k].ip != ip; k++)
+			;
+		if (k == s->nsites) {
+			ck_assert_uint_lt(s->nsites, 4096);
+			s->sites[s->nsites++] = (struct site_sum){ .ip = ip };
+		}
+		s->sites[k].calls += calls;
+		s->sites[k].bytes += bytes;
+	}
+	return p == end ? 0 : -1;
+}
+
+static int decode(const uint8_t *buf, size_t len, struct sstream *s)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	struct wire_header h;
+
+	memset(s, 0, sizeof(*s));
+	if (len < WIRE_HDR_FIXED)
+		return -1;
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, WIRE_MAGIC, 8) || h.header_len > len)
+		return -1;
+	p += h.header_len;
+	while (p < end) {
+		uint8_t type = *p++;
+		uint64_t rl;
+
+		if (get(&p, end, &rl) || rl > (uint64_t)(end - p))
+			return -1;
+		if (type == WIRE_REC_CHUNK && decode_chunk(p, p + rl, s))
+			return -1;
+		if (type == WIRE_REC_SITES && decode_sites(p, p + rl, s))
+			return -1;
+		if (type == WIRE_REC_END)
+			s->have_end = 1;
+		p += rl;
+	}
+	return 0;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct sev *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* ---- sessions ----------------------------------------------------------------- */
+
+struct reader {
+	int fd;
+	uint8_t *buf;
+	size_t len, cap;
+	pthread_t th;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	uint8_t tmp[65536];
+
+	for (;;) {
+		ssize_t n = read(r->fd, tmp, sizeof(tmp));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		if (r->cap - r->len < (size_t)n) {
+			r->cap = r->cap ? r->cap * 2 : 1 << 20;
+			while (r->cap - r->len < (size_t)n)
+				r->cap *= 2;
+			r->buf = realloc(r->buf, r->cap);
+		}
+		memcpy(r->buf + r->len, tmp, (size_t)n);
+		r->len += (size_t)n;
+	}
+}
+
+static const struct trk_real libc_real = {
+	.malloc = malloc,
+	.free = free,
+	.calloc = calloc,
+	.realloc = realloc,
+	.reallocarray = reallocarray,
+	.posix_memalign = posix_memalign,
+	.aligned_alloc = aligned_alloc,
+	.memalign = memalign,
+	.valloc = valloc,
+	.pvalloc = pvalloc,
+};
+
+static void send_sample(int fd, uint64_t rate, uint64_t seed)
+{
+	uint8_t m[2 + 2 * WIRE_VARINT_MAX], pl[2 * WIRE_VARINT_MAX];
+	size_t n = 0, k = 0;
+
+	n += wire_put_varint(pl + n, rate);
+	n += wire_put_varint(pl + n, seed);
+	m[k++] = WIRE_CTL_SAMPLE;
+	k += wire_put_varint(m + k, n);
+	memcpy(m + k, pl, n);
+	ck_assert_int_eq(write(fd, m, k + n), (ssize_t)(k + n));
+}
+
+/* start - a session; rate != 0: CTL_SAMPLE is waiting in the socket before trk_start. */
+static void start(struct reader *r, uint64_t rate, uint64_t seed)
+{
+	struct trk_config cfg = { 0 };
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(r, 0, sizeof(*r));
+	r->fd = sv[1];
+	if (rate)
+		send_sample(r->fd, rate, seed);
+	trk_set_real(&libc_real);
+	cfg.fd = sv[0];
+	ck_assert_int_eq(trk_start(&cfg), 0);
+	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
+}
+
+static void finish(struct reader *r, struct sstream *s)
+{
+	trk_stop(WIRE_END_STOP);
+	pthread_join(r->th, NULL);
+	close(r->fd);
+	/* the next session may start once the timer let go */
+	for (int i = 0; i < 5000 && atomic_load(&trk_g.started); i++)
+		usleep(1000);
+	ck_assert_int_eq(decode(r->buf, r->len, s), 0);
+	ck_assert_int_eq(s->have_end, 1);
+	free(r->buf);
+}
+
+/* wait_rate - until the timer applied a CTL_SAMPLE */
+static void wait_rate(uint64_t rate)
+{
+	for (int i = 0; i < 5000 && atomic_load(&trk_smp.rate) != rate; i++)
+		usleep(1000);
+	ck_assert_uint_eq(atomic_load(&trk_smp.rate), rate);
+}
+
+/* Three call sites, told apart by their sizes in the stream, by their ip in SITES. */
+__attribute__((noinline)) static void *site_small(void)
+{
+	void *p = trk_malloc(48);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+__attribute__((noinline)) static void *site_mid(size_t n)
+{
+	void *p = trk_malloc(n);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+__attribute__((noinline)) static void *site_big(void)
+{
+	void *p = trk_calloc(1, 3 << 20);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+#define N_SMALL 400000
+#define N_MID 40000
+#define N_BIG 40
+
+START_TEST(sampled_from_start)
+{
+	static void *keep[N_SMALL + N_MID + N_BIG];
+	uint64_t true_small = 0, true_mid = 0, true_big = 0, est[3] = { 0 };
+	uint64_t site_calls = 0, site_bytes = 0, nw = 0, nfree = 0;
+	struct reader r;
+	struct sstream s;
+	size_t k = 0, live_max = 0;
+	struct sev *v;
+	uint64_t *live;
+	size_t nlive = 0;
+
+	start(&r, 64 * 1024, 12345);
+	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 64 * 1024);
+	ck_assert_int_eq(trk_smp_filtering(), 1);
+	for (int i = 0; i < N_SMALL; i++) {
+		keep[k++] = site_small();
+		true_small += 48;
+		if (i % 10 == 0) {
+			size_t n = 1000 + (size_t)(i % 7) * 1000;
+
+			keep[k++] = site_mid(n);
+			true_mid += n;
+		}
+		if (i % 10000 == 0) {
+			keep[k++] = site_big();
+			true_big += 3 << 20;
+		}
+	}
+	for (size_t i = 0; i < k; i++)
+		trk_free(keep[i]);
+	finish(&r, &s);
+
+	/* only weighted allocations; frees only of sampled, live pointers */
+	v = malloc(s.nev * sizeof(*v));
+	memcpy(v, s.ev, s.nev * sizeof(*v));
+	qsort(v, s.nev, sizeof(*v), by_seq);
+	live = calloc(s.nev + 1, sizeof(*live));
+	for (size_t i = 0; i < s.nev; i++) {
+		ck_assert_int_ne(v[i].op, WIRE_EV_ALLOC);
+		if (v[i].op == WIRE_EV_ALLOC_W) {
+			ck_assert_uint_ge(v[i].weight, v[i].size);
+			nw++;
+			live[nlive++] = v[i].ptr;
+			if (nlive > live_max)
+				live_max = nlive;
+			if (v[i].size == 48)
+				est[0] += v[i].weight;
+			else if (v[i].size == (3u << 20))
+				est[2] += v[i].weight;
+			else
+				est[1] += v[i].weight;
+		} else if (v[i].op == WIRE_EV_FREE) {
+			size_t j;
+
+			nfree++;
+			for (j = 0; j < nlive && live[j] != v[i].ptr; j++)
+				;
+			ck_assert_msg(j < nlive, "free of a pointer that was not sampled");
+			live[j] = live[--nlive];
+		}
+	}
+	ck_assert_uint_eq(nfree, nw);
+	ck_assert_uint_eq(nlive, 0);
+	/* about (19.2 + 18.4 + 125.8) MB / 64 KiB = 2500 samples, not 440,000 events */
+	ck_assert_uint_gt(nw, 1500);
+	ck_assert_uint_lt(nw, 4000);
+	/* estimates of each site's bytes (small: ~290 samples -> 6 % sd; 20 % is 3 sd) */
+	ck_assert_msg(fabs((double)est[0] / (double)true_small - 1) < 0.2, "small %lu vs %lu",
+		      (unsigned long)est[0], (unsigned long)true_small);
+	ck_assert_msg(fabs((double)est[1] / (double)true_mid - 1) < 0.2, "mid %lu vs %lu",
+		      (unsigned long)est[1], (unsigned long)true_mid);
+	/* 3 MiB blocks at a 64 KiB mean are always sampled, weight = size */
+	ck_assert_uint_eq(est[2], true_big);
+	/* the exact counts per call site */
+	ck_assert_uint_ge(s.nsites_records, 1);
+	ck_assert_uint_eq(s.nsites, 3);
+	for (size_t i = 0; i < s.nsites; i++) {
+		site_calls += s.sites[i].calls;
+		site_bytes += s.sites[i].bytes;
+		ck_assert_uint_ne(s.sites[i].ip, 0);
+	}
+	ck_assert_uint_eq(site_calls, k);
+	ck_assert_uint_eq(site_bytes, true_small + true_mid + true_big);
+	free(live);
+	free(v);
+	free(s.ev);
+}
+END_TEST
+
+/* the same seed gives the same samples (main thread: tid == pid) */
+START_TEST(fixed_seed_repeats)
+{
+	uint64_t sum[2] = { 0 }, n[2] = { 0 };
+
+	for (int run = 0; run < 2; run++) {
+		struct reader r;
+		struct sstream s;
+
+		start(&r, 4096, 777);
+		for (int i = 0; i < 20000; i++)
+			trk_free(site_mid(100 + (size_t)(i % 50)));
+		finish(&r, &s);
+		for (size_t i = 0; i < s.nev; i++)
+			if (s.ev[i].op == WIRE_EV_ALLOC_W) {
+				n[run]++;
+				sum[run] += s.ev[i].size * 1000003u + s.ev[i].weight;
+			}
+		free(s.ev);
+	}
+	ck_assert_uint_gt(n[0], 100);
+	ck_assert_uint_eq(n[0], n[1]);
+	ck_assert_uint_eq(sum[0], sum[1]);
+}
+END_TEST
+
+START_TEST(switch_full_and_back)
+{
+	struct reader r;
+	struct sstream s;
+	uint64_t plain = 0, weighted = 0, frees = 0;
+	void *a[1000];
+
+	start(&r, 1 << 20, 1);
+	/* sampled: 1000 x 64 bytes at 1 MiB is almost never sampled */
+	for (int i = 0; i < 1000; i++)
+		a[i] = site_mid(64);
+	send_sample(r.fd, 0, 0);
+	wait_rate(0);
+	ck_assert_int_eq(trk_smp_filtering(), 0);
+	/* full tracing: every allocation, every free (also of the sampled-era blocks) */
+	for (int i = 0; i < 1000; i++)
+		trk_free(site_mid(80));
+	send_sample(r.fd, 1 << 20, 0);
+	wait_rate(1 << 20);
+	/* sampling again after full tracing: every free is sent, allocations sampled */
+	ck_assert_int_eq(trk_smp_filtering(), 0);
+	for (int i = 0; i < 1000; i++)
+		trk_free(a[i]);
+	for (int i = 0; i < 1000; i++)
+		trk_free(site_mid(96));
+	finish(&r, &s);
+	for (size_t i = 0; i < s.nev; i++) {
+		if (s.ev[i].op == WIRE_EV_ALLOC) {
+			ck_assert_uint_eq(s.ev[i].size, 80);
+			plain++;
+		} else if (s.ev[i].op == WIRE_EV_ALLOC_W) {
+			weighted++;
+		} else if (s.ev[i].op == WIRE_EV_FREE) {
+			frees++;
+		}
+	}
+	ck_assert_uint_eq(plain, 1000);
+	ck_assert_uint_lt(weighted, 20);
+	/* 1000 full-tracing frees + 1000 of the first blocks + 1000 of the last */
+	ck_assert_uint_eq(frees, 3000);
+	free(s.ev);
+}
+END_TEST
+
+/* the set: random inserts and removals against a plain array, with realloc moving blocks */
+START_TEST(set_under_churn)
+{
+	struct reader r;
+	struct sstream s;
+	static void *p[20000];
+	uint64_t freed_sampled = 0, sampled = 0;
+
+	start(&r, 512, 99); /* small mean: most blocks sampled, the set holds thousands */
+	for (int i = 0; i < 20000; i++)
+		p[i] = site_mid(256 + (size_t)(i % 13) * 64);
+	for (int round = 0; round < 5; round++)
+		for (int i = round; i < 20000; i += 5) {
+			p[i] = trk_realloc(p[i], 512 + (size_t)round * 128);
+			ck_assert_ptr_nonnull(p[i]);
+		}
+	for (int i = 0; i < 20000; i++)
+		trk_free(p[i]);
+	finish(&r, &s);
+	/* every sampled block (allocations and realloc results) is freed exactly once */
+	for (size_t i = 0; i < s.nev; i++) {
+		if (s.ev[i].op == WIRE_EV_ALLOC_W)
+			sampled++;
+		else if (s.ev[i].op == WIRE_EV_FREE)
+			freed_sampled++;
+	}
+	ck_assert_uint_gt(sampled, 10000);
+	ck_assert_uint_eq(freed_sampled, sampled);
+	free(s.ev);
+}
+END_TEST
+
+START_TEST(full_session_unchanged)
+{
+	struct reader r;
+	struct sstream s;
+	uint64_t plain = 0, frees = 0;
+
+	start(&r, 0, 0);
+	ck_assert_int_eq(trk_smp_sampling(), 0);
+	for (int i = 0; i < 500; i++)
+		trk_free(site_mid(32));
+	finish(&r, &s);
+	for (size_t i = 0; i < s.nev; i++) {
+		ck_assert_int_ne(s.ev[i].op, WIRE_EV_ALLOC_W);
+		plain += s.ev[i].op == WIRE_EV_ALLOC;
+		frees += s.ev[i].op == WIRE_EV_FREE;
+	}
+	ck_assert_uint_eq(plain, 500);
+	ck_assert_uint_eq(frees, 500);
+	ck_assert_uint_eq(s.nsites_records, 0);
+	free(s.ev);
+}
+END_TEST
+
+/* threads sampling at once: site totals exact, every sampled block freed once */
+struct thr_arg {
+	int n;
+};
+
+static void *thr_main(void *arg)
+{
+	struct thr_arg *a = arg;
+
+	for (int i = 0; i < a->n; i++)
+		trk_free(site_mid(200 + (size_t)(i & 255)));
+	return NULL;
+}
+
+START_TEST(threads)
+{
+	struct reader r;
+	struct sstream s;
+	pthread_t th[4];
+	struct thr_arg a = { .n = 100000 };
+	uint64_t calls = 0, w = 0, f = 0;
+
+	start(&r, 8192, 5);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, thr_main, &a), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	finish(&r, &s);
+	for (size_t i = 0; i < s.nsites; i++)
+		calls += s.sites[i].calls;
+	for (size_t i = 0; i < s.nev; i++) {
+		w += s.ev[i].op == WIRE_EV_ALLOC_W;
+		f += s.ev[i].op == WIRE_EV_FREE;
+	}
+	ck_assert_uint_eq(calls, 4 * 100000);
+	ck_assert_uint_eq(w, f);
+	ck_assert_uint_gt(w, 100);
+	free(s.ev);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sample_track");
+	TCase *tc = tcase_create("sessions");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, sampled_from_start);
+	tcase_add_test(tc, fixed_seed_repeats);
+	tcase_add_test(tc, switch_full_and_back);
+	tcase_add_test(tc, set_under_churn);
+	tcase_add_test(tc, full_session_unchanged);
+	tcase_add_test(tc, threads);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	/* one process: the library's state is per process, sessions follow each other */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

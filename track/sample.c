@@ -1,0 +1,499 @@
+/* track/sample.c - sampling mode: Poisson sampling by bytes, the sampled-pointer set, exact site counts */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs in the target (hooks of any thread, the timer thread, trk_start /
+ * trk_end). Never prints, never allocates through the hooked allocator
+ * (mmap only), keeps errno.
+ *
+ * Sampling by bytes, as jemalloc and tcmalloc do it
+ * -------------------------------------------------
+ * With a mean of R bytes, each thread draws the bytes until its next sample
+ * from an exponential distribution of mean R (xorshift64* per thread, seeded
+ * per thread). An allocation of s bytes takes s from it; the one that
+ * reaches zero is sampled and a new distance is drawn. Sample points then
+ * form a Poisson process over the allocated bytes, so an allocation of s
+ * bytes is sampled with probability p = 1 - exp(-s/R), independent of what
+ * came before, and it is sent with the weight s / p (the bytes it stands
+ * for; weight / s allocations): the unbiased estimate jemalloc's and
+ * tcmalloc's profiles use. Only sampled allocations are unwound and sent
+ * (WIRE_EV_ALLOC_W).
+ *
+ * Frees of sampled pointers only
+ * ------------------------------
+ *   free(p) --> filter[h(p)] == 0 ?  --yes--> not sampled: nothing sent (a few ns)
+ *                     | no (maybe)
+ *                     v
+ *               lock; p in set? --> remove, FREE sent; else nothing sent
+ *
+ * The set holds the live sampled pointers (open addressing, linear probing,
+ * deletion by backward shift, under a spin lock: it changes only at samples
+ * and at their frees, a few thousand times a second at 512K). In front of it
+ * sits a counting filter, 64 Ki one-byte counters indexed by a hash of the
+ * pointer, read without a lock: a counter is raised before the sampled
+ * allocation returns to the program, so any free of that pointer (which the
+ * program orders after the allocation) sees it non-zero. An unsampled free
+ * costs a hash and one byte load from a 64 KiB table; a false "maybe" (about
+ * live samples / 65536 of the frees) costs the lock and a probe.
+ *
+ * When exact frees cannot be promised the filter is switched off
+ * (trk_smp.filter = 0) and every free is sent, as in full tracing: after the
+ * set filled up (SET_MAX live samples), and after sampling was switched on
+ * in a session that had been tracing fully (the blocks allocated then must
+ * be seen freed; nobody knows which of them are still live). The
+ * interpreter ignores frees of pointers it does not know.
+ *
+ * Exact counts per call site
+ * --------------------------
+ * While sampling, every allocation also adds 1 and its size to a per-thread
+ * table keyed by its return address (no unwind): 1024 slots, 8 probes, then
+ * an "other" slot, so the totals stay exact. Only the owner writes its
+ * table (relaxed atomic stores, no lock instruction); the timer thread sends
+ * what changed since its last look as WIRE_REC_SITES every TRK_SMP_SITES_TICKS
+ * ticks and once more before END.
+ */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "track/internal.h"
+
+struct trk_smp_global trk_smp TRK_HIDDEN;
+
+#define FILTER_BITS 16
+#define FILTER_SIZE (1u << FILTER_BITS)
+#define SET_BITS 17
+#define SET_CAP (1u << SET_BITS)	/* 1 MiB of pointers, touched as it fills */
+#define SET_MAX (SET_CAP / 4 * 3)
+#define SITE_PROBES 8
+#define SITES_BUF (32 * 1024)		/* payload bytes of one SITES record at most */
+
+/* The sampled-pointer set and its filter (mmap'd once, kept for later sessions). */
+static struct {
+	atomic_flag lock;
+	uintptr_t *slot;		/* SET_CAP pointers, 0 = empty */
+	_Atomic uint8_t *filter;	/* FILTER_SIZE counters, 255 = stuck (never lowered) */
+	size_t n;
+} pset = { .lock = ATOMIC_FLAG_INIT };
+
+/* Every thread's sampling state, for the timer (pushed once, never removed). */
+static _Atomic(struct trk_smp_thr *) smp_threads;
+static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t sites_buf[SITES_BUF + 4 * WIRE_VARINT_MAX];
+
+static inline uint64_t mix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+static inline uint32_t filter_at(uintptr_t p)
+{
+	return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - FILTER_BITS));
+}
+
+static inline size_t set_at(uintptr_t p)
+{
+	return (size_t)(mix64(p) & (SET_CAP - 1));
+}
+
+static void *map_zero(size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static void set_lock(void)
+{
+	while (atomic_flag_test_and_set_explicit(&pset.lock, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
+static void set_unlock(void)
+{
+	atomic_flag_clear_explicit(&pset.lock, memory_order_release);
+}
+
+/* set_insert - add p (lock held); 0, or -ENOSPC when the set is full. */
+static int set_insert(uintptr_t p)
+{
+	size_t i;
+	uint32_t f;
+
+	if (pset.n >= SET_MAX)
+		return -ENOSPC;
+	for (i = set_at(p); pset.slot[i]; i = (i + 1) & (SET_CAP - 1))
+		if (pset.slot[i] == p)
+			return 0; /* already there (a block the program leaked into reuse) */
+	pset.slot[i] = p;
+	pset.n++;
+	f = filter_at(p);
+	if (atomic_load_explicit(&pset.filter[f], memory_order_relaxed) < 255)
+		atomic_store_explicit(&pset.filter[f],
+				      atomic_load_explicit(&pset.filter[f], memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	return 0;
+}
+
+/* set_take - remove p (lock held); whether it was there. Backward-shift deletion. */
+static bool set_take(uintptr_t p)
+{
+	size_t i, j, home;
+	uint32_t f;
+	uint8_t v;
+
+	for (i = set_at(p);; i = (i + 1) & (SET_CAP - 1)) {
+		if (!pset.slot[i])
+			return false;
+		if (pset.slot[i] == p)
+			break;
+	}
+	/* shift later members of the probe run back over the hole */
+	for (j = (i + 1) & (SET_CAP - 1); pset.slot[j]; j = (j + 1) & (SET_CAP - 1)) {
+		home = set_at(pset.slot[j]);
+		/* the entry at j may move to i when i lies cyclically in [home, j) */
+		if (((j - home) & (SET_CAP - 1)) >= ((j - i) & (SET_CAP - 1))) {
+			pset.slot[i] = pset.slot[j];
+			i = j;
+		}
+	}
+	pset.slot[i] = 0;
+	pset.n--;
+	f = filter_at(p);
+	v = atomic_load_explicit(&pset.filter[f], memory_order_relaxed);
+	if (v && v < 255)
+		atomic_store_explicit(&pset.filter[f], v - 1, memory_order_relaxed);
+	return true;
+}
+
+bool trk_smp_free_sent(const void *ptr)
+{
+	uintptr_t p = (uintptr_t)ptr;
+	bool found;
+
+	if (likely(!atomic_load_explicit(&pset.filter[filter_at(p)], memory_order_relaxed)))
+		return false;
+	set_lock();
+	found = set_take(p);
+	set_unlock();
+	return found;
+}
+
+void trk_smp_keep(const void *ptr)
+{
+	int ret;
+
+	if (!atomic_load_explicit(&trk_smp.filter, memory_order_relaxed))
+		return;
+	set_lock();
+	ret = set_insert((uintptr_t)ptr);
+	set_unlock();
+	if (ret < 0)
+		atomic_store(&trk_smp.filter, 0); /* full: every free is sent from now on */
+}
+
+/* ---- per-thread state ------------------------------------------------------ */
+
+static inline uint64_t rng_next(struct trk_smp_thr *s)
+{
+	uint64_t x = s->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	s->rng = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* draw - bytes until the next sample: exponential with mean rate, at least 1. */
+static int64_t draw(struct trk_smp_thr *s, uint64_t rate)
+{
+	/* u uniform in (0, 1]: 53 random bits, never 0 */
+	double u = (double)((rng_next(s) >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double d = -log(u) * (double)rate;
+
+	if (d < 1)
+		return 1;
+	if (d > (double)INT64_MAX / 2)
+		return INT64_MAX / 2;
+	return (int64_t)d;
+}
+
+static void seed_thread(struct trk_smp_thr *s, uint32_t tid)
+{
+	uint64_t seed = trk_smp.seed;
+
+	/* a fixed seed gives the main thread (tid == pid) the same sequence in every run */
+	if (!seed)
+		seed = trk_now_ns(CLOCK_MONOTONIC) ^ (uintptr_t)s;
+	s->rng = mix64(seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(uint32_t)(tid - (uint32_t)trk_g.pid));
+	if (!s->rng)
+		s->rng = 0x853c49e6748fea9bULL;
+}
+
+static struct trk_smp_thr *thr_new(struct trk_thr *t)
+{
+	struct trk_smp_thr *s = map_zero(sizeof(*s)), *head;
+
+	if (!s)
+		return NULL;
+	head = atomic_load(&smp_threads);
+	do
+		s->next = head;
+	while (!atomic_compare_exchange_weak(&smp_threads, &head, s));
+	t->smp = s;
+	return s;
+}
+
+/* count_site - exact calls and bytes of the call site ra (owner only). */
+static inline void count_site(struct trk_smp_thr *s, const void *ra, size_t size)
+{
+	uintptr_t ip = (uintptr_t)ra - 1;
+	size_t i = (size_t)mix64(ip) & (TRK_SMP_SITES - 1), k;
+	struct trk_smp_site *e = &s->other;
+
+	for (k = 0; k < SITE_PROBES; k++) {
+		struct trk_smp_site *c = &s->site[(i + k) & (TRK_SMP_SITES - 1)];
+		uintptr_t cur = atomic_load_explicit(&c->ip, memory_order_relaxed);
+
+		if (cur == ip) {
+			e = c;
+			break;
+		}
+		if (!cur) {
+			atomic_store_explicit(&c->ip, ip, memory_order_release);
+			e = c;
+			break;
+		}
+	}
+	atomic_store_explicit(&e->calls, atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_store_explicit(&e->bytes,
+			      atomic_load_explicit(&e->bytes, memory_order_relaxed) + size,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->dirty, 1, memory_order_release);
+}
+
+uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void *ra)
+{
+	struct trk_smp_thr *s = t->smp;
+	uint32_t gen = atomic_load_explicit(&trk_smp.gen, memory_order_acquire);
+	double w;
+
+	if (unlikely(!s)) {
+		s = thr_new(t);
+		if (!s) {
+			atomic_fetch_add(&trk_g.dropped, 1);
+			return 0;
+		}
+		s->seed_gen = trk_smp.seed_gen;
+		seed_thread(s, t->tid);
+	}
+	count_site(s, ra, size);
+	if (unlikely(s->gen != gen)) {
+		/* a new rate (or session): a new distance with its mean */
+		s->gen = gen;
+		if (s->seed_gen != trk_smp.seed_gen) {
+			s->seed_gen = trk_smp.seed_gen;
+			seed_thread(s, t->tid);
+		}
+		s->rate = atomic_load_explicit(&trk_smp.rate, memory_order_relaxed);
+		if (!s->rate)
+			return 0;
+		s->left = draw(s, s->rate);
+	}
+	if (likely((uint64_t)s->left > size)) {
+		s->left -= (int64_t)size;
+		return 0;
+	}
+	s->left = draw(s, s->rate);
+	/* weight = size / P(sampled), P = 1 - exp(-size/rate) */
+	w = (double)size / -expm1(-(double)size / (double)s->rate);
+	if (p)
+		trk_smp_keep(p);
+	return w < (double)size ? size : w >= 1.8e19 ? UINT64_MAX / 2 : (uint64_t)(w + 0.5);
+}
+
+/* ---- rate changes ------------------------------------------------------------ */
+
+void trk_smp_set_rate(uint64_t rate, uint64_t seed)
+{
+	uint64_t old = atomic_load(&trk_smp.rate);
+
+	if (seed && seed != trk_smp.seed) {
+		/* the same seed again (the timer reading the start's record) changes nothing */
+		trk_smp.seed = seed;
+		trk_smp.seed_gen++; /* read by the hooks after gen (below) changed */
+		if (rate == old)
+			atomic_fetch_add_explicit(&trk_smp.gen, 1, memory_order_release);
+	}
+	if (rate == old)
+		return; /* e.g. the start's rate read again by the timer */
+	if (rate && !pset.slot) {
+		/* the set could not be mapped (trk_smp_start): sample, but send every free */
+		atomic_store(&trk_smp.filter, 0);
+	} else if (rate && !old && atomic_load(&trk_g.state) == TRK_ON) {
+		/* blocks allocated while tracing fully may be freed later: send every free */
+		atomic_store(&trk_smp.filter, 0);
+	} else if (!rate) {
+		atomic_store(&trk_smp.filter, 0);
+	}
+	atomic_store(&trk_smp.rate, rate);
+	atomic_fetch_add_explicit(&trk_smp.gen, 1, memory_order_release);
+}
+
+int trk_smp_ctl(const uint8_t *p, size_t len)
+{
+	const uint8_t *end = p + len;
+	uint64_t rate, seed = 0;
+
+	if (wire_get_varint(&p, end, &rate) < 0)
+		return -EINVAL;
+	if (p < end && wire_get_varint(&p, end, &seed) < 0)
+		return -EINVAL;
+	trk_smp_set_rate(rate, seed);
+	return 0;
+}
+
+/*
+ * peek_start_rate - heaptap sends WIRE_CTL_SAMPLE right after it accepted
+ * the connection; if it is already there, start sampling with it (the timer
+ * reads the same record again later, which then changes nothing).
+ */
+static void peek_start_rate(int fd)
+{
+	uint8_t b[2 + 2 * WIRE_VARINT_MAX];
+	const uint8_t *p = b + 1;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t len;
+	ssize_t n;
+
+	if (poll(&pfd, 1, TRK_SMP_START_WAIT_MS) <= 0)
+		return;
+	n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 2 || b[0] != WIRE_CTL_SAMPLE)
+		return;
+	if (wire_get_varint(&p, b + n, &len) < 0 || len > (uint64_t)(b + n - p))
+		return;
+	trk_smp_ctl(p, (size_t)len);
+}
+
+void trk_smp_start(int fd)
+{
+	struct trk_smp_thr *s;
+
+	/* a new session starts fully tracing with an empty set, unless heaptap asked already */
+	atomic_store(&trk_smp.rate, 0);
+	atomic_store(&trk_smp.filter, 0);
+	trk_smp.seed = 0;
+	atomic_fetch_add(&trk_smp.gen, 1);
+	if (!pset.slot) {
+		pset.slot = map_zero(SET_CAP * sizeof(*pset.slot));
+		pset.filter = map_zero(FILTER_SIZE);
+		if (!pset.filter && pset.slot) {
+			munmap(pset.slot, SET_CAP * sizeof(*pset.slot));
+			pset.slot = NULL;
+		}
+	}
+	if (pset.slot) {
+		set_lock();
+		memset(pset.slot, 0, SET_CAP * sizeof(*pset.slot));
+		memset((void *)pset.filter, 0, FILTER_SIZE);
+		pset.n = 0;
+		set_unlock();
+		atomic_store(&trk_smp.filter, 1);
+	}
+	/* counts of earlier sessions are not this one's */
+	pthread_mutex_lock(&sites_lock);
+	for (s = atomic_load(&smp_threads); s; s = s->next) {
+		size_t i;
+
+		for (i = 0; i <= TRK_SMP_SITES; i++) {
+			struct trk_smp_site *e = i < TRK_SMP_SITES ? &s->site[i] : &s->other;
+
+			e->sent_calls = atomic_load_explicit(&e->calls, memory_order_relaxed);
+			e->sent_bytes = atomic_load_explicit(&e->bytes, memory_order_relaxed);
+		}
+	}
+	pthread_mutex_unlock(&sites_lock);
+	peek_start_rate(fd);
+	if (!atomic_load(&trk_smp.rate))
+		atomic_store(&trk_smp.filter, 0);
+}
+
+/* ---- sending the site counts --------------------------------------------------- */
+
+/* sites_flush - send the n entries (len bytes) at sites_buf + WIRE_VARINT_MAX as one record. */
+static void sites_flush(size_t *len, uint64_t *n)
+{
+	uint8_t hdr[WIRE_VARINT_MAX];
+	size_t hl;
+
+	if (!*n)
+		return;
+	/* the count goes in front: move the entries up by its length */
+	hl = wire_put_varint(hdr, *n);
+	memmove(sites_buf + hl, sites_buf + WIRE_VARINT_MAX, *len);
+	memcpy(sites_buf, hdr, hl);
+	trk_sock_send(WIRE_REC_SITES, sites_buf, hl + *len);
+	*len = 0;
+	*n = 0;
+}
+
+void trk_smp_send_sites(void)
+{
+	struct trk_smp_thr *s;
+	size_t len = 0;
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&sites_lock);
+	for (s = atomic_load(&smp_threads); s; s = s->next) {
+		size_t i;
+
+		if (!atomic_exchange_explicit(&s->dirty, 0, memory_order_acq_rel))
+			continue;
+		for (i = 0; i <= TRK_SMP_SITES; i++) {
+			struct trk_smp_site *e = i < TRK_SMP_SITES ? &s->site[i] : &s->other;
+			uintptr_t ip = atomic_load_explicit(&e->ip, memory_order_acquire);
+			uint64_t c, b;
+			uint8_t *q;
+
+			if (!ip && i < TRK_SMP_SITES)
+				continue;
+			c = atomic_load_explicit(&e->calls, memory_order_relaxed);
+			b = atomic_load_explicit(&e->bytes, memory_order_relaxed);
+			if (c == e->sent_calls && b == e->sent_bytes)
+				continue;
+			q = sites_buf + WIRE_VARINT_MAX + len;
+			q += wire_put_varint(q, i < TRK_SMP_SITES ? ip : 0);
+			q += wire_put_varint(q, c - e->sent_calls);
+			q += wire_put_varint(q, b - e->sent_bytes);
+			len = (size_t)(q - sites_buf) - WIRE_VARINT_MAX;
+			n++;
+			e->sent_calls = c;
+			e->sent_bytes = b;
+			if (len + 3 * WIRE_VARINT_MAX > SITES_BUF - WIRE_VARINT_MAX)
+				sites_flush(&len, &n);
+		}
+	}
+	sites_flush(&len, &n);
+	pthread_mutex_unlock(&sites_lock);
+}
+
+void trk_smp_tick(void)
+{
+	static unsigned ticks;
+
+	if (++ticks >= TRK_SMP_SITES_TICKS) {
+		ticks = 0;
+		trk_smp_send_sites();
+	}
+}
