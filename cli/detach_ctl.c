@@ -23,7 +23,8 @@
  *   holder -> client   "done code=N end=R allocs=N restored=N left=N out=PATH\n"
  *                      once the session has ended (detach clients only)
  *
- * Only clients of the holder's own uid, or root, are answered (SO_PEERCRED).
+ * Only clients of the holder's own uid, of the target's uid (it may end a
+ * session on its own process) or root are answered (SO_PEERCRED).
  * The holder's thread does no ptrace (the attaching thread must do all of
  * it) and runs with every signal blocked, so heaptap's stop signals still
  * reach the main thread. It sets the command's stop flag; itp_run sees it
@@ -53,6 +54,7 @@ struct cli_ctl {
 	pthread_t thr;
 	int thr_ok;
 	volatile sig_atomic_t *stop;
+	uid_t target_uid; /* its clients may ask too */
 	pthread_mutex_t lock; /* clients[] and their want flags */
 	int clients[CTL_MAX_CLIENTS];
 	int detach[CTL_MAX_CLIENTS]; /* this client asked for a detach: gets the result */
@@ -85,6 +87,24 @@ static int start_time(pid_t pid, unsigned long long *st)
 	if (!p || sscanf(p, " %llu", st) != 1)
 		return -EINVAL;
 	return 0;
+}
+
+/* The real uid of pid, or 0 (root only) when it cannot be read. */
+static uid_t target_uid(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long r = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %lu", &r) == 1)
+			break;
+	fclose(f);
+	return (uid_t)r;
 }
 
 static int ctl_addr(pid_t pid, struct sockaddr_un *a, socklen_t *len)
@@ -177,7 +197,7 @@ static void take_client(struct cli_ctl *c)
 	if (fd < 0)
 		return;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-	    (cred.uid != 0 && cred.uid != geteuid())) {
+	    (cred.uid != 0 && cred.uid != geteuid() && cred.uid != c->target_uid)) {
 		close(fd); /* another user's process: not its business */
 		return;
 	}
@@ -314,6 +334,7 @@ int cli_ctl_open(pid_t pid, volatile sig_atomic_t *stop, struct cli_ctl **out,
 	if (!c)
 		return -ENOMEM;
 	c->stop = stop;
+	c->target_uid = target_uid(pid);
 	c->wake[0] = c->wake[1] = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	for (i = 0; i < CTL_MAX_CLIENTS; i++)
