@@ -214,9 +214,9 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 
 /*
  * Let the target go: detach the stopped thread (registers were already put
- * back by att_inject), delivering any signal that was held while it was
- * stopped, with its siginfo. Idempotent; safe after any failure. Records
- * the pause in the stats.
+ * back by att_inject). Signals that came meanwhile were delivered at once
+ * or stay pending (blocked during the calls). Idempotent; safe after any
+ * failure. Records the pause in the stats.
  */
 void att_release(struct att_ctx *ctx);
 
@@ -229,7 +229,7 @@ struct att_stats {
 	unsigned candidates;	/* of them, candidates */
 	unsigned rejected;	/* threads stopped, unwound and let go as unsafe */
 	unsigned rounds;	/* choice rounds att_seize needed */
-	unsigned held_signals;	/* signals held during the calls and re-delivered at release */
+	unsigned syscall_stops;	/* syscall stops inside our calls (they run under PTRACE_SYSCALL) */
 	unsigned delivered_signals; /* signals that arrived while stopping and were delivered at once */
 	unsigned calls;		/* remote calls made */
 	unsigned eintr_repaired; /* EINTR of an epoll_wait-like call our stop caused, rewound */

@@ -1,21 +1,57 @@
-/* attach/call.c - call a function in the seized thread and get its return value */
+/* attach/call.c - call functions in the seized thread, safe if heaptap dies at any instant */
 /* SPDX-License-Identifier: MIT */
 /*
- * Bracket: att_call_begin() saves registers, XSAVE area and mask, blocks
- * asynchronous signals and saves errno (glibc's errno lives in the thread's
- * TLS; __errno_location() in the target tells where); att_call_end() puts
- * errno, mask and registers back. Between them any number of att_call_raw()
- * calls, each starting from the saved registers with a fresh frame (see
- * arch/x86_64.c) and ending at the SIGSEGV its return to address 0 raises,
- * which is suppressed (never delivered).
+ * Bracket: att_call_begin() saves registers, XSAVE area and mask, writes the
+ * call frame below the thread's stack pointer (arch/x86_64.c: a kernel
+ * signal frame of the thread as it was), maps a scratch page for the
+ * trampoline and the caller's strings, blocks asynchronous signals and
+ * saves errno; att_call_end() unmaps the page and puts errno, mask and
+ * registers back. Between them any number of att_call_raw() calls.
+ *
+ * Why a signal frame: if heaptap is killed while the thread runs our code,
+ * the kernel detaches the thread and it runs on by itself. Every call
+ * therefore returns into code that ends in rt_sigreturn on that frame,
+ * which restores the registers (with the syscall-restart adjustment of
+ * att_arch_resume_regs), the signal mask and the XSAVE state: whatever
+ * instant heaptap dies at, the thread ends up where it was (only the
+ * scratch page stays mapped). While heaptap lives, the thread never gets
+ * that far: the calls run under PTRACE_SYSCALL, and heaptap takes the thread
+ * back at a syscall-exit stop just before the rt_sigreturn:
+ *
+ *   call        returns into                        taken back at
+ *   mmap        libc's sigreturn stub               exit stop of its mmap syscall
+ *   others      the trampoline (scratch page)       exit stop of the trampoline's getpid
+ *   munmap      libc's sigreturn stub               exit stop of its munmap syscall
+ *
+ * The mmap and munmap wrappers make exactly one syscall, whose result is the
+ * call's; the trampoline stores rax in the frame and puts errno back before
+ * its getpid. From an exit stop, the next call's registers or the final
+ * ones (orig_rax -1) are set without the kernel running another syscall,
+ * so no seccomp filter of the target ever sees one of ours but getpid.
+ *
+ * Order of the steps that change the thread, each safe if heaptap dies
+ * right after it: the frame is written (unused stack); the call's registers
+ * are set (the thread would run the call and sigreturn); the mask is
+ * blocked (sigreturn restores it from the frame). At the end: XSAVE area
+ * and mask are put back (sigreturn would set the same), then the registers,
+ * which makes the frame unused.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 
 #include "attach/internal.h"
+
+#ifndef PTRACE_GET_SYSCALL_INFO
+#define PTRACE_GET_SYSCALL_INFO 0x420e
+#endif
+#define SYSCALL_INFO_EXIT 2	/* PTRACE_SYSCALL_INFO_EXIT: op, the first byte of the info */
+#define RET_TRAMP (-1L)		/* run(): the call returns into the trampoline */
 
 static enum att_reason need_stopped(struct att_ctx *ctx)
 {
@@ -24,40 +60,94 @@ static enum att_reason need_stopped(struct att_ctx *ctx)
 	return ATT_OK;
 }
 
-enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
-			     uint64_t *ret)
+/* Is the thread in a syscall-exit stop (not an entry stop)? */
+static bool at_syscall_exit(pid_t tid, const struct user_regs_struct *gp)
+{
+	unsigned char info[128];
+	long n;
+
+	n = ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(info), info);
+	if (n > 0)
+		return info[0] == SYSCALL_INFO_EXIT;
+	return (long)gp->rax != -ENOSYS;	/* kernels before 5.3: entry stops show -ENOSYS */
+}
+
+/* Is this syscall stop the end of the call? */
+static bool is_end(struct att_ctx *ctx, const struct att_thread *thr,
+		   const struct user_regs_struct *gp, long stub_sysno)
+{
+	size_t len, marker_end;
+
+	if (stub_sysno != RET_TRAMP)
+		return (long)gp->orig_rax == stub_sysno && at_syscall_exit(thr->tid, gp);
+	att_arch_tramp(&len, &marker_end);
+	return (long)gp->orig_rax == SYS_getpid && gp->rip == ctx->scratch + marker_end &&
+	       at_syscall_exit(thr->tid, gp);
+}
+
+static enum att_reason set_return(struct att_ctx *ctx, struct att_thread *thr, uint64_t addr)
+{
+	int err;
+
+	if (thr->frame_ret == addr)
+		return ATT_OK;
+	err = att_mem_write(thr->tid, thr->frame.addr, &addr, sizeof(addr));
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write return address at %#" PRIx64,
+				thr->frame.addr);
+	thr->frame_ret = addr;
+	return ATT_OK;
+}
+
+/*
+ * One call of fn(args) from the saved registers on the frame; it returns into
+ * libc's sigreturn stub after one syscall stub_sysno, or into the trampoline
+ * (RET_TRAMP). *ret: the syscall's result, or the function's rax.
+ */
+static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
+			   long stub_sysno, uint64_t *ret)
 {
 	struct att_thread *thr = &ctx->thr;
 	struct user_regs_struct gp = thr->saved.gp;
-	uint64_t slot, zero = ATT_RETURN_ADDR, t0;
 	enum att_reason why = ATT_OK;
 	enum att_event ev;
 	enum att_disp d;
+	uint64_t t0;
 	int status, err;
 
-	if (need_stopped(ctx) || !thr->regs_saved)
+	if (need_stopped(ctx) || !thr->regs_saved || !thr->frame_written)
 		return att_fail(ctx, ATT_E_STATE, 0, "remote call without saved registers");
 	if (nargs > 6)
 		return att_fail(ctx, ATT_E_STATE, 0, "%u arguments, at most 6", nargs);
-	att_arch_setup_call(&gp, fn, args, nargs, &slot);
-	err = att_mem_write(thr->tid, slot, &zero, sizeof(zero));
-	if (err)
-		return att_fail(ctx, ATT_E_MEMORY, -err, "write return address at %#llx",
-				(unsigned long long)slot);
+	why = set_return(ctx, thr, stub_sysno == RET_TRAMP ? ctx->scratch : ctx->fn_sigreturn);
+	if (why)
+		return why;
+	att_arch_setup_call(&gp, fn, args, nargs, thr->frame.addr);
 	if (ptrace(PTRACE_SETREGS, thr->tid, 0, &gp) < 0) {
 		err = errno;
 		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETREGS thread %d", (int)thr->tid);
 	}
+	att_hang(ctx, "callregs");
+	if (!thr->mask_changed) {
+		/* after the call's registers: sigreturn would put the mask back */
+		why = att_mask_block(ctx, thr);
+		if (why)
+			return why;
+		att_hang(ctx, "masked");
+		if (att_fault(ctx, "mask"))
+			return ATT_E_FAULT;
+	}
 	t0 = att_now_ns();
-	/* from the previous call's SIGSEGV stop, data 0 suppresses that signal */
-	if (ptrace(PTRACE_CONT, thr->tid, 0, 0) < 0) {
+	/* data 0 also suppresses the signal of a crash stop we resume from */
+	if (ptrace(PTRACE_SYSCALL, thr->tid, 0, 0) < 0) {
 		err = errno;
 		return att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
-				"PTRACE_CONT thread %d", (int)thr->tid);
+				"PTRACE_SYSCALL thread %d", (int)thr->tid);
 	}
 	thr->state = ATT_TS_CALLING;
 	thr->at_signal_stop = false;
-	do {
+	att_hang(ctx, "resumed");
+	for (;;) {
 		ev = att_wait(ctx, thr, ctx->call_timeout_ms, &status);
 		if (ev == ATT_EV_TIMEOUT && !thr->interrupting) {
 			/* stop it where it is; registers are put back by att_call_end */
@@ -66,24 +156,66 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
 				continue;
 		}
 		d = att_dispatch(ctx, thr, ATT_PH_CALLING, ev, status, &why);
-	} while (d == ATT_D_AGAIN);
+		if (d == ATT_D_AGAIN)
+			continue;
+		if (d != ATT_D_SYSCALL)
+			break;
+		if (ptrace(PTRACE_GETREGS, thr->tid, 0, &gp) < 0) {
+			err = errno;
+			why = att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_GETREGS thread %d", (int)thr->tid);
+			d = ATT_D_FAIL;
+			break;
+		}
+		if (is_end(ctx, thr, &gp, stub_sysno)) {
+			d = ATT_D_DONE;
+			break;
+		}
+		if (thr->interrupting) {
+			/* any ptrace stop consumes a pending PTRACE_INTERRUPT: this is it */
+			why = att_fail(ctx, ATT_E_CALL_TIMEOUT, 0, "thread %d", (int)thr->tid);
+			d = ATT_D_FAIL;
+			break;
+		}
+		ctx->st.syscall_stops++;
+		att_hang(ctx, "sysstop");
+		if (ptrace(PTRACE_SYSCALL, thr->tid, 0, 0) < 0) {
+			err = errno;
+			why = att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
+				       "PTRACE_SYSCALL thread %d", (int)thr->tid);
+			d = ATT_D_FAIL;
+			break;
+		}
+		thr->state = ATT_TS_CALLING;
+	}
 	thr->interrupting = false;
 	ctx->st.call_ns += att_now_ns() - t0;
 	ctx->st.calls++;
 	if (d != ATT_D_DONE)
 		return why;
-	if (ptrace(PTRACE_GETREGS, thr->tid, 0, &gp) < 0) {
-		err = errno;
-		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_GETREGS thread %d", (int)thr->tid);
+	att_hang(ctx, "end");
+	if (stub_sysno != RET_TRAMP) {
+		*ret = att_arch_ret(&gp);
+		return ATT_OK;
 	}
-	*ret = att_arch_ret(&gp);
+	err = att_mem_read(thr->tid, thr->frame.addr + ATT_FRAME_RESULT, ret, sizeof(*ret));
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "read the call's result");
 	return ATT_OK;
+}
+
+enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
+			     uint64_t *ret)
+{
+	if (!ctx->scratch)
+		return att_fail(ctx, ATT_E_STATE, 0, "remote call outside att_call_begin");
+	return run(ctx, fn, args, nargs, RET_TRAMP, ret);
 }
 
 /*
  * Defer the signals that would end heaptap while the target's thread holds
- * our registers (see attach.h): blocked in this thread, they stay pending
- * and arrive once att_call_end() put everything back.
+ * our registers: blocked in this thread, they stay pending and arrive once
+ * att_call_end() put everything back (the thread would survive anyway, but
+ * the scratch page would stay mapped).
  */
 static void defer_own_signals(struct att_ctx *ctx)
 {
@@ -111,13 +243,85 @@ void att_own_signals_restore(struct att_ctx *ctx)
 	ctx->own_mask_saved = false;
 }
 
-enum att_reason att_call_begin(struct att_ctx *ctx)
+/* Build the frame from the saved state and write it below the stack pointer. */
+static enum att_reason write_frame(struct att_ctx *ctx, struct att_thread *thr)
+{
+	int err;
+
+	att_arch_frame_build(&thr->saved, &thr->frame);
+	err = att_mem_write(thr->tid, thr->frame.addr, thr->frame.buf, thr->frame.len);
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write %zu-byte call frame at %#" PRIx64,
+				thr->frame.len, thr->frame.addr);
+	thr->frame_ret = 0;
+	thr->frame_written = true;
+	return ATT_OK;
+}
+
+/* mmap the scratch page (r-x: written through ptrace) and put the trampoline in. */
+static enum att_reason map_scratch(struct att_ctx *ctx, size_t data)
+{
+	const unsigned char *code;
+	size_t size, len, marker_end;
+	uint64_t args[6], ret = 0;
+	enum att_reason why;
+	int err;
+
+	size = (ATT_TRAMP_SPACE + data + 4095) & ~(size_t)4095;
+	args[0] = 0;
+	args[1] = size;
+	args[2] = PROT_READ | PROT_EXEC;
+	args[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	args[4] = (uint64_t)-1;
+	args[5] = 0;
+	why = run(ctx, ctx->fn_mmap, args, 6, SYS_mmap, &ret);
+	if (why)
+		return why;
+	if (ret >= (uint64_t)-4095 || ret == 0)
+		return att_fail(ctx, ATT_E_REMOTE_MMAP, ret ? (int)-(int64_t)ret : 0,
+				"mmap of %zu bytes returned %#" PRIx64, size, ret);
+	ctx->scratch = ret;
+	ctx->scratch_size = size;
+	ctx->st.scratch = ret;
+	if (att_fault(ctx, "scratch"))
+		return ATT_E_FAULT;
+	code = att_arch_tramp(&len, &marker_end);
+	err = att_mem_write(ctx->thr.tid, ctx->scratch, code, len);
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write trampoline at %#" PRIx64, ctx->scratch);
+	return ATT_OK;
+}
+
+/* errno's address and value; from then on the trampoline puts it back after every call. */
+static enum att_reason save_errno(struct att_ctx *ctx, struct att_thread *thr)
+{
+	uint64_t addr = 0, slot[2];
+	enum att_reason why;
+	int32_t value;
+	int err;
+
+	why = att_call_raw(ctx, ctx->fn_errno, NULL, 0, &addr);
+	if (why)
+		return why;
+	err = att_mem_read(thr->tid, addr, &value, sizeof(value));
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "read errno at %#" PRIx64, addr);
+	thr->errno_addr = addr;
+	thr->errno_value = value;
+	thr->errno_saved = true;
+	slot[0] = addr;
+	slot[1] = (uint64_t)(uint32_t)value;
+	err = att_mem_write(thr->tid, thr->frame.addr + ATT_FRAME_ERRNO_ADDR, slot, sizeof(slot));
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write errno slots of the frame");
+	att_hang(ctx, "errno");
+	return ATT_OK;
+}
+
+enum att_reason att_call_begin(struct att_ctx *ctx, size_t data)
 {
 	struct att_thread *thr = &ctx->thr;
 	enum att_reason why;
-	uint64_t addr;
-	int32_t value;
-	int err;
 
 	why = need_stopped(ctx);
 	if (why)
@@ -130,39 +334,61 @@ enum att_reason att_call_begin(struct att_ctx *ctx)
 	defer_own_signals(ctx);
 	if (att_fault(ctx, "regs"))
 		return ATT_E_FAULT;
-	why = att_mask_block(ctx, thr);
-	if (why)
-		return why;
-	if (att_fault(ctx, "mask"))
-		return ATT_E_FAULT;
 	why = att_resolve_funcs(ctx);
 	if (why)
 		return why;
-	why = att_call_raw(ctx, ctx->fn_errno, NULL, 0, &addr);
+	if (!thr->frame_written) {
+		why = write_frame(ctx, thr);
+		if (why)
+			return why;
+	}
+	att_hang(ctx, "saved");
+	if (!ctx->scratch) {
+		why = map_scratch(ctx, data);
+		if (why)
+			return why;
+	}
+	why = save_errno(ctx, thr);
 	if (why)
 		return why;
-	err = att_mem_read(thr->tid, addr, &value, sizeof(value));
-	if (err)
-		return att_fail(ctx, ATT_E_MEMORY, -err, "read errno at %#llx", (unsigned long long)addr);
-	thr->errno_addr = addr;
-	thr->errno_value = value;
-	thr->errno_saved = true;
 	if (att_fault(ctx, "errno"))
 		return ATT_E_FAULT;
 	return ATT_OK;
 }
 
+static void forget(struct att_ctx *ctx, struct att_thread *thr)
+{
+	thr->regs_saved = thr->mask_changed = thr->errno_saved = thr->frame_written = false;
+	ctx->scratch = 0;
+	att_own_signals_restore(ctx);
+}
+
 void att_call_end(struct att_ctx *ctx, enum att_reason *why)
 {
 	struct att_thread *thr = &ctx->thr;
+	uint64_t args[2], ret = 0;
 	enum att_reason r;
 	int err;
 
 	if (thr->state != ATT_TS_STOPPED) {
 		/* gone, or stuck running our code: nothing left to put back */
-		thr->regs_saved = thr->mask_changed = thr->errno_saved = false;
-		att_own_signals_restore(ctx);
+		forget(ctx, thr);
 		return;
+	}
+	if (ctx->scratch && thr->frame_written) {
+		args[0] = ctx->scratch;
+		args[1] = ctx->scratch_size;
+		r = run(ctx, ctx->fn_munmap, args, 2, SYS_munmap, &ret);
+		if (r == ATT_OK && ret != 0)
+			r = att_fail(ctx, ATT_E_REMOTE_MMAP, (int)-(int64_t)ret, "munmap of the scratch page");
+		if (r && *why == ATT_OK)
+			*why = r;
+		if (r == ATT_OK)
+			ctx->scratch = 0;
+		if (thr->state != ATT_TS_STOPPED) {
+			forget(ctx, thr);
+			return;
+		}
 	}
 	if (thr->errno_saved) {
 		err = att_mem_write(thr->tid, thr->errno_addr, &thr->errno_value,
@@ -176,6 +402,8 @@ void att_call_end(struct att_ctx *ctx, enum att_reason *why)
 		*why = r;
 	if (r == ATT_OK) {
 		thr->regs_saved = false;
+		thr->frame_written = false;
+		ctx->scratch = 0;	/* left mapped only if munmap failed */
 		att_own_signals_restore(ctx);
 	}
 }
@@ -185,7 +413,7 @@ enum att_reason att_call(struct att_ctx *ctx, uint64_t fn, const uint64_t *args,
 {
 	enum att_reason why;
 
-	why = att_call_begin(ctx);
+	why = att_call_begin(ctx, 0);
 	if (why == ATT_OK)
 		why = att_call_raw(ctx, fn, args, nargs, ret);
 	att_call_end(ctx, &why);

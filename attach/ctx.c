@@ -24,6 +24,9 @@ struct att_ctx *att_new(pid_t pid)
 	f = getenv("HEAPTAP_FAULT");
 	if (f)
 		snprintf(ctx->fault, sizeof(ctx->fault), "%s", f);
+	f = getenv("HEAPTAP_HANG");
+	if (f)
+		snprintf(ctx->hang, sizeof(ctx->hang), "%s", f);
 	return ctx;
 }
 

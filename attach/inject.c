@@ -5,14 +5,14 @@
  *
  *   stage           make lib visible in the target      -> att_unstage
  *                   (done by att_prepare before the stop when called)
- *   att_call_begin  save regs/xstate/mask/errno, block  -> att_call_end
- *   mmap            scratch page for the strings        -> munmap
- *   write           path, symbol, argument into it
+ *   att_call_begin  save regs/xstate/mask/errno, frame, -> att_call_end (munmap,
+ *                   scratch page, block the mask            errno, mask, regs)
+ *   write           path, symbol, argument into the scratch page
  *   dlopen          (RTLD_NOW)                          (never undone: rule 5)
  *   dlsym           the start function
  *   start(arg)
  *
- * Scratch page layout:  [ target path \0 | start symbol \0 | argument \0 ]
+ * Scratch page layout:  [ trampoline | target path \0 | start symbol \0 | argument \0 ]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,6 +42,8 @@ enum att_reason att_resolve_funcs(struct att_ctx *ctx)
 		why = att_libc_symbol(ctx, "munmap", &ctx->fn_munmap);
 	if (!why)
 		why = att_libc_symbol(ctx, "__errno_location", &ctx->fn_errno);
+	if (!why)
+		why = att_libc_sigreturn(ctx, &ctx->fn_sigreturn);
 	if (why)
 		return why;
 	ctx->fn_dlerror = 0;
@@ -98,7 +100,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 {
 	struct att_inject_result r = { 0 };
 	char tpath[PATH_MAX], err_text[400];
-	size_t lp, ls, la, size;
+	size_t lp, ls, la;
 	uint64_t scratch = 0, ret = 0, args[6];
 	enum att_reason why;
 	char *buf = NULL;
@@ -125,38 +127,18 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 			return why;
 	}
 
-	why = att_call_begin(ctx);
-	if (why)
-		goto out_end;
-
 	lp = strlen(tpath) + 1;
 	ls = strlen(start_symbol) + 1;
 	la = strlen(arg) + 1;
-	size = (lp + ls + la + 4095) & ~(size_t)4095;
-	args[0] = 0;
-	args[1] = size;
-	args[2] = PROT_READ | PROT_WRITE;
-	args[3] = MAP_PRIVATE | MAP_ANONYMOUS;
-	args[4] = (uint64_t)-1;
-	args[5] = 0;
-	why = att_call_raw(ctx, ctx->fn_mmap, args, 6, &ret);
+	why = att_call_begin(ctx, lp + ls + la);
 	if (why)
 		goto out_end;
-	if (ret == (uint64_t)-1 || ret == 0) {
-		why = att_fail(ctx, ATT_E_REMOTE_MMAP, 0, "mmap of %zu bytes returned %#" PRIx64, size, ret);
-		goto out_end;
-	}
-	scratch = ret;
-	ctx->st.scratch = scratch;
-	if (att_fault(ctx, "scratch")) {
-		why = ATT_E_FAULT;
-		goto out_unmap;
-	}
+	scratch = ctx->scratch + ATT_TRAMP_SPACE;
 
 	buf = calloc(1, lp + ls + la);
 	if (!buf) {
 		why = att_fail(ctx, ATT_E_NOMEM, ENOMEM, "scratch buffer");
-		goto out_unmap;
+		goto out_end;
 	}
 	memcpy(buf, tpath, lp);
 	memcpy(buf + lp, start_symbol, ls);
@@ -165,61 +147,51 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 	free(buf);
 	if (err) {
 		why = att_fail(ctx, ATT_E_MEMORY, -err, "write scratch page at %#" PRIx64, scratch);
-		goto out_unmap;
+		goto out_end;
 	}
 	if (att_fault(ctx, "write")) {
 		why = ATT_E_FAULT;
-		goto out_unmap;
+		goto out_end;
 	}
 
 	args[0] = scratch;
 	args[1] = RTLD_NOW_VALUE | (ctx->libc_mode ? GLIBC_RTLD_DLOPEN : 0);
 	why = att_call_raw(ctx, ctx->fn_dlopen, args, 2, &r.handle);
 	if (why)
-		goto out_unmap;
+		goto out_end;
 	if (!r.handle) {
 		remote_dlerror(ctx, err_text, sizeof(err_text));
 		why = att_fail(ctx, ATT_E_DLOPEN, 0, "%s", err_text[0] ? err_text : tpath);
-		goto out_unmap;
+		goto out_end;
 	}
 	if (att_fault(ctx, "dlopen")) {
 		why = ATT_E_FAULT;
-		goto out_unmap;
+		goto out_end;
 	}
 
 	args[0] = r.handle;
 	args[1] = scratch + lp;
 	why = att_call_raw(ctx, ctx->fn_dlsym, args, 2, &r.start_addr);
 	if (why)
-		goto out_unmap;
+		goto out_end;
 	if (!r.start_addr) {
 		remote_dlerror(ctx, err_text, sizeof(err_text));
 		why = att_fail(ctx, ATT_E_DLSYM, 0, "%s", err_text[0] ? err_text : start_symbol);
-		goto out_unmap;
+		goto out_end;
 	}
 	if (att_fault(ctx, "dlsym") || att_fault(ctx, "start")) {
 		why = ATT_E_FAULT;
-		goto out_unmap;
+		goto out_end;
 	}
 
 	args[0] = scratch + lp + ls;
 	why = att_call_raw(ctx, r.start_addr, args, 1, &ret);
 	if (why)
-		goto out_unmap;
+		goto out_end;
 	r.start_ret = (int)(uint32_t)ret;
 	if (r.start_ret != 0)
 		why = att_fail(ctx, ATT_E_START, 0, "%s returned %d", start_symbol, r.start_ret);
 
-out_unmap:
-	if (scratch && ctx->thr.state == ATT_TS_STOPPED) {
-		enum att_reason w;
-
-		args[0] = scratch;
-		args[1] = size;
-		w = att_call_raw(ctx, ctx->fn_munmap, args, 2, &ret);
-		if (w && why == ATT_OK)
-			why = w;
-	}
 out_end:
 	att_call_end(ctx, &why);
 	/* the mapping keeps the file alive; the name can go (rule 8) */

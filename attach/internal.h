@@ -15,7 +15,6 @@
 
 struct elfr_file;
 
-#define ATT_HELD_MAX 8		/* signals held while a thread runs our calls */
 #define ATT_XSTATE_MAX 16384	/* XSAVE area, generous for AMX */
 #define ATT_MAX_CAND 256	/* threads ranked per choice */
 #define ATT_STOP_TIMEOUT_MS 1000
@@ -23,7 +22,15 @@ struct elfr_file;
 #define ATT_SEIZE_ROUNDS 50	/* choice rounds before ATT_E_NO_SAFE_THREAD */
 #define ATT_ROUND_PAUSE_MS 10	/* the target runs this long between rounds */
 #define ATT_MAX_FRAMES 128
-#define ATT_RETURN_ADDR 0UL	/* return address of remote calls: faults with rip 0 */
+/* Remote call frame (arch/x86_64.c), offsets from its address */
+#define ATT_FRAME_UC 8		/* struct ucontext of the rt_sigframe */
+#define ATT_FRAME_INFO 312	/* its siginfo, 128 bytes, which rt_sigreturn does not read: */
+#define ATT_FRAME_RESULT 312	/*   the trampoline stores rax here */
+#define ATT_FRAME_ERRNO_ADDR 320 /*  address of the thread's errno, 0 until known */
+#define ATT_FRAME_ERRNO_VAL 328	/*   errno as it was */
+#define ATT_FRAME_FPMAX (ATT_XSTATE_MAX + 64)
+#define ATT_FRAME_MAX (640 + ATT_FRAME_FPMAX)
+#define ATT_TRAMP_SPACE 64	/* the trampoline's bytes at the start of the scratch mapping */
 
 /* What we know of one thread's ptrace state. */
 enum att_state {
@@ -66,6 +73,13 @@ struct att_regs {
 	unsigned char xstate[ATT_XSTATE_MAX] __attribute__((aligned(64)));
 };
 
+/* The frame a remote call runs on, as written below the thread's stack pointer. */
+struct att_frame {
+	uint64_t addr;			/* rsp at the callee's entry (its return address slot) */
+	size_t len;			/* bytes from addr */
+	unsigned char buf[ATT_FRAME_MAX];
+};
+
 /* One thread of the target. */
 struct att_thread {
 	pid_t tid;
@@ -83,9 +97,10 @@ struct att_thread {
 	int errno_value;
 	int last_sig;			/* signal of the last signal stop */
 	uint64_t fault_addr;		/* si_addr of a crash in a call */
-	unsigned nheld;
-	siginfo_t held[ATT_HELD_MAX];
 	struct att_regs saved;
+	struct att_frame frame;		/* written at the first call, while regs_saved */
+	bool frame_written;
+	uint64_t frame_ret;		/* return address currently in the frame's slot */
 	uint64_t t_interrupt;		/* monotonic ns at PTRACE_INTERRUPT */
 };
 
@@ -153,6 +168,13 @@ struct att_ctx {
 	bool funcs_known;
 	bool libc_mode;			/* __libc_dlopen_mode / __libc_dlsym (glibc < 2.34) */
 	uint64_t fn_dlopen, fn_dlerror, fn_dlsym, fn_mmap, fn_munmap, fn_errno;
+	uint64_t fn_sigreturn;		/* "mov $15, %rax; syscall" in libc's code */
+	/* scratch mapping: trampoline, then strings (call.c) */
+	uint64_t scratch;
+	size_t scratch_size;
+	/* HEAPTAP_HANG=<step>[@N][:kill] (hang.c) */
+	char hang[48];
+	unsigned hang_seen;
 	/* library staged by att_prepare */
 	char prepared_lib[PATH_MAX];
 	char prepared_tpath[PATH_MAX];
@@ -175,6 +197,10 @@ void att_sleep_ms(unsigned ms);
 /* ---- fault.c ---- */
 /* True when HEAPTAP_FAULT names step; records ATT_E_FAULT's detail. */
 bool att_fault(struct att_ctx *ctx, const char *step);
+
+/* ---- hang.c ---- */
+/* HEAPTAP_HANG names step (its Nth time): stop (or kill) heaptap itself here. */
+void att_hang(struct att_ctx *ctx, const char *step);
 
 /* ---- procfs.c ---- */
 /* Read a small /proc file into buf (NUL-terminated). Returns length or -errno. */
@@ -207,6 +233,8 @@ const struct att_map *att_maps_module(const struct att_maps *m, const char *pref
 /* dlopen of the target's libc (or __libc_dlopen_mode: *libc_mode). */
 enum att_reason att_libc_dlopen(struct att_ctx *ctx, uint64_t *addr, bool *libc_mode);
 void att_libc_close(struct att_ctx *ctx);
+/* Address of an rt_sigreturn stub in the target's libc code. */
+enum att_reason att_libc_sigreturn(struct att_ctx *ctx, uint64_t *addr);
 /* Is the ELF file at path native? ATT_OK, ATT_E_EXE or ATT_E_ARCH; what gets text. */
 enum att_reason att_check_exe(const char *path, char *what, size_t cap, int *err);
 
@@ -257,9 +285,18 @@ const struct att_scanned *att_unwind_module(const struct att_ctx *ctx, uint64_t 
 enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6]);
 /* Does the syscall resume through the restart block when interrupted (see arch/x86_64.c)? */
 bool att_arch_uses_restart_block(long sysno, const unsigned long args[6]);
-/* Prepare gp for a call of fn(args) with the return address at *ret_slot. */
+/* Prepare gp for a call of fn(args) on the frame at frame. */
 void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_t *args,
-			 unsigned nargs, uint64_t *ret_slot);
+			 unsigned nargs, uint64_t frame);
+/* Registers a thread stopped with *stop resumes with, orig_rax -1 (see arch/x86_64.c). */
+void att_arch_resume_regs(const struct user_regs_struct *stop, struct user_regs_struct *out,
+			  bool via_sigreturn);
+/* Build the call frame (signal frame of the saved state) below saved->gp.rsp. */
+void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f);
+/* The trampoline's code; *marker_end: offset right after its marker syscall. */
+const unsigned char *att_arch_tramp(size_t *len, size_t *marker_end);
+/* The i-th byte pattern of an rt_sigreturn stub, NULL past the last. */
+const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len);
 uint64_t att_arch_ret(const struct user_regs_struct *gp);
 uint64_t att_arch_pc(const struct user_regs_struct *gp);
 uint64_t att_arch_sp(const struct user_regs_struct *gp);
@@ -269,13 +306,16 @@ const char *att_arch_sysname(long sysno);
 /* Wait for a status of thr up to timeout_ms; classify it. *status raw. */
 enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned timeout_ms, int *status);
 enum att_phase { ATT_PH_STOPPING, ATT_PH_CALLING };
-enum att_disp { ATT_D_DONE, ATT_D_AGAIN, ATT_D_FAIL };
-/* Act on one event in a phase. ATT_D_DONE: reached the awaited stop. */
+enum att_disp { ATT_D_DONE, ATT_D_AGAIN, ATT_D_FAIL, ATT_D_SYSCALL };
+/*
+ * Act on one event in a phase. ATT_D_DONE: reached the awaited stop;
+ * ATT_D_SYSCALL (calling phase): a syscall stop, left for the caller.
+ */
 enum att_disp att_dispatch(struct att_ctx *ctx, struct att_thread *thr, enum att_phase ph,
 			   enum att_event ev, int status, enum att_reason *why);
 
 /* ---- seize.c ---- */
-/* Detach thr (delivering held signals). Safe in any state. */
+/* Put thr's registers back if needed and detach it. Safe in any state. */
 void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr);
 
 /* ---- unwind.c ---- */
@@ -298,11 +338,14 @@ int att_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap);
 /* One remote call; regs must be saved. */
 enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
 			     uint64_t *ret);
-/* Save regs, block the mask, save errno: the state remote calls need. */
-enum att_reason att_call_begin(struct att_ctx *ctx);
+/*
+ * Save regs, map the scratch page (data bytes after the trampoline: at
+ * ctx->scratch + ATT_TRAMP_SPACE), block the mask, save errno.
+ */
+enum att_reason att_call_begin(struct att_ctx *ctx, size_t data);
 /* Unblock heaptap's own signals deferred by att_call_begin (idempotent). */
 void att_own_signals_restore(struct att_ctx *ctx);
-/* Put errno, mask and registers back. Keeps the first failure in *why. */
+/* Unmap the scratch page, put errno, mask and registers back. Keeps the first failure in *why. */
 void att_call_end(struct att_ctx *ctx, enum att_reason *why);
 
 /* ---- inject.c ---- */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attach/internal.h"
@@ -95,6 +96,60 @@ enum att_reason att_libc_dlopen(struct att_ctx *ctx, uint64_t *addr, bool *libc_
 				elfr_strerror(er));
 	*addr = a;
 	*libc_mode = which && strcmp(which, "__libc_dlopen_mode") == 0;
+	return ATT_OK;
+}
+
+/*
+ * An rt_sigreturn stub in libc's code ("mov $15, %rax; syscall", glibc's and
+ * musl's __restore_rt, which is not exported): found by its bytes in the
+ * target's executable mappings of libc, read before anything is stopped.
+ */
+enum att_reason att_libc_sigreturn(struct att_ctx *ctx, uint64_t *addr)
+{
+	enum { CHUNK = 65536, OVERLAP = 16 };
+	const unsigned char *pat;
+	unsigned char *buf = NULL;
+	struct att_maps maps;
+	uint64_t a, n, got = 0;
+	size_t i, plen;
+	unsigned k;
+	const char *task;
+	pid_t who = ctx->pid;
+	void *hit;
+	int ret;
+
+	/* a zombie leader has no memory to read: use the live thread procdir names */
+	task = strstr(ctx->procdir, "/task/");
+	if (task)
+		who = (pid_t)atoi(task + 6);
+	if (!ctx->libc_path[0])
+		return att_fail(ctx, ATT_E_NO_SYMBOL, 0, "libc not located");
+	ret = att_maps_read_at(ctx->procdir, &maps);
+	if (ret)
+		return att_fail(ctx, ret == -ENOENT || ret == -ESRCH ? ATT_E_EXITED : ATT_E_NO_SYMBOL,
+				-ret, "read %s/maps", ctx->procdir);
+	buf = malloc(CHUNK + OVERLAP);
+	for (k = 0; buf && !got && (pat = att_arch_sigreturn_stub(k, &plen)); k++) {
+		for (i = 0; i < maps.n && !got; i++) {
+			const struct att_map *m = &maps.v[i];
+
+			if (m->perms[2] != 'x' || strcmp(m->path, ctx->libc_path) != 0)
+				continue;
+			for (a = m->start; a < m->end && !got; a += CHUNK) {
+				n = m->end - a < CHUNK + OVERLAP ? m->end - a : CHUNK + OVERLAP;
+				if (att_mem_read(who, a, buf, n) < 0)
+					break;
+				hit = memmem(buf, n, pat, plen);
+				if (hit)
+					got = a + (uint64_t)((unsigned char *)hit - buf);
+			}
+		}
+	}
+	free(buf);
+	att_maps_free(&maps);
+	if (!got)
+		return att_fail(ctx, ATT_E_NO_SYMBOL, 0, "no rt_sigreturn stub in %s", ctx->libc_path);
+	*addr = got;
 	return ATT_OK;
 }
 

@@ -8,6 +8,7 @@
  * no xstate) and the signal mask (PTRACE_GETSIGMASK). Put back exactly:
  * rax and orig_rax as they were at the stop make the kernel restart an
  * interrupted syscall on its own (see arch/x86_64.c).
+ * A restore sets them as the thread resumes with them (att_arch_resume_regs).
  */
 #include <elf.h>
 #include <errno.h>
@@ -49,12 +50,33 @@ enum att_reason att_regs_save(struct att_ctx *ctx, struct att_thread *thr)
 	return ATT_OK;
 }
 
+/*
+ * Order matters if heaptap dies in between: XSAVE area and mask first (the
+ * frame's rt_sigreturn would set the same), the registers last. They are
+ * set as the thread resumes with them (att_arch_resume_regs: syscall
+ * restart made explicit, orig_rax -1), which is right from any kind of
+ * stop, the syscall-exit stops our calls end in included.
+ */
 enum att_reason att_regs_restore(struct att_ctx *ctx, struct att_thread *thr)
 {
 	struct iovec iov = { thr->saved.xstate, thr->saved.xstate_len };
+	struct user_regs_struct gp;
 	enum att_reason why = ATT_OK;
 	int err;
 
+	if (thr->regs_saved) {
+		if (thr->saved.xstate_len) {
+			if (ptrace(PTRACE_SETREGSET, thr->tid, (void *)NT_X86_XSTATE, &iov) < 0) {
+				err = errno;
+				return att_fail(ctx, ATT_E_PTRACE, err,
+						"PTRACE_SETREGSET xstate thread %d", (int)thr->tid);
+			}
+		} else if (ptrace(PTRACE_SETFPREGS, thr->tid, 0, &thr->saved.fp) < 0) {
+			err = errno;
+			return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETFPREGS thread %d",
+					(int)thr->tid);
+		}
+	}
 	if (thr->mask_changed) {
 		if (ptrace(PTRACE_SETSIGMASK, thr->tid, (void *)sizeof(thr->saved.mask),
 			   &thr->saved.mask) < 0) {
@@ -67,21 +89,14 @@ enum att_reason att_regs_restore(struct att_ctx *ctx, struct att_thread *thr)
 	}
 	if (!thr->regs_saved)
 		return why;
-	if (ptrace(PTRACE_SETREGS, thr->tid, 0, &thr->saved.gp) < 0) {
+	att_hang(ctx, "restore-fp");
+	att_arch_resume_regs(&thr->saved.gp, &gp, false);
+	if (ptrace(PTRACE_SETREGS, thr->tid, 0, &gp) < 0) {
 		err = errno;
 		return att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
 				"PTRACE_SETREGS thread %d", (int)thr->tid);
 	}
-	if (thr->saved.xstate_len) {
-		if (ptrace(PTRACE_SETREGSET, thr->tid, (void *)NT_X86_XSTATE, &iov) < 0) {
-			err = errno;
-			return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETREGSET xstate thread %d",
-					(int)thr->tid);
-		}
-	} else if (ptrace(PTRACE_SETFPREGS, thr->tid, 0, &thr->saved.fp) < 0) {
-		err = errno;
-		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETFPREGS thread %d", (int)thr->tid);
-	}
+	att_hang(ctx, "restored");
 	return why;
 }
 

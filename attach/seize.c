@@ -20,7 +20,7 @@
 
 #include "attach/internal.h"
 
-#define ERESTARTSYS 512
+#define ERESTARTSYS 512	/* for check_stop_regs */
 #define ERESTARTNOINTR 513
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
@@ -47,18 +47,9 @@ static enum att_reason await_stop(struct att_ctx *ctx, struct att_thread *thr, u
 	return d == ATT_D_DONE ? ATT_OK : why;
 }
 
-/* Put a queued-up signal back on the thread (it stays pending until delivered). */
-static void requeue(struct att_ctx *ctx, struct att_thread *thr, siginfo_t *si)
-{
-	if (syscall(SYS_rt_tgsigqueueinfo, ctx->pid, thr->tid, si->si_signo, si) < 0)
-		syscall(SYS_tgkill, ctx->pid, thr->tid, si->si_signo);	/* loses si_value */
-}
-
 void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr)
 {
 	enum att_reason why;
-	unsigned i, first = 0;
-	long sig = 0;
 
 	if (thr->state == ATT_TS_UNTRACED || thr->state == ATT_TS_GONE)
 		return;
@@ -76,22 +67,8 @@ void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr)
 		why = ATT_OK;
 		att_call_end(ctx, &why);
 	}
-	/*
-	 * Held signals: injection on restart only works from a
-	 * signal-delivery-stop (ptrace(2), "Signal injection and
-	 * suppression"), where SETSIGINFO makes it exact. Others are queued
-	 * back with rt_tgsigqueueinfo, which keeps si_value for sigqueue's
-	 * SI_QUEUE and tgkill's SI_TKILL codes.
-	 */
-	if (thr->nheld && thr->at_signal_stop &&
-	    ptrace(PTRACE_SETSIGINFO, thr->tid, 0, &thr->held[0]) == 0) {
-		sig = thr->held[0].si_signo;
-		first = 1;
-	}
-	for (i = first; i < thr->nheld; i++)
-		requeue(ctx, thr, &thr->held[i]);
-	thr->nheld = 0;
-	if (ptrace(PTRACE_DETACH, thr->tid, 0, (void *)sig) < 0 && errno != ESRCH) {
+	/* data 0: a crash stop's signal is not delivered */
+	if (ptrace(PTRACE_DETACH, thr->tid, 0, 0) < 0 && errno != ESRCH) {
 		att_fail(ctx, ATT_E_PTRACE, errno, "PTRACE_DETACH thread %d", (int)thr->tid);
 		return;
 	}
@@ -254,6 +231,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 	}
 	t1 = att_now_ns();
 	ctx->st.stop_ns = t1 - t0;
+	att_hang(ctx, "stopped");
 	if (att_fault(ctx, "interrupt")) {
 		*why = ATT_E_FAULT;
 		goto out_detach_fatal;

@@ -12,19 +12,19 @@
  *     frame and lets that thread go. A group-stop means the process is
  *     being stopped by job control: we give up and leave it stopped.
  *
- *   CALLING (our function runs): we await the SIGSEGV at the return
- *     address. Asynchronous signals are blocked, so only SIGSTOP (not
- *     blockable) can still arrive: it is held (siginfo saved, not delivered
- *     now) and delivered at release. A group-stop is let pass and marked:
- *     the kernel puts the thread back into the stop when we detach
- *     (__ptrace_unlink re-arms JOBCTL_STOP_PENDING). A synchronous signal
- *     at another address is a crash of the call.
+ *   CALLING (our function runs, resumed with PTRACE_SYSCALL): syscall
+ *     stops go back to the caller (call.c), which knows where the call ends.
+ *     Asynchronous signals are blocked, so only SIGSTOP (not blockable) can
+ *     still arrive: it is delivered at once, like any other (heaptap keeps
+ *     nothing a kill would lose). The group-stop it starts is let pass for
+ *     our thread: the kernel puts it back into the stop when we detach
+ *     (__ptrace_unlink re-arms JOBCTL_STOP_PENDING). A synchronous signal is
+ *     a crash of the call.
  */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,24 +97,22 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 	return ATT_EV_SIGNAL_STOP;
 }
 
-/* Resume thr with sig; ESRCH means it is gone. */
-static int resume(struct att_thread *thr, int sig)
+/* Resume thr with sig (PTRACE_CONT, or PTRACE_SYSCALL during calls); ESRCH means it is gone. */
+static int resume_req(struct att_thread *thr, int req, int sig)
 {
-	if (ptrace(PTRACE_CONT, thr->tid, 0, (void *)(long)sig) < 0)
+	if (ptrace(req, thr->tid, 0, (void *)(long)sig) < 0)
 		return -errno;
 	return 0;
 }
 
-/* Keep a signal for release; when full, queue it back now (it stays pending, blocked). */
-static void hold(struct att_ctx *ctx, struct att_thread *thr, const siginfo_t *si)
+static int resume(struct att_thread *thr, int sig)
 {
-	if (thr->nheld < ATT_HELD_MAX) {
-		thr->held[thr->nheld++] = *si;
-		ctx->st.held_signals++;
-		return;
-	}
-	if (syscall(SYS_rt_tgsigqueueinfo, ctx->pid, thr->tid, si->si_signo, si) < 0)
-		syscall(SYS_tgkill, ctx->pid, thr->tid, si->si_signo);
+	return resume_req(thr, PTRACE_CONT, sig);
+}
+
+static int resume_sys(struct att_thread *thr, int sig)
+{
+	return resume_req(thr, PTRACE_SYSCALL, sig);
 }
 
 static enum att_disp gone(struct att_ctx *ctx, struct att_thread *thr, enum att_reason *why)
@@ -154,6 +152,13 @@ static enum att_disp disp_stopping(struct att_ctx *ctx, struct att_thread *thr, 
 		*why = att_fail(ctx, ATT_E_EXEC, 0, "thread %d", (int)thr->tid);
 		return ATT_D_FAIL;
 	case ATT_EV_SYSCALL_STOP:
+		/*
+		 * Only a thread resumed by a call (PTRACE_SYSCALL) has these, and
+		 * the stop consumed our PTRACE_INTERRUPT: it is the stop we wait for.
+		 */
+		thr->state = ATT_TS_STOPPED;
+		thr->at_signal_stop = false;
+		return ATT_D_DONE;
 	case ATT_EV_OTHER_EVENT:
 		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
 	case ATT_EV_EXITED:
@@ -176,15 +181,13 @@ static enum att_disp disp_calling(struct att_ctx *ctx, struct att_thread *thr, e
 
 	switch (ev) {
 	case ATT_EV_SIGNAL_STOP:
-		memset(&si, 0, sizeof(si));
-		if (ptrace(PTRACE_GETSIGINFO, thr->tid, 0, &si) < 0 ||
-		    ptrace(PTRACE_GETREGS, thr->tid, 0, &gp) < 0)
-			return gone(ctx, thr, why);
 		if (is_sync_signal(sig)) {
+			memset(&si, 0, sizeof(si));
+			if (ptrace(PTRACE_GETSIGINFO, thr->tid, 0, &si) < 0 ||
+			    ptrace(PTRACE_GETREGS, thr->tid, 0, &gp) < 0)
+				return gone(ctx, thr, why);
 			thr->state = ATT_TS_STOPPED;
 			thr->at_signal_stop = true;
-			if (sig == SIGSEGV && att_arch_pc(&gp) == ATT_RETURN_ADDR)
-				return ATT_D_DONE;
 			thr->last_sig = sig;
 			thr->fault_addr = att_arch_pc(&gp);
 			ctx->failed_tid = thr->tid;
@@ -193,11 +196,12 @@ static enum att_disp disp_calling(struct att_ctx *ctx, struct att_thread *thr, e
 					si.si_addr);
 			return ATT_D_FAIL;
 		}
-		hold(ctx, thr, &si);
-		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+		/* deliver now, exactly once, siginfo unchanged (see file header) */
+		ctx->st.delivered_signals++;
+		return resume_sys(thr, sig) ? gone(ctx, thr, why) : ATT_D_AGAIN;
 	case ATT_EV_GROUP_STOP:
 		thr->group_stop_seen = true;
-		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+		return resume_sys(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
 	case ATT_EV_INTERRUPT_STOP:
 		if (thr->interrupting) {
 			/* the call hung and we stopped it: back in our hands, mid-call */
@@ -207,10 +211,13 @@ static enum att_disp disp_calling(struct att_ctx *ctx, struct att_thread *thr, e
 			*why = att_fail(ctx, ATT_E_CALL_TIMEOUT, 0, "thread %d", (int)thr->tid);
 			return ATT_D_FAIL;
 		}
-		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+		return resume_sys(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
 	case ATT_EV_SYSCALL_STOP:
+		thr->state = ATT_TS_STOPPED;
+		thr->at_signal_stop = false;
+		return ATT_D_SYSCALL;
 	case ATT_EV_OTHER_EVENT:
-		return resume(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
+		return resume_sys(thr, 0) ? gone(ctx, thr, why) : ATT_D_AGAIN;
 	case ATT_EV_EXEC:
 		/* the old program is gone: its saved registers mean nothing now */
 		thr->state = ATT_TS_STOPPED;

@@ -1,5 +1,7 @@
 /* attach/arch/x86_64.c - x86-64 specifics: syscall classes, call frames, registers */
 /* SPDX-License-Identifier: MIT */
+#include <cpuid.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -125,34 +127,36 @@ const char *att_arch_sysname(long sysno)
 }
 
 /*
- * Call frame, built below the thread's red zone (SysV ABI: 128 bytes below
- * rsp belong to the leaf function that was running):
+ * Every remote call runs on a frame that also holds a kernel signal frame
+ * (struct rt_sigframe) describing the thread as it was at the stop, so that
+ * the call ends in an rt_sigreturn that puts the thread back by itself if
+ * heaptap is gone (killed) at any instant:
  *
- *   old rsp ->  | ...                 |
- *               | red zone, 128 B     |  untouched
- *               | slack, 256 B        |
- *   aligned ->  +---------------------+  16-byte aligned
- *   new rsp ->  | return address (0)  |  as if "call fn" had pushed it
+ *   old rsp ->  | ...                        |
+ *               | red zone, 128 B            |  untouched (the interrupted leaf's)
+ *               | slack, 256 B               |
+ *               | fpstate (XSAVE image), 64-byte aligned, + FP_XSTATE_MAGIC2
+ *               | siginfo, 128 B             |  unused by rt_sigreturn; our result
+ *               |                            |  and errno slots live here
+ *               | ucontext, 304 B            |  registers, mask, fpstate pointer
+ *   frame ->    | return address             |  trampoline or libc's sigreturn
+ *                                               stub; rsp at the callee's entry
  *
- * At fn's first instruction rsp + 8 is 16-byte aligned, as after a call.
- * Returning jumps to address 0: a SIGSEGV with rip 0 that we catch in its
- * signal-delivery-stop and never deliver. orig_rax = -1 keeps the kernel
- * from treating the stop as a syscall to restart into our call; rax = 0
- * tells a variadic callee no vector registers carry arguments; DF is
- * cleared as the ABI requires at a call; TF is cleared.
+ * The callee returns into it with rsp at the ucontext, which is where
+ * rt_sigreturn looks for its frame (rsp - 8). frame + 8 is 16-byte aligned,
+ * as after a call. orig_rax = -1 keeps the kernel from treating our resume
+ * as a syscall to restart into our call; rax = 0 tells a variadic callee no
+ * vector registers carry arguments; DF is cleared as the ABI requires at a
+ * call; TF is cleared.
  */
 void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_t *args,
-			 unsigned nargs, uint64_t *ret_slot)
+			 unsigned nargs, uint64_t frame)
 {
 	uint64_t a[6] = { 0 };
-	uint64_t sp;
 
 	if (args && nargs)
 		memcpy(a, args, (nargs > 6 ? 6 : nargs) * sizeof(a[0]));
-	sp = (gp->rsp - 128 - 256) & ~(uint64_t)15;
-	sp -= 8;
-	*ret_slot = sp;
-	gp->rsp = sp;
+	gp->rsp = frame;
 	gp->rip = fn;
 	gp->rdi = a[0];
 	gp->rsi = a[1];
@@ -163,6 +167,240 @@ void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_
 	gp->rax = 0;
 	gp->orig_rax = (unsigned long long)-1;
 	gp->eflags &= ~((1ULL << 10) | (1ULL << 8));	/* DF, TF */
+}
+
+#define ERESTARTSYS 512
+#define ERESTARTNOINTR 513
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
+
+/*
+ * The registers a thread resumes with from a stop, made explicit: what the
+ * kernel's exit path does for a syscall interrupted without a handler
+ * (arch/x86/kernel/signal.c): -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND
+ * re-issue the syscall (rax = orig_rax, rip back over the 2-byte syscall
+ * instruction); -ERESTART_RESTARTBLOCK issues restart_syscall, which
+ * continues from the thread's restart block (the remaining sleep). With
+ * orig_rax = -1 the kernel then does nothing more, whichever stop the
+ * thread leaves from (interrupt, signal or syscall-exit stop).
+ *
+ * via_sigreturn: the state rt_sigreturn restores if heaptap dies. rt_sigreturn
+ * resets the restart block (restart_syscall would return EINTR), so an
+ * -ERESTART_RESTARTBLOCK syscall is re-issued with its own arguments instead:
+ * a relative sleep starts over (sleeps longer, never EINTR). A thread already
+ * in restart_syscall cannot be re-issued: it gets EINTR (choose.c never picks
+ * one: restart_syscall is not in the table above).
+ */
+void att_arch_resume_regs(const struct user_regs_struct *stop, struct user_regs_struct *out,
+			  bool via_sigreturn)
+{
+	long rax = (long)stop->rax;
+
+	*out = *stop;
+	out->orig_rax = (unsigned long long)-1;
+	if ((long)stop->orig_rax < 0)
+		return;
+	switch (rax) {
+	case -ERESTARTSYS:
+	case -ERESTARTNOINTR:
+	case -ERESTARTNOHAND:
+		out->rax = stop->orig_rax;
+		out->rip -= 2;
+		break;
+	case -ERESTART_RESTARTBLOCK:
+		if (!via_sigreturn) {
+			out->rax = SYS_restart_syscall;
+			out->rip -= 2;
+		} else if ((long)stop->orig_rax != SYS_restart_syscall) {
+			out->rax = stop->orig_rax;
+			out->rip -= 2;
+		} else {
+			out->rax = (unsigned long long)-4;	/* -EINTR */
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* Kernel layouts (arch/x86/include/uapi/asm/sigcontext.h, asm-generic/ucontext.h). */
+struct k_sigcontext {
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2;
+	uint64_t fpstate;
+	uint64_t reserved1[8];
+};
+
+struct k_ucontext {
+	uint64_t uc_flags;
+	uint64_t uc_link;
+	uint64_t ss_sp;		/* stack_t uc_stack */
+	int32_t ss_flags;
+	int32_t ss_pad;
+	uint64_t ss_size;
+	struct k_sigcontext mc;
+	uint64_t sigmask;
+};
+
+_Static_assert(sizeof(struct k_sigcontext) == 256, "sigcontext layout");
+_Static_assert(sizeof(struct k_ucontext) == 304, "ucontext layout");
+_Static_assert(offsetof(struct k_ucontext, mc) == 40, "ucontext layout");
+_Static_assert(ATT_FRAME_UC == 8 && ATT_FRAME_INFO == 8 + 304, "frame layout");
+
+#define UC_FP_XSTATE 0x1
+#define UC_SIGCONTEXT_SS 0x2
+#define UC_STRICT_RESTORE_SS 0x4
+#define FP_XSTATE_MAGIC1 0x46505853U
+#define FP_XSTATE_MAGIC2 0x46505845U
+#define XFEATURE_XTILEDATA 18
+
+/*
+ * The XSAVE image for the frame: NT_X86_XSTATE gives the standard
+ * (uncompacted) layout with XCR0 in the first word of the software area
+ * (bytes 464..511); rt_sigreturn wants struct _fpx_sw_bytes there instead
+ * (magic1, extended size, features, size) and magic2 right after the image,
+ * else it restores x87/SSE only (fpu/signal.c: check_xstate_in_sigframe).
+ * The size must not exceed the thread's own: on a CPU with AMX a thread
+ * that never asked for it has no room for XTILEDATA, so an image that does
+ * not use it stops before it.
+ */
+static size_t put_fpstate(const struct att_regs *saved, unsigned char *out)
+{
+	uint64_t xcr0, bv;
+	uint32_t sw[12] = { 0 }, magic2 = FP_XSTATE_MAGIC2, size;
+	unsigned a = 0, b = 0, c = 0, d = 0;
+
+	if (!saved->xstate_len) {
+		memcpy(out, &saved->fp, sizeof(saved->fp));	/* fxsave image, no magic: FP/SSE only */
+		return sizeof(saved->fp);
+	}
+	memcpy(out, saved->xstate, saved->xstate_len);
+	memcpy(&xcr0, saved->xstate + 464, sizeof(xcr0));
+	memcpy(&bv, saved->xstate + 512, sizeof(bv));
+	size = (uint32_t)saved->xstate_len;
+	if ((xcr0 & (1ULL << XFEATURE_XTILEDATA)) && !(bv & (1ULL << XFEATURE_XTILEDATA))) {
+		__cpuid_count(0xd, XFEATURE_XTILEDATA, a, b, c, d);
+		if (b >= 576 && b < size) {
+			size = b;
+			xcr0 &= ~(1ULL << XFEATURE_XTILEDATA);
+		}
+	}
+	sw[0] = FP_XSTATE_MAGIC1;
+	sw[1] = size + (uint32_t)sizeof(magic2);
+	memcpy(&sw[2], &xcr0, sizeof(xcr0));
+	sw[4] = size;
+	memcpy(out + 464, sw, sizeof(sw));
+	memcpy(out + size, &magic2, sizeof(magic2));
+	(void)c;
+	(void)d;
+	return size + sizeof(magic2);
+}
+
+void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f)
+{
+	const struct user_regs_struct *g = &saved->gp;
+	struct user_regs_struct r;
+	struct k_ucontext uc;
+	unsigned char *fp_img = f->buf + sizeof(f->buf) - ATT_FRAME_FPMAX;
+	uint64_t top, fpaddr, base;
+	size_t fplen;
+
+	fplen = put_fpstate(saved, fp_img);
+	top = (g->rsp - 128 - 256) & ~(uint64_t)63;
+	fpaddr = (top - fplen) & ~(uint64_t)63;
+	base = (fpaddr - (ATT_FRAME_INFO + 128 - 8)) & ~(uint64_t)15;	/* frame + 8 */
+	f->addr = base - 8;
+	f->len = (size_t)(fpaddr + fplen - f->addr);
+	memset(f->buf, 0, (size_t)(fpaddr - f->addr));
+	memmove(f->buf + (fpaddr - f->addr), fp_img, fplen);
+
+	att_arch_resume_regs(g, &r, true);
+	memset(&uc, 0, sizeof(uc));
+	uc.uc_flags = UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	/*
+	 * rt_sigreturn also sets the alternate signal stack from uc_stack; a
+	 * mode that is neither 0, SS_ONSTACK nor SS_DISABLE makes that fail
+	 * with EINVAL, which it ignores: the thread's own stays as it is.
+	 */
+	uc.ss_flags = 3;
+	uc.mc.r8 = r.r8;
+	uc.mc.r9 = r.r9;
+	uc.mc.r10 = r.r10;
+	uc.mc.r11 = r.r11;
+	uc.mc.r12 = r.r12;
+	uc.mc.r13 = r.r13;
+	uc.mc.r14 = r.r14;
+	uc.mc.r15 = r.r15;
+	uc.mc.rdi = r.rdi;
+	uc.mc.rsi = r.rsi;
+	uc.mc.rbp = r.rbp;
+	uc.mc.rbx = r.rbx;
+	uc.mc.rdx = r.rdx;
+	uc.mc.rax = r.rax;
+	uc.mc.rcx = r.rcx;
+	uc.mc.rsp = r.rsp;
+	uc.mc.rip = r.rip;
+	uc.mc.eflags = r.eflags;
+	uc.mc.cs = (uint16_t)r.cs;
+	uc.mc.ss = (uint16_t)r.ss;
+	uc.mc.fpstate = fpaddr;
+	uc.sigmask = saved->mask;
+	memcpy(f->buf + ATT_FRAME_UC, &uc, sizeof(uc));
+}
+
+/*
+ * The trampoline a remote call returns into, at the start of the scratch
+ * mapping; rsp points at the frame's ucontext. It stores rax in the
+ * frame, puts errno back (when its address is known), makes a getpid
+ * syscall whose exit stop is where heaptap takes the thread back (it never
+ * lets it go further), and, when heaptap is gone and nobody stops it
+ * there, an rt_sigreturn that puts the thread back as it was.
+ */
+static const unsigned char tramp[] = {
+	0x48, 0x89, 0x84, 0x24, 0x30, 0x01, 0x00, 0x00,	/* mov %rax, 0x130(%rsp)  result */
+	0x48, 0x8b, 0x94, 0x24, 0x38, 0x01, 0x00, 0x00,	/* mov 0x138(%rsp), %rdx  &errno */
+	0x48, 0x85, 0xd2,				/* test %rdx, %rdx */
+	0x74, 0x09,					/* je 1f */
+	0x8b, 0x8c, 0x24, 0x40, 0x01, 0x00, 0x00,	/* mov 0x140(%rsp), %ecx  errno */
+	0x89, 0x0a,					/* mov %ecx, (%rdx) */
+	0xb8, 0x27, 0x00, 0x00, 0x00,			/* 1: mov $SYS_getpid, %eax */
+	0x0f, 0x05,					/* syscall                 marker */
+	0xb8, 0x0f, 0x00, 0x00, 0x00,			/* mov $SYS_rt_sigreturn, %eax */
+	0x0f, 0x05,					/* syscall */
+	0x0f, 0x0b,					/* ud2 */
+};
+
+_Static_assert(ATT_FRAME_RESULT - 8 == 0x130 && ATT_FRAME_ERRNO_ADDR - 8 == 0x138 &&
+	       ATT_FRAME_ERRNO_VAL - 8 == 0x140, "trampoline offsets");
+
+const unsigned char *att_arch_tramp(size_t *len, size_t *marker_end)
+{
+	*len = sizeof(tramp);
+	*marker_end = 37;
+	return tramp;
+}
+
+/*
+ * "mov $15, %rax; syscall" (glibc's and musl's __restore_rt) or
+ * "mov $15, %eax; syscall": where a call returns when there is no
+ * trampoline yet (mmap) or any more (munmap).
+ */
+const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len)
+{
+	static const unsigned char a[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	static const unsigned char b[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+
+	if (i == 0) {
+		*len = sizeof(a);
+		return a;
+	}
+	if (i == 1) {
+		*len = sizeof(b);
+		return b;
+	}
+	return NULL;
 }
 
 uint64_t att_arch_ret(const struct user_regs_struct *gp)

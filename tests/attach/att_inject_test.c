@@ -118,6 +118,10 @@ int main(int argc, char **argv)
 		ret = case_defer_signals();
 	else if (!strcmp(c, "zombie-leader"))
 		ret = case_zombie_leader();
+	else if (!strncmp(c, "killed-steps-", 13))
+		ret = case_killed_steps(c + 13);
+	else if (!strcmp(c, "killed-random"))
+		ret = case_killed_random();
 	else if (!strcmp(c, "namespace"))
 		ret = case_namespace(NULL);
 	else if (!strcmp(c, "namespace-fault-stage"))

@@ -90,5 +90,7 @@ int case_bad_call(const char *which);
 int case_stop_in_call(const char *which);
 int case_fault(const char *step);
 int case_namespace(const char *fault);
+int case_killed_steps(const char *role);
+int case_killed_random(void);
 
 #endif /* HEAPTAP_TESTS_ATTACH_HARNESS_H */

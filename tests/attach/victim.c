@@ -18,7 +18,10 @@
  *   inalloc   blocked in read() inside a function named like an allocator
  *             (victim_malloc_wait): must never be hijacked
  * Every EINTR any loop sees is counted (epoll separately), as are signals
- * out of sequence, wrong si_code/si_pid, and register corruption.
+ * out of sequence, wrong si_code/si_pid, register corruption, and a signal
+ * mask that changed under a looping thread (checked every lap), and any
+ * other failure of a blocking call (syserr: e.g. errno 512 if a syscall
+ * restart went wrong).
  *
  * Output: "ready pid=P main=T reader=T ... avx=0|1" on start, then one line
  * per command: "pong k=v ..." for ping (after letting in-flight signals
@@ -50,7 +53,7 @@ static const char *const role_name[R_COUNT] = {
 
 static _Atomic long max_gap_ns[R_COUNT];
 static _Atomic int tids[R_COUNT];
-static _Atomic int eintr_count, epoll_eintr, reg_bad, seq_err, info_bad;
+static _Atomic int eintr_count, epoll_eintr, reg_bad, seq_err, info_bad, mask_bad, sys_bad;
 static _Atomic long sent, received;
 static _Atomic int pause_send, send_paused;
 static volatile long last_seq;	/* only touched by the handler (one thread) */
@@ -69,13 +72,38 @@ static long now_ns(void)
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* Each looping thread's signal mask as it set it; checked every lap. */
+static __thread sigset_t my_mask;
+static __thread int my_mask_known;
+
 static void lap(enum role r, long *last)
 {
 	long t = now_ns(), gap = t - *last;
+	sigset_t cur;
+
+	memset(&cur, 0, sizeof(cur));	/* the kernel fills only its 64 bits */
+	if (pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0) {
+		if (!my_mask_known) {
+			my_mask = cur;
+			my_mask_known = 1;
+		} else if (memcmp(&cur, &my_mask, sizeof(cur)) != 0) {
+			atomic_fetch_add(&mask_bad, 1);
+			my_mask = cur;
+		}
+	}
 
 	if (*last && gap > atomic_load(&max_gap_ns[r]))
 		atomic_store(&max_gap_ns[r], gap);
 	*last = t;
+}
+
+/* A blocking call failed with e: EINTR is counted apart, anything else is a bad return. */
+static void failed_with(int e)
+{
+	if (e == EINTR)
+		atomic_fetch_add(&eintr_count, 1);
+	else
+		atomic_fetch_add(&sys_bad, 1);
 }
 
 static void hello(enum role r)
@@ -93,8 +121,8 @@ static void *reader(void *a)
 	hello(R_READER);
 	for (;;) {
 		n = read(pipe_reader[0], &c, 1);
-		if (n < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr_count, 1);
+		if (n < 0)
+			failed_with(errno);
 		lap(R_READER, &last);
 	}
 	return NULL;
@@ -108,8 +136,8 @@ static void *sleeper(void *a)
 	(void)a;
 	hello(R_SLEEPER);
 	for (;;) {
-		if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr_count, 1);
+		if (nanosleep(&ts, NULL) < 0)
+			failed_with(errno);
 		lap(R_SLEEPER, &last);
 	}
 	return NULL;
@@ -132,8 +160,8 @@ static void *ticker(void *a)
 			next.tv_sec++;
 		}
 		rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
-		if (rc == EINTR)
-			atomic_fetch_add(&eintr_count, 1);
+		if (rc)
+			failed_with(rc);
 		lap(R_TICKER, &last);
 		if (write(pipe_reader[1], "t", 1) < 0 && errno == EINTR)
 			atomic_fetch_add(&eintr_count, 1);
@@ -188,6 +216,8 @@ static void *epoller(void *a)
 		n = epoll_wait(ep, &out, 1, 10);
 		if (n < 0 && errno == EINTR)
 			atomic_fetch_add(&epoll_eintr, 1);
+		else if (n < 0)
+			atomic_fetch_add(&sys_bad, 1);
 		if (n > 0 && read(pipe_epoll[0], buf, sizeof(buf)) < 0 && errno == EINTR)
 			atomic_fetch_add(&eintr_count, 1);
 		lap(R_EPOLL, &last);
@@ -326,8 +356,8 @@ static void *sigrecv(void *a)
 	sigaddset(&set, sig_rt);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	for (;;) {
-		if (read(pipe_sig[0], &c, 1) < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr_count, 1);
+		if (read(pipe_sig[0], &c, 1) < 0)
+			failed_with(errno);
 		lap(R_SIGRECV, &last);
 	}
 	return NULL;
@@ -407,10 +437,12 @@ static void ping(void)
 	while (atomic_load(&received) < atomic_load(&sent) && now_ns() - t0 < 2000000000L)
 		usleep(1000);
 	len = snprintf(buf, sizeof(buf),
-		       "pong eintr=%d epoll_eintr=%d seqerr=%d infobad=%d sent=%ld recv=%ld regbad=%d",
+		       "pong eintr=%d epoll_eintr=%d seqerr=%d infobad=%d sent=%ld recv=%ld regbad=%d "
+		       "maskbad=%d syserr=%d",
 		       atomic_load(&eintr_count), atomic_load(&epoll_eintr), atomic_load(&seq_err),
 		       atomic_load(&info_bad), atomic_load(&sent), atomic_load(&received),
-		       atomic_load(&reg_bad));
+		       atomic_load(&reg_bad), atomic_load(&mask_bad),
+		       atomic_load(&sys_bad));
 	for (i = 0; i < R_COUNT; i++)
 		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " gap_%s=%ld", role_name[i],
 				atomic_load(&max_gap_ns[i]) / 1000);
