@@ -15,6 +15,10 @@
  * with the call site's DW_AT_call_file:DW_AT_call_line, ending at the
  * out-of-line DW_TAG_subprogram. Without DWARF the ELF symbol table gives a
  * function name alone. C++ names are demangled (demangle.cc).
+ *
+ * The ip WIRE_IP_CUT marks a stack the target could not unwind further (code
+ * without unwind info, e.g. JIT code): it gets no module and the name
+ * "[frames cut: no unwind info]", which report/ recognises by the ip.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <dwarf.h>
@@ -240,7 +244,12 @@ int itp_symbolize(struct itp_ctx *c)
 		const struct itp_module *m = v[i].mod >= 0 ? c->mods.v[v[i].mod] : NULL;
 		size_t n = 0;
 
-		if (m && !c->opt->no_symbols) {
+		if (v[i].ip == WIRE_IP_CUT) {
+			/* the marker of a cut stack (track/wire.h), no code address */
+			m = NULL;
+			chain[0] = (struct rec_sym){.function = "[frames cut: no unwind info]"};
+			n = 1;
+		} else if (m && !c->opt->no_symbols) {
 			if (v[i].mod != cur)
 				open_module(&s, m);
 			cur = v[i].mod;

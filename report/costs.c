@@ -31,6 +31,43 @@ void rpt_costs_add(struct rpt_costs *a, const struct rpt_costs *b)
 	a->temporary_bytes += b->temporary_bytes;
 }
 
+/*
+ * is_cut - whether trace t's stack was cut in the target (track/wire.h
+ * WIRE_IP_CUT: code without unwind info). The marker is the outermost
+ * node, so only the child of the root is looked at. Parents have smaller
+ * indices (rec_traces), so the walk ends; the step bound guards the rest.
+ */
+static int is_cut(const struct rpt_data *d, uint32_t t)
+{
+	size_t steps = 0;
+
+	while (t && t < d->ntraces && steps++ < d->ntraces) {
+		uint32_t parent = d->traces[t].parent;
+
+		if (parent == 0 || parent >= t) {
+			uint32_t ip = d->traces[t].ip;
+
+			return ip < d->nips && d->ips[ip].ip == WIRE_IP_CUT;
+		}
+		t = parent;
+	}
+	return 0;
+}
+
+/* cut_counts - traces (with calls) cut in the target, and their calls. */
+static void cut_counts(struct rpt_data *d)
+{
+	size_t t;
+
+	d->cut_traces = d->cut_calls = 0;
+	for (t = 1; t < d->ntraces; t++) {
+		if (!d->trace_cost[t].calls || !is_cut(d, (uint32_t)t))
+			continue;
+		d->cut_traces++;
+		d->cut_calls += d->trace_cost[t].calls;
+	}
+}
+
 void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int64_t *live_b,
 		       const int64_t *live_c)
 {
@@ -70,6 +107,7 @@ void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int6
 	/* The replay's peak is the reference; the per-info sums match it
 	 * exactly when nothing is sampled. */
 	d->sum.total.peak = peak;
+	cut_counts(d);
 }
 
 uint64_t rpt_cost_of(const struct rpt_costs *k, enum rpt_cost c)

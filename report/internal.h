@@ -80,6 +80,8 @@ struct rpt_data {
 	uint64_t *free_bytes;	  /* per info: bytes one free takes away */
 	struct rpt_costs *trace_cost; /* per trace */
 	struct rpt_costs funcs[WIRE_KIND_MAX + 1];
+	uint64_t cut_traces;	/* traces with calls whose stack ends in WIRE_IP_CUT */
+	uint64_t cut_calls;	/* their allocation calls */
 
 	struct rpt_site *sites; /* sites with any cost */
 	size_t nsites;

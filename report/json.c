@@ -228,8 +228,12 @@ static void summary(FILE *f, const struct rpt_data *d)
 	rpt_json_string(f, s->truncated ? rec_strerror(s->truncated) : NULL);
 	fputs(", \"end_reason\": ", f);
 	rpt_json_string(f, s->end_reason);
-	fprintf(f, ", \"sampled\": %s, \"estimated\": %s, \"sample_bytes\": %" PRIu64 "},\n",
+	fprintf(f, ", \"sampled\": %s, \"estimated\": %s, \"sample_bytes\": %" PRIu64 ",\n",
 		s->sampled ? "true" : "false", s->estimated ? "true" : "false", s->sample_bytes);
+	fprintf(f, "    \"site_counts\": %s, \"exact_calls\": %" PRIu64 ", \"exact_bytes\": %" PRIu64
+		",\n", s->site_counts ? "true" : "false", s->exact_calls, s->exact_bytes);
+	fprintf(f, "    \"cut_traces\": %" PRIu64 ", \"cut_calls\": %" PRIu64 "},\n", d->cut_traces,
+		d->cut_calls);
 }
 
 int rpt_write_json(FILE *f, const struct rpt_data *d, const struct rpt_print_options *p)

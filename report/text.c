@@ -55,6 +55,9 @@ static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 	if (s->sampled)
 		fprintf(f, "sampling               every %" PRIu64 " bytes on average, numbers estimated\n",
 			s->sample_bytes);
+	if (s->site_counts)
+		fprintf(f, "exact totals           %" PRIu64 " calls, %s allocated while sampling (counted "
+			"per call site)\n", s->exact_calls, rpt_format_size(s->exact_bytes, a, SZ));
 	fprintf(f, "duration               %.3f s\n", secs);
 	fprintf(f, "allocation calls       %" PRIu64 "%s (%.0f/s)\n", s->total.calls, est,
 		secs > 0 ? (double)s->total.calls / secs : 0.0);
@@ -73,6 +76,10 @@ static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 		pl(s->total.leaked_calls), est);
 	if (s->dropped_events)
 		fprintf(f, "invalid events         %" PRIu64 " (ignored)\n", s->dropped_events);
+	if (d->cut_traces)
+		fprintf(f, "frames cut             %" PRIu64 " stack%s (%" PRIu64 " call%s%s) end in code "
+			"without unwind info\n", d->cut_traces, pl(d->cut_traces), d->cut_calls,
+			pl(d->cut_calls), est);
 }
 
 static void functions(FILE *f, const struct rpt_data *d)

@@ -13,6 +13,10 @@
  * Anything else (CFA expressions, realigned stacks with CFA in r10, signal
  * frames, 64-bit DWARF, unusual pointer encodings, registers saved in
  * registers) yields TRK_CFA_NONE and the capture falls back to libunwind.
+ * An address with no unwind info at all (in no module: JIT code, other
+ * anonymous executable memory; in a module without .eh_frame_hdr; covered
+ * by no FDE) yields TRK_CFA_CUT: nobody can unwind through it reliably
+ * (libunwind would guess with frame pointers), so the stack ends there.
  * Every read stays inside the FDE/CIE lengths.
  */
 #include <dlfcn.h>
@@ -441,9 +445,11 @@ int trk_cfi_rule(uintptr_t pc, struct trk_rule *out)
 	uint32_t flen;
 	int32_t cie_off;
 
-	out->cfa_reg = TRK_CFA_NONE;
+	/* in no module (JIT code, anonymous memory) or a module without .eh_frame_hdr */
+	out->cfa_reg = TRK_CFA_CUT;
 	if (_dl_find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame)
 		return 0;
+	out->cfa_reg = TRK_CFA_NONE;
 	hdr = fo.dlfo_eh_frame;
 	/* version 1, eh_frame_ptr any, fde_count udata4, table datarel|sdata4 */
 	if (hdr[0] != 1 || hdr[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
@@ -451,8 +457,10 @@ int trk_cfi_rule(uintptr_t pc, struct trk_rule *out)
 	r = (struct rd){ hdr + 4, hdr + 4 + 16, 0 };
 	enc_ptr(&r, hdr[1], (uintptr_t)hdr);
 	count = enc_ptr(&r, hdr[2], (uintptr_t)hdr);
-	if (r.bad || count == 0)
+	if (r.bad)
 		return 0;
+	if (count == 0)
+		goto cut;
 	table = r.p;
 	/* last entry with initial location <= pc */
 	lo = 0;
@@ -476,7 +484,7 @@ int trk_cfi_rule(uintptr_t pc, struct trk_rule *out)
 		fde = hdr + f;
 	}
 	if (lo_loc > pc)
-		return 0;
+		goto cut; /* before the first FDE */
 	/* The FDE: length, CIE pointer, pc_begin, pc_range, [aug], instructions */
 	memcpy(&flen, fde, 4);
 	if (flen == 0 || flen == 0xffffffffu || flen > (1u << 24))
@@ -492,8 +500,10 @@ int trk_cfi_rule(uintptr_t pc, struct trk_rule *out)
 	r = (struct rd){ fde + 8, limit, 0 };
 	loc = enc_ptr(&r, c.fde_enc, 0);
 	range = enc_ptr(&r, c.fde_enc & 0x0f, 0);
-	if (r.bad || pc < loc || pc - loc >= range)
+	if (r.bad)
 		return 0;
+	if (pc < loc || pc - loc >= range)
+		goto cut; /* between FDEs: code without unwind info */
 	if (c.insn_end > fde) /* CIE data cannot overlap the FDE */
 		return 0;
 	/* augmentation data of the FDE ('z' in the CIE: a length first) */
@@ -521,5 +531,8 @@ int trk_cfi_rule(uintptr_t pc, struct trk_rule *out)
 		out->cfa_reg = TRK_CFA_NONE;
 	if (s.rbp_how == 1 && (s.rbp_off >= 0 || s.rbp_off < -4096))
 		out->cfa_reg = TRK_CFA_NONE;
+	return 0;
+cut:
+	out->cfa_reg = TRK_CFA_CUT;
 	return 0;
 }

@@ -93,14 +93,19 @@ static inline uint32_t trk_seq_gen(uint64_t seq)
 #define TRK_TCACHE 512		 /* entries of the per-thread child cache */
 
 /* How to unwind through one return address (cfi.c); cached per thread. */
-enum trk_cfa { TRK_CFA_NONE = 0, TRK_CFA_RSP = 1, TRK_CFA_RBP = 2 };
+enum trk_cfa {
+	TRK_CFA_NONE = 0, /* no plain rule (signal frame, expression, ...): use libunwind */
+	TRK_CFA_RSP = 1,
+	TRK_CFA_RBP = 2,
+	TRK_CFA_CUT = 3,  /* no unwind info at all (no module, no FDE): the stack ends here */
+};
 
 struct trk_rule {
 	uintptr_t pc;	  /* cache key: return address - 1 */
 	int32_t cfa_off;  /* CFA = (rsp or rbp) + cfa_off */
 	int16_t ra_off;	  /* return address at CFA + ra_off; 0 = outermost frame */
 	int16_t rbp_off;  /* caller's rbp at CFA + rbp_off; 0 = rbp unchanged */
-	uint8_t cfa_reg;  /* enum trk_cfa; NONE: use libunwind */
+	uint8_t cfa_reg;  /* enum trk_cfa */
 	uint8_t valid;	  /* entry filled */
 };
 
@@ -443,8 +448,19 @@ static inline uint32_t trk_tree_send(struct trk_thr *t, uint32_t leaf)
 void trk_unwind_init(int libunwind_only) TRK_HIDDEN;
 /* trk_unwind_thread_init - learn the calling thread's stack bounds for t. */
 void trk_unwind_thread_init(struct trk_thr *t) TRK_HIDDEN;
-/* trk_cfi_rule - the unwind rule for pc (cfi.c); out->cfa_reg NONE if unusable. Returns 0. */
+/*
+ * trk_cfi_rule - the unwind rule for pc (cfi.c); out->cfa_reg NONE if
+ * unusable, CUT if pc has no unwind info (in no module, or no FDE covers it).
+ * Returns 0.
+ */
 int trk_cfi_rule(uintptr_t pc, struct trk_rule *out) TRK_HIDDEN;
+/*
+ * trk_cut_stack - libunwind's stack in out[0..n): keep it up to the first
+ * frame in code without unwind info and put the WIRE_IP_CUT marker after
+ * that frame (within trk_g.depth), so libunwind's frame-pointer guesses
+ * beyond it never reach the tree. Returns the new count.
+ */
+size_t trk_cut_stack(struct trk_thr *t, uintptr_t *out, size_t n) TRK_HIDDEN;
 
 #define TRK_HOOK_FRAMES_MAX 16 /* ra must show up among the first this many */
 
@@ -492,7 +508,8 @@ static inline __attribute__((always_inline)) size_t trk_capture_libunwind(uintpt
  * trk_walk - the fast unwinder (unwind.c): from the caller's state at the
  * hook's entry (ip = ra, sp = fp + 2 words, rbp = fp[0]) along the CFI
  * rules. Returns the frame count, or 0 when it cannot vouch for the
- * stack (the caller then uses libunwind).
+ * stack (the caller then uses libunwind). A frame in code without unwind
+ * info ends the stack: that frame, then WIRE_IP_CUT (within the depth).
  */
 size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t *fp) TRK_HIDDEN;
 
@@ -514,7 +531,7 @@ static inline __attribute__((always_inline)) size_t trk_capture(struct trk_thr *
 				return n;
 		}
 	}
-	return trk_capture_libunwind(t->frames, ra);
+	return trk_cut_stack(t, t->frames, trk_capture_libunwind(t->frames, ra));
 }
 
 /* ---- modules.c ------------------------------------------------------------ */

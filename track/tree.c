@@ -169,7 +169,7 @@ uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip)
 		goto out;
 
 	/* the interpreter should know the module of a new ip before the node */
-	if (!trk_mod_known(ip))
+	if (ip != (uintptr_t)WIRE_IP_CUT && !trk_mod_known(ip))
 		trk_mod_check(t);
 	idx = node_new(t);
 	if (!idx)

@@ -17,9 +17,14 @@
  * fp + 2 the caller's sp). It trusts nothing it reads: it only runs on the
  * thread's own stack (see trk_unwind_thread_init; an alternate signal stack
  * or a coroutine stack far below goes to libunwind), every address must lie
- * between the current sp and the top of that stack, the CFA must grow, and any frame without a plain rule (signal trampoline, CFA
- * expression, realigned stack, no unwind info) makes it return 0, so the
- * caller uses libunwind for the whole stack. trk_config.libunwind_only
+ * between the current sp and the top of that stack, the CFA must grow, and
+ * any frame without a plain rule (signal trampoline, CFA expression,
+ * realigned stack) makes it return 0, so the caller uses libunwind for the
+ * whole stack. A return address into code without any unwind info (in no
+ * module, as JIT code; covered by no FDE) ends the stack instead: that
+ * frame is kept, then the marker WIRE_IP_CUT, and libunwind is not asked
+ * (its frame-pointer guess would produce garbage there, slowly).
+ * trk_cut_stack applies the same cut to libunwind's stacks. trk_config.libunwind_only
  * (preload/: HEAPTAP_UNWIND=libunwind) turns the walker off.
  *
  * Rules are cached per thread (direct-mapped, no sharing); the caches are
@@ -76,8 +81,34 @@ static inline const struct trk_rule *rule_for(struct trk_thr *t, uintptr_t pc)
 		return r;
 	trk_cfi_rule(pc, r);
 	r->pc = pc;
-	r->valid = 1;
+	/* "no unwind info" is not cached: a module may be loaded there later */
+	r->valid = r->cfa_reg != TRK_CFA_CUT;
 	return r;
+}
+
+/* rules_fresh - drop the rule cache if a module went away since it was filled. */
+static inline void rules_fresh(struct trk_thr *t)
+{
+	if (unlikely(t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))) {
+		memset(t->rules, 0, sizeof(t->rules));
+		t->rules_gen = atomic_load(&trk_g.code_gen);
+	}
+}
+
+size_t trk_cut_stack(struct trk_thr *t, uintptr_t *out, size_t n)
+{
+	size_t i;
+
+	rules_fresh(t);
+	for (i = 0; i < n; i++) {
+		if (rule_for(t, out[i])->cfa_reg == TRK_CFA_CUT) {
+			n = i + 1;
+			if (n < trk_g.depth)
+				out[n++] = (uintptr_t)WIRE_IP_CUT;
+			break;
+		}
+	}
+	return n;
 }
 
 /* ok - whether the 8 bytes at a lie in [lo, hi). */
@@ -92,20 +123,23 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 	size_t n = 0, depth = trk_g.depth;
 
 	/* not on the thread's own stack (signal stack, coroutine): libunwind's job */
-	if (unlikely(sp < t->stack_lo || sp >= hi))
+	if (unlikely(sp < t->stack_lo || sp >= hi || ra < 4096))
 		return 0;
-	if (unlikely(t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))) {
-		memset(t->rules, 0, sizeof(t->rules));
-		t->rules_gen = atomic_load(&trk_g.code_gen);
-	}
+	rules_fresh(t);
 	while (n < depth) {
 		uintptr_t pc = ra - 1, cfa;
 		const struct trk_rule *r;
 
 		out[n++] = pc;
 		r = rule_for(t, pc);
-		if (unlikely(r->cfa_reg == TRK_CFA_NONE))
-			return 0;
+		if (unlikely(r->cfa_reg != TRK_CFA_RSP && r->cfa_reg != TRK_CFA_RBP)) {
+			if (r->cfa_reg != TRK_CFA_CUT)
+				return 0; /* libunwind's case */
+			/* no unwind info (JIT code): the stack ends, marked as cut */
+			if (n < depth)
+				out[n++] = (uintptr_t)WIRE_IP_CUT;
+			return n;
+		}
 		if (r->ra_off == 0)
 			break; /* return address undefined: the outermost frame (_start, clone3) */
 		cfa = (r->cfa_reg == TRK_CFA_RSP ? sp : rbp) + (uintptr_t)(intptr_t)r->cfa_off;

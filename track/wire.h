@@ -60,6 +60,10 @@
  *                    of the innermost frame when that is not a return address.
  *                    A trace index used by an alloc always names a node whose
  *                    NODE event has a smaller sequence number.
+ *                    ip WIRE_IP_CUT is no code address but a marker: the
+ *                    stack was cut because the frame inside it (its parent)
+ *                    lies in code without unwind info (no module, e.g. JIT
+ *                    code, or no FDE); it is always a stack's outermost node.
  *   WIRE_EV_NOP      delta
  *   WIRE_EV_MODULE   delta, varint base (load bias, dlpi_addr), varint nseg,
  *                    nseg x (varint vaddr, varint memsz, varint flags)  (PT_LOAD
@@ -105,6 +109,7 @@
 #define WIRE_MAX_HEADER (64 * 1024) /* header_len above this is corrupt */
 #define WIRE_MAX_RECORD (1024 * 1024) /* record payload above this is corrupt */
 #define WIRE_VARINT_MAX 10
+#define WIRE_IP_CUT UINT64_MAX	  /* node ip: frames cut here (no unwind info), see above */
 
 /* Fixed part of the header, exactly as on the wire (little-endian host). */
 struct wire_header {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -313,6 +314,45 @@ START_TEST(unwind_walker_matches_libunwind)
 	fake[1] = (uintptr_t)walk_probe + 1;
 	fake[0] = 0;
 	(void)trk_walk(t, walk_fast, fake[1], fake);
+}
+END_TEST
+
+/* code without unwind info (anonymous memory, as JIT code): the stack is cut there */
+START_TEST(unwind_cut_at_code_without_unwind_info)
+{
+	struct trk_thr *t = tree_setup();
+	uintptr_t fake[4] = { 0, 0, 0, 0 }, st[4];
+	char *anon = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t ra = (uintptr_t)anon + 100;
+
+	ck_assert_ptr_ne(anon, MAP_FAILED);
+	trk_g.depth = TRK_DEPTH_MAX;
+	trk_thr_get();
+	t = trk_tls_thr;
+	/* the walker: the anonymous frame, then the marker; libunwind is not needed */
+	fake[1] = ra;
+	ck_assert_uint_eq(trk_walk(t, walk_fast, ra, fake), 2);
+	ck_assert_uint_eq(walk_fast[0], ra - 1);
+	ck_assert_uint_eq(walk_fast[1], (uintptr_t)WIRE_IP_CUT);
+	/* not cached: asked again, the same */
+	ck_assert_uint_eq(trk_walk(t, walk_fast, ra, fake), 2);
+	/* at depth 1 there is no room for the marker */
+	trk_g.depth = 1;
+	ck_assert_uint_eq(trk_walk(t, walk_fast, ra, fake), 1);
+	trk_g.depth = TRK_DEPTH_MAX;
+	/* libunwind's stacks: cut after the first frame without unwind info */
+	st[0] = (uintptr_t)walk_probe + 8;
+	st[1] = ra - 1;
+	st[2] = 0x5555; /* a frame-pointer guess beyond it */
+	ck_assert_uint_eq(trk_cut_stack(t, st, 3), 3);
+	ck_assert_uint_eq(st[0], (uintptr_t)walk_probe + 8);
+	ck_assert_uint_eq(st[1], ra - 1);
+	ck_assert_uint_eq(st[2], (uintptr_t)WIRE_IP_CUT);
+	/* a stack in known code stays as it is */
+	st[1] = (uintptr_t)walk_rec + 8;
+	ck_assert_uint_eq(trk_cut_stack(t, st, 2), 2);
+	ck_assert_uint_eq(st[1], (uintptr_t)walk_rec + 8);
+	munmap(anon, 4096);
 }
 END_TEST
 
@@ -1038,6 +1078,7 @@ static Suite *track_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("unwind");
 	tcase_add_test(tc, unwind_walker_matches_libunwind);
+	tcase_add_test(tc, unwind_cut_at_code_without_unwind_info);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("session");
 	tcase_set_timeout(tc, 60);
