@@ -79,6 +79,7 @@ enum cli_format {
 	CLI_FORMAT_PPROF,
 	CLI_FORMAT_HEAPTRACK, /* heaptrack_print's input, zstd'd (binary) */
 	CLI_FORMAT_COLLAPSED, /* folded stacks (text) */
+	CLI_FORMAT_MASSIF,    /* valgrind massif's file (text) */
 };
 
 struct cli_report_args {

@@ -35,6 +35,7 @@ void cli_usage_report(FILE *f)
 	      "                     pprof: gzip'd profile.proto heap profile (go tool pprof)\n"
 	      "                     heaptrack: heaptrack_print's input, zstd'd (-o OUT.zst)\n"
 	      "                     collapsed: folded stacks for flamegraph.pl, inferno, speedscope\n"
+	      "                     massif: valgrind massif's file for ms_print, massif-visualizer\n"
 	      "      --cost COST    collapsed: calls (default), bytes, peak, leaked or temporary\n"
 	      "  -o, --output OUT   write the report to OUT (default: standard output)\n"
 	      "  -n, --top N        call sites per list (default 10)\n"
@@ -69,6 +70,7 @@ static int format_is_binary(enum cli_format f)
 	case CLI_FORMAT_TEXT:
 	case CLI_FORMAT_JSON:
 	case CLI_FORMAT_COLLAPSED:
+	case CLI_FORMAT_MASSIF:
 		return 0;
 	case CLI_FORMAT_PPROF:
 	case CLI_FORMAT_HEAPTRACK:
@@ -153,6 +155,8 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 				a->format = CLI_FORMAT_HEAPTRACK;
 			} else if (!strcmp(optarg, "collapsed")) {
 				a->format = CLI_FORMAT_COLLAPSED;
+			} else if (!strcmp(optarg, "massif")) {
+				a->format = CLI_FORMAT_MASSIF;
 			} else {
 				snprintf(err, errlen, "unknown format '%s' (see --help)", optarg);
 				return -EINVAL;
@@ -283,6 +287,8 @@ int cli_cmd_report(int argc, char **argv)
 		ret = rpt_write_heaptrack(out, d);
 	else if (a.format == CLI_FORMAT_COLLAPSED)
 		ret = rpt_write_collapsed(out, d, a.cost < 0 ? RPT_FOLD_CALLS : (enum rpt_fold_cost)a.cost);
+	else if (a.format == CLI_FORMAT_MASSIF)
+		ret = rpt_write_massif(out, d, &po);
 	else
 		ret = rpt_write_text(out, d, &po);
 	if (ret < 0) {

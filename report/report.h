@@ -195,6 +195,15 @@ int rpt_write_collapsed(FILE *f, const struct rpt_data *d, enum rpt_fold_cost c)
 	__attribute__((warn_unused_result));
 
 /*
+ * rpt_write_massif - valgrind massif's output file (for ms_print and
+ * massif-visualizer): the heap over time, the peak and the end of the
+ * recording as detailed snapshots (report/massif.c). p->path goes into the
+ * "desc:" line (may be NULL). Returns 0, -ENOMEM or -EIO.
+ */
+int rpt_write_massif(FILE *f, const struct rpt_data *d, const struct rpt_print_options *p)
+	__attribute__((warn_unused_result));
+
+/*
  * rpt_format_size - bytes in human units into buf: "123 B", "1.5 KiB",
  * "2.0 MiB", "3.1 GiB", "1.0 TiB" (binary units, one decimal). Returns buf.
  */

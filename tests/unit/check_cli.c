@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "report/report.h"
 
 static char tmpdir[256];
 static char saved_tmp[200]; /* $TMPDIR as the suite found it ("" = unset) */
@@ -275,7 +276,13 @@ START_TEST(test_report_args)
 	ck_assert_int_eq(rep_parse("report a b", &a, err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "'b'"));
 	ck_assert_int_eq(rep_parse("report --format xml f", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "unknown format 'xml' (text or json)");
+	ck_assert_str_eq(err, "unknown format 'xml' (see --help)");
+	ck_assert_int_eq(rep_parse("report -f collapsed --cost leaked -o out f", &a, err), 0);
+	ck_assert_int_eq(a.format, CLI_FORMAT_COLLAPSED);
+	ck_assert_int_eq(a.cost, RPT_FOLD_LEAKED);
+	ck_assert_str_eq(a.output, "out");
+	ck_assert_int_eq(rep_parse("report --cost bytes f", &a, err), -EINVAL);
+	ck_assert_int_eq(rep_parse("report -f collapsed --cost x f", &a, err), -EINVAL);
 	ck_assert_int_eq(rep_parse("report -n -1 f", &a, err), -EINVAL);
 	ck_assert_int_eq(rep_parse("report -n x f", &a, err), -EINVAL);
 	ck_assert_int_eq(rep_parse("report --threads 0 f", &a, err), -EINVAL);
