@@ -14,7 +14,7 @@
 
 void cli_usage_attach(FILE *f)
 {
-	fputs("usage: heaptap attach [-o FILE] [--duration SECS] [-v] PID\n"
+	fputs("usage: heaptap attach [-o FILE] [--duration SECS] [--sample BYTES] [-v] PID\n"
 	      "\n"
 	      "Load heaptap's tracking library into the running process PID and record its\n"
 	      "allocations until Ctrl+C, SIGTERM, SIGHUP or the duration ends the session.\n"
@@ -25,6 +25,9 @@ void cli_usage_attach(FILE *f)
 	      "  -o, --output FILE     write the recording to FILE (never overwritten); default\n"
 	      "                        heaptap.COMM.PID.htap in the working directory\n"
 	      "  -d, --duration SECS   detach after SECS seconds (decimals allowed)\n"
+	      "      --sample BYTES    sample one allocation per BYTES allocated on average\n"
+	      "                        (e.g. 512K): production cost, stacks are estimates,\n"
+	      "                        totals stay exact; \"heaptap ctl PID sample\" changes it\n"
 	      "  -v, --verbose         say how long each attach step took and which thread\n"
 	      "                        was stopped\n"
 	      "  -h, --help            show this help\n"
@@ -41,6 +44,7 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ "duration", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "sample", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -74,6 +78,10 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			return 0;
 		case 'v':
 			a->verbose = 1;
+			break;
+		case 'S':
+			if (cli_parse_sample(optarg, &a->sample, err, errlen) < 0)
+				return -EINVAL;
 			break;
 		default: /* ':' (missing argument) or '?' */
 			return cli_getopt_error(c, argv, err, errlen);

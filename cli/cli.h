@@ -59,6 +59,7 @@ void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct cli_record_args {
 	const char *output; /* -o FILE, NULL = default name */
 	unsigned depth;	    /* --depth N, 0 = not given */
+	uint64_t sample;    /* --sample BYTES, 0 = full tracing */
 	int help;	    /* --help seen */
 	int argc;	    /* the program and its arguments (argv[0] = PROGRAM) */
 	char **argv;
@@ -98,11 +99,33 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 
 struct cli_attach_args {
 	const char *output; /* -o FILE, NULL = default name */
+	uint64_t sample;    /* --sample BYTES, 0 = full tracing */
 	double duration;    /* --duration SECS, 0 = until a signal */
 	pid_t pid;	    /* the process */
 	int help;	    /* --help seen */
 	int verbose;	    /* -v: step times */
 };
+
+/* ------------------------------------------------------------------ */
+/* Sampling (sample_args.c, issue #8)                                   */
+
+#define CLI_SAMPLE_MAX (1ull << 30) /* --sample at most 1G */
+
+struct itp_options;
+struct itp_result;
+
+/* cli_parse_bytes - "512K", "1M", "4096", "2Gi", "64KB" (binary units) into *out; 0 or -EINVAL. */
+int cli_parse_bytes(const char *s, uint64_t *out);
+/* cli_parse_sample - --sample's value (1 .. CLI_SAMPLE_MAX); 0, or -EINVAL with err filled in. */
+int cli_parse_sample(const char *s, uint64_t *out, char *err, size_t errlen);
+/* cli_sample_seed - HEAPTAP_SAMPLE_SEED (a number; tests fix the samples with it), else 0. */
+uint64_t cli_sample_seed(void);
+/* cli_sample_options - make itp_run start the library at this rate (0 = full tracing). */
+void cli_sample_options(struct itp_options *opt, uint64_t sample);
+/* cli_format_bytes - v as "512K", "1M", "3G" when exact, else plain digits; returns buf. */
+char *cli_format_bytes(uint64_t v, char *buf, size_t len);
+/* cli_sample_summary - the closing line of a sampled session (nothing for sample 0). */
+void cli_sample_summary(const char *cmd, uint64_t sample, const struct itp_result *res);
 
 /* cli_attach_parse - parse "attach [-o FILE] [--duration SECS] [-v] PID" (attach_args.c). */
 int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err, size_t errlen);

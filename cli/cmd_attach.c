@@ -184,12 +184,14 @@ static void on_status(const struct itp_status *st, void *arg)
 
 /* itp_run into opt_out, or the first free default name (out gets the name used). */
 static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysroot,
-		     struct duration *dur, char *out, size_t outlen, struct itp_result *res)
+		     struct duration *dur, uint64_t sample, char *out, size_t outlen,
+		     struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
 
 	memset(&opt, 0, sizeof(opt));
+	cli_sample_options(&opt, sample);
 	opt.stop = &stop_flag;
 	opt.log = on_log;
 	opt.sysroot = sysroot;
@@ -457,14 +459,16 @@ int cli_cmd_attach(int argc, char **argv)
 	sysroot[0] = '\0';
 	if (!same_view(pid))
 		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
-	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, out, sizeof(out),
-			&res);
+	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, a.sample, out,
+			sizeof(out), &res);
 	if (ret == CLI_NO_NAME)
 		goto out_conn; /* closing conn makes the library restore its slots */
 	if (a.verbose && stop_sig)
 		cli_msg("attach %d: session ended by %s", (int)pid,
 			stop_sig == SIGALRM ? "--duration" : strsignal(stop_sig));
 	code = summarize(pid, out, ret, &res, was_loaded);
+	if (code == CLI_EXIT_OK)
+		cli_sample_summary("attach", a.sample, &res);
 	fin->end_reason = res.end_reason;
 	fin->allocs = res.final.alloc_calls;
 	fin->restored = res.slots_restored;

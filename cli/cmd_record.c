@@ -153,7 +153,7 @@ static void set_child(pid_t pid)
 
 void cli_usage_record(FILE *f)
 {
-	fputs("usage: heaptap record [-o FILE] [--depth N] [--] PROGRAM [ARGS...]\n"
+	fputs("usage: heaptap record [-o FILE] [--depth N] [--sample BYTES] [--] PROGRAM [ARGS...]\n"
 	      "\n"
 	      "Run PROGRAM with the heaptap tracking library preloaded and record every\n"
 	      "allocation with its call stack until PROGRAM exits. heaptap exits with\n"
@@ -163,6 +163,8 @@ void cli_usage_record(FILE *f)
 	      "  -o, --output FILE  write the recording to FILE (never overwritten); default\n"
 	      "                     heaptap.COMM.PID.htap in the working directory\n"
 	      "      --depth N      keep at most N frames per call stack (1-256, default 64)\n"
+	      "      --sample BYTES sample one allocation per BYTES allocated on average\n"
+	      "                     (e.g. 512K): stacks are estimates, totals stay exact\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "See heaptap-record(1).\n",
@@ -174,6 +176,7 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "depth", required_argument, NULL, 'd' },
+		{ "sample", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -208,6 +211,10 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 			a->depth = (unsigned)v;
 			break;
 		}
+		case 'S':
+			if (cli_parse_sample(optarg, &a->sample, err, errlen) < 0)
+				return -EINVAL;
+			break;
 		case 'h':
 			a->help = 1;
 			return 0;
@@ -235,13 +242,14 @@ static void on_log(int level, const char *msg, size_t len, void *arg)
 }
 
 /* Interpret the stream on conn into opt_out or the first free default name (out gets it). */
-static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog, char *out,
-		     size_t outlen, struct itp_result *res)
+static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog, uint64_t sample,
+		     char *out, size_t outlen, struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
 
 	memset(&opt, 0, sizeof(opt));
+	cli_sample_options(&opt, sample);
 	opt.stop = &stop_flag;
 	opt.log = on_log;
 	/* cli_interpret adds the live status line when stderr is a terminal */
@@ -364,7 +372,7 @@ int cli_cmd_record(int argc, char **argv)
 	if (exited)
 		have_child = 0;
 
-	ret = interpret(conn, a.output, pid, prog, out, sizeof(out), &res);
+	ret = interpret(conn, a.output, pid, prog, a.sample, out, sizeof(out), &res);
 	if (ret == CLI_NO_NAME) {
 		/* closing conn makes the library go inert; the program runs on */
 		code = CLI_EXIT_FAIL;
@@ -383,6 +391,7 @@ int cli_cmd_record(int argc, char **argv)
 				(unsigned long long)res.events_dropped);
 		cli_msg("recorded %llu allocations to %s",
 			(unsigned long long)res.final.alloc_calls, out);
+		cli_sample_summary("record", a.sample, &res);
 		cli_msg("run \"heaptap report %s\"", out);
 		code = CLI_EXIT_OK;
 	}

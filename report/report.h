@@ -70,6 +70,9 @@ struct rpt_summary {
 	int sampled;		  /* any allocation carried a weight, or sample_bytes != 0 */
 	uint64_t sample_bytes;	  /* meta "sample_bytes" */
 	int estimated;		  /* calls are estimates (sample_bytes != 0 or weights seen) */
+	int site_counts;	  /* the recording has exact per-call-site counts (sampling mode) */
+	uint64_t exact_calls;	  /* their sums: every allocation made while sampling, exact */
+	uint64_t exact_bytes;
 	const char *end_reason;	  /* meta "end_reason" (exit, stop, error, truncated, ...); NULL if absent */
 };
 

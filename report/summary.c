@@ -91,6 +91,17 @@ int rpt_summary_meta(struct rpt_data *d)
 	if (d->sum.sample_bytes || meta_flag(r, "sampled"))
 		d->sum.sampled = 1;
 	d->sum.estimated = d->sum.sampled;
+	{
+		/* sampling mode: exact totals beside the estimates */
+		size_t n;
+		const struct rec_site_count *sc = rec_site_counts(r, &n);
+
+		d->sum.site_counts = n != 0;
+		for (size_t i = 0; i < n; i++) {
+			d->sum.exact_calls += sc[i].calls;
+			d->sum.exact_bytes += sc[i].bytes;
+		}
+	}
 	ticks(d);
 	dur = meta_u64(r, "duration_ns");
 	if (dur > d->sum.duration_ns)
