@@ -229,7 +229,8 @@ struct att_stats {
 	unsigned candidates;	/* of them, candidates */
 	unsigned rejected;	/* threads stopped, unwound and let go as unsafe */
 	unsigned rounds;	/* choice rounds att_seize needed */
-	unsigned syscall_stops;	/* syscall stops inside our calls (they run under PTRACE_SYSCALL) */
+	unsigned syscall_stops;	/* syscall stops inside our calls (mmap, munmap; all with end_sig 0) */
+	int end_sig;		/* signal that ends trampoline calls, 0: they end at a syscall stop */
 	unsigned delivered_signals; /* signals that arrived while stopping and were delivered at once */
 	unsigned calls;		/* remote calls made */
 	unsigned eintr_repaired; /* EINTR of an epoll_wait-like call our stop caused, rewound */

@@ -15,19 +15,21 @@
  * att_arch_resume_regs), the signal mask and the XSAVE state: whatever
  * instant heaptap dies at, the thread ends up where it was (only the
  * scratch page stays mapped). While heaptap lives, the thread never gets
- * that far: the calls run under PTRACE_SYSCALL, and heaptap takes the thread
- * back at a syscall-exit stop just before the rt_sigreturn:
+ * that far: heaptap takes it back at a stop just before the rt_sigreturn:
  *
- *   call        returns into                        taken back at
- *   mmap        libc's sigreturn stub               exit stop of its mmap syscall
- *   others      the trampoline (scratch page)       exit stop of the trampoline's getpid
- *   munmap      libc's sigreturn stub               exit stop of its munmap syscall
+ *   call      returns into                    runs under       taken back at
+ *   mmap      libc's sigreturn stub           PTRACE_SYSCALL   exit stop of its mmap syscall
+ *   others    the trampoline (scratch page)   PTRACE_CONT      delivery stop of the trampoline's
+ *                                                              tgkill of an ignored signal
+ *   munmap    libc's sigreturn stub           PTRACE_SYSCALL   exit stop of its munmap syscall
  *
  * The mmap and munmap wrappers make exactly one syscall, whose result is the
  * call's; the trampoline stores rax in the frame and puts errno back before
- * its getpid. From an exit stop, the next call's registers or the final
- * ones (orig_rax -1) are set without the kernel running another syscall,
- * so no seccomp filter of the target ever sees one of ours but getpid.
+ * its tgkill (att_choose_end_sig; with no ignored signal it sends 0 and the
+ * call runs under PTRACE_SYSCALL up to the tgkill's exit stop). From those
+ * stops the next call's registers or the final ones (orig_rax -1) are set
+ * without the kernel running another syscall, so no seccomp filter of the
+ * target ever sees one of ours but getpid, gettid and tgkill.
  *
  * Order of the steps that change the thread, each safe if heaptap dies
  * right after it: the frame is written (unused stack); the call's registers
@@ -40,10 +42,12 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "attach/internal.h"
 
@@ -72,17 +76,81 @@ static bool at_syscall_exit(pid_t tid, const struct user_regs_struct *gp)
 	return (long)gp->rax != -ENOSYS;	/* kernels before 5.3: entry stops show -ENOSYS */
 }
 
+static uint64_t tramp_end(const struct att_ctx *ctx)
+{
+	size_t len, marker_end;
+
+	att_arch_tramp(&len, &marker_end);
+	return ctx->scratch + marker_end;
+}
+
 /* Is this syscall stop the end of the call? */
 static bool is_end(struct att_ctx *ctx, const struct att_thread *thr,
 		   const struct user_regs_struct *gp, long stub_sysno)
 {
-	size_t len, marker_end;
-
 	if (stub_sysno != RET_TRAMP)
 		return (long)gp->orig_rax == stub_sysno && at_syscall_exit(thr->tid, gp);
-	att_arch_tramp(&len, &marker_end);
-	return (long)gp->orig_rax == SYS_getpid && gp->rip == ctx->scratch + marker_end &&
+	return !ctx->end_sig && (long)gp->orig_rax == SYS_tgkill && gp->rip == tramp_end(ctx) &&
 	       at_syscall_exit(thr->tid, gp);
+}
+
+/* Is this signal stop the trampoline's own end signal (not one sent by someone else)? */
+static bool is_end_signal(struct att_ctx *ctx, struct att_thread *thr, int sig,
+			  struct user_regs_struct *gp)
+{
+	siginfo_t si;
+
+	if (!ctx->end_sig || sig != ctx->end_sig)
+		return false;
+	memset(&si, 0, sizeof(si));
+	if (ptrace(PTRACE_GETREGS, thr->tid, 0, gp) < 0 ||
+	    ptrace(PTRACE_GETSIGINFO, thr->tid, 0, &si) < 0)
+		return false;
+	return gp->rip == tramp_end(ctx) && si.si_code == SI_TKILL;
+}
+
+/*
+ * The signal the trampoline ends with: one the process ignores, so that it
+ * is dropped as it is sent when heaptap is gone (a traced thread gets it
+ * anyway: the kernel never drops a traced thread's signals). SIGURG,
+ * SIGWINCH, SIGCHLD unless the process catches them, else one it sets to
+ * SIG_IGN; never SIGCONT (it continues a stopped process even when
+ * ignored). None (a Go program catches them all): 0, and the calls end at
+ * the tgkill's syscall stop under PTRACE_SYSCALL, two stops per syscall of
+ * the call instead of one stop.
+ */
+void att_choose_end_sig(struct att_ctx *ctx)
+{
+	static const int pref[] = { SIGURG, SIGWINCH, SIGCHLD };
+	unsigned long long ign = 0, cgt = 0;
+	char path[96], buf[4096];
+	const char *v;
+	unsigned i;
+	int sig;
+
+	ctx->end_sig = 0;
+	ctx->st.end_sig = 0;
+	snprintf(path, sizeof(path), "%s/status", ctx->procdir);
+	if (att_read_file(path, buf, sizeof(buf)) < 0)
+		return;
+	if (!(v = att_status_field(buf, "SigIgn")) || sscanf(v, "%llx", &ign) != 1 ||
+	    !(v = att_status_field(buf, "SigCgt")) || sscanf(v, "%llx", &cgt) != 1)
+		return;
+	for (i = 0; i < sizeof(pref) / sizeof(pref[0]); i++) {
+		if (!(cgt & (1ULL << (pref[i] - 1)))) {
+			ctx->end_sig = ctx->st.end_sig = pref[i];
+			return;
+		}
+	}
+	for (sig = 1; sig <= 64; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCONT || sig == SIGSEGV ||
+		    sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS)
+			continue;
+		if ((ign & (1ULL << (sig - 1))) && !(cgt & (1ULL << (sig - 1)))) {
+			ctx->end_sig = ctx->st.end_sig = sig;
+			return;
+		}
+	}
 }
 
 static enum att_reason set_return(struct att_ctx *ctx, struct att_thread *thr, uint64_t addr)
@@ -138,11 +206,13 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 			return ATT_E_FAULT;
 	}
 	t0 = att_now_ns();
-	/* data 0 also suppresses the signal of a crash stop we resume from */
-	if (ptrace(PTRACE_SYSCALL, thr->tid, 0, 0) < 0) {
+	/* trampoline calls with an end signal need no syscall stops */
+	thr->call_req = stub_sysno == RET_TRAMP && ctx->end_sig ? PTRACE_CONT : PTRACE_SYSCALL;
+	/* data 0 also suppresses the signal of a stop we resume from */
+	if (ptrace(thr->call_req, thr->tid, 0, 0) < 0) {
 		err = errno;
 		return att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
-				"PTRACE_SYSCALL thread %d", (int)thr->tid);
+				"resume thread %d", (int)thr->tid);
 	}
 	thr->state = ATT_TS_CALLING;
 	thr->at_signal_stop = false;
@@ -154,6 +224,13 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 			thr->interrupting = true;
 			if (ptrace(PTRACE_INTERRUPT, thr->tid, 0, 0) == 0)
 				continue;
+		}
+		if (ev == ATT_EV_SIGNAL_STOP && stub_sysno == RET_TRAMP &&
+		    is_end_signal(ctx, thr, WSTOPSIG(status), &gp)) {
+			thr->state = ATT_TS_STOPPED;
+			thr->at_signal_stop = true;
+			d = ATT_D_DONE;
+			break;
 		}
 		d = att_dispatch(ctx, thr, ATT_PH_CALLING, ev, status, &why);
 		if (d == ATT_D_AGAIN)
@@ -178,7 +255,7 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 		}
 		ctx->st.syscall_stops++;
 		att_hang(ctx, "sysstop");
-		if (ptrace(PTRACE_SYSCALL, thr->tid, 0, 0) < 0) {
+		if (ptrace(thr->call_req, thr->tid, 0, 0) < 0) {
 			err = errno;
 			why = att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
 				       "PTRACE_SYSCALL thread %d", (int)thr->tid);
@@ -248,7 +325,10 @@ static enum att_reason write_frame(struct att_ctx *ctx, struct att_thread *thr)
 {
 	int err;
 
+	uint32_t sig = (uint32_t)ctx->end_sig;
+
 	att_arch_frame_build(&thr->saved, &thr->frame);
+	memcpy(thr->frame.buf + ATT_FRAME_END_SIG, &sig, sizeof(sig));
 	err = att_mem_write(thr->tid, thr->frame.addr, thr->frame.buf, thr->frame.len);
 	if (err)
 		return att_fail(ctx, ATT_E_MEMORY, -err, "write %zu-byte call frame at %#" PRIx64,

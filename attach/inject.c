@@ -46,6 +46,7 @@ enum att_reason att_resolve_funcs(struct att_ctx *ctx)
 		why = att_libc_sigreturn(ctx, &ctx->fn_sigreturn);
 	if (why)
 		return why;
+	att_choose_end_sig(ctx);
 	ctx->fn_dlerror = 0;
 	why = att_libc_dlopen(ctx, &ctx->fn_dlopen, &ctx->libc_mode);
 	if (why)

@@ -28,9 +28,10 @@ struct elfr_file;
 #define ATT_FRAME_RESULT 312	/*   the trampoline stores rax here */
 #define ATT_FRAME_ERRNO_ADDR 320 /*  address of the thread's errno, 0 until known */
 #define ATT_FRAME_ERRNO_VAL 328	/*   errno as it was */
+#define ATT_FRAME_END_SIG 336	/*   signal the trampoline sends itself at the end, or 0 */
 #define ATT_FRAME_FPMAX (ATT_XSTATE_MAX + 64)
 #define ATT_FRAME_MAX (640 + ATT_FRAME_FPMAX)
-#define ATT_TRAMP_SPACE 64	/* the trampoline's bytes at the start of the scratch mapping */
+#define ATT_TRAMP_SPACE 128	/* the trampoline's bytes at the start of the scratch mapping */
 
 /* What we know of one thread's ptrace state. */
 enum att_state {
@@ -93,6 +94,7 @@ struct att_thread {
 	bool mask_changed;		/* we changed its signal mask */
 	bool errno_saved;
 	bool interrupting;		/* we sent PTRACE_INTERRUPT to end a call that hung */
+	int call_req;			/* PTRACE_CONT or PTRACE_SYSCALL: how the current call runs */
 	uint64_t errno_addr;
 	int errno_value;
 	int last_sig;			/* signal of the last signal stop */
@@ -169,6 +171,7 @@ struct att_ctx {
 	bool libc_mode;			/* __libc_dlopen_mode / __libc_dlsym (glibc < 2.34) */
 	uint64_t fn_dlopen, fn_dlerror, fn_dlsym, fn_mmap, fn_munmap, fn_errno;
 	uint64_t fn_sigreturn;		/* "mov $15, %rax; syscall" in libc's code */
+	int end_sig;			/* a signal the process ignores (call.c), 0 if none */
 	/* scratch mapping: trampoline, then strings (call.c) */
 	uint64_t scratch;
 	size_t scratch_size;
@@ -293,7 +296,7 @@ void att_arch_resume_regs(const struct user_regs_struct *stop, struct user_regs_
 			  bool via_sigreturn);
 /* Build the call frame (signal frame of the saved state) below saved->gp.rsp. */
 void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f);
-/* The trampoline's code; *marker_end: offset right after its marker syscall. */
+/* The trampoline's code; *marker_end: offset right after its tgkill (the end of a call). */
 const unsigned char *att_arch_tramp(size_t *len, size_t *marker_end);
 /* The i-th byte pattern of an rt_sigreturn stub, NULL past the last. */
 const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len);
@@ -343,6 +346,8 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
  * ctx->scratch + ATT_TRAMP_SPACE), block the mask, save errno.
  */
 enum att_reason att_call_begin(struct att_ctx *ctx, size_t data);
+/* Pick ctx->end_sig from /proc/PID/status (before anything is stopped). */
+void att_choose_end_sig(struct att_ctx *ctx);
 /* Unblock heaptap's own signals deferred by att_call_begin (idempotent). */
 void att_own_signals_restore(struct att_ctx *ctx);
 /* Unmap the scratch page, put errno, mask and registers back. Keeps the first failure in *why. */

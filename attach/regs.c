@@ -113,6 +113,8 @@ enum att_reason att_mask_block(struct att_ctx *ctx, struct att_thread *thr)
 
 	mask &= ~(1ULL << (SIGSEGV - 1) | 1ULL << (SIGBUS - 1) | 1ULL << (SIGILL - 1) |
 		  1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << (SIGSYS - 1));
+	if (ctx->end_sig > 0)	/* the trampoline's end signal (call.c) must get through */
+		mask &= ~(1ULL << (ctx->end_sig - 1));
 	if (ptrace(PTRACE_SETSIGMASK, thr->tid, (void *)sizeof(mask), &mask) < 0) {
 		err = errno;
 		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETSIGMASK thread %d", (int)thr->tid);

@@ -12,8 +12,9 @@
  *     frame and lets that thread go. A group-stop means the process is
  *     being stopped by job control: we give up and leave it stopped.
  *
- *   CALLING (our function runs, resumed with PTRACE_SYSCALL): syscall
- *     stops go back to the caller (call.c), which knows where the call ends.
+ *   CALLING (our function runs, resumed with PTRACE_SYSCALL or PTRACE_CONT):
+ *     syscall stops go back to the caller (call.c), which knows where the
+ *     call ends (it also recognises its end signal before dispatching).
  *     Asynchronous signals are blocked, so only SIGSTOP (not blockable) can
  *     still arrive: it is delivered at once, like any other (heaptap keeps
  *     nothing a kill would lose). The group-stop it starts is let pass for
@@ -110,9 +111,10 @@ static int resume(struct att_thread *thr, int sig)
 	return resume_req(thr, PTRACE_CONT, sig);
 }
 
+/* During a call: as the call runs (PTRACE_SYSCALL, or PTRACE_CONT for trampoline calls). */
 static int resume_sys(struct att_thread *thr, int sig)
 {
-	return resume_req(thr, PTRACE_SYSCALL, sig);
+	return resume_req(thr, thr->call_req ? thr->call_req : PTRACE_SYSCALL, sig);
 }
 
 static enum att_disp gone(struct att_ctx *ctx, struct att_thread *thr, enum att_reason *why)

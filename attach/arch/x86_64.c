@@ -353,10 +353,13 @@ void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f)
 /*
  * The trampoline a remote call returns into, at the start of the scratch
  * mapping; rsp points at the frame's ucontext. It stores rax in the
- * frame, puts errno back (when its address is known), makes a getpid
- * syscall whose exit stop is where heaptap takes the thread back (it never
- * lets it go further), and, when heaptap is gone and nobody stops it
- * there, an rt_sigreturn that puts the thread back as it was.
+ * frame, puts errno back (when its address is known), and sends its own
+ * thread the frame's end signal with tgkill(getpid(), gettid(), sig):
+ * heaptap takes the thread back at that signal's delivery stop (or, with
+ * sig 0, at the tgkill's syscall-exit stop) and never lets it go further.
+ * The signal is one the process ignores, so when heaptap is gone it is
+ * dropped as it is sent, and the thread runs the rt_sigreturn that puts it
+ * back as it was.
  */
 static const unsigned char tramp[] = {
 	0x48, 0x89, 0x84, 0x24, 0x30, 0x01, 0x00, 0x00,	/* mov %rax, 0x130(%rsp)  result */
@@ -366,19 +369,28 @@ static const unsigned char tramp[] = {
 	0x8b, 0x8c, 0x24, 0x40, 0x01, 0x00, 0x00,	/* mov 0x140(%rsp), %ecx  errno */
 	0x89, 0x0a,					/* mov %ecx, (%rdx) */
 	0xb8, 0x27, 0x00, 0x00, 0x00,			/* 1: mov $SYS_getpid, %eax */
-	0x0f, 0x05,					/* syscall                 marker */
+	0x0f, 0x05,					/* syscall */
+	0x48, 0x89, 0xc7,				/* mov %rax, %rdi */
+	0xb8, 0xba, 0x00, 0x00, 0x00,			/* mov $SYS_gettid, %eax */
+	0x0f, 0x05,					/* syscall */
+	0x48, 0x89, 0xc6,				/* mov %rax, %rsi */
+	0x8b, 0x94, 0x24, 0x48, 0x01, 0x00, 0x00,	/* mov 0x148(%rsp), %edx  end signal */
+	0xb8, 0xea, 0x00, 0x00, 0x00,			/* mov $SYS_tgkill, %eax */
+	0x0f, 0x05,					/* syscall                 the end */
 	0xb8, 0x0f, 0x00, 0x00, 0x00,			/* mov $SYS_rt_sigreturn, %eax */
 	0x0f, 0x05,					/* syscall */
 	0x0f, 0x0b,					/* ud2 */
 };
 
 _Static_assert(ATT_FRAME_RESULT - 8 == 0x130 && ATT_FRAME_ERRNO_ADDR - 8 == 0x138 &&
-	       ATT_FRAME_ERRNO_VAL - 8 == 0x140, "trampoline offsets");
+	       ATT_FRAME_ERRNO_VAL - 8 == 0x140 && ATT_FRAME_END_SIG - 8 == 0x148,
+	       "trampoline offsets");
+_Static_assert(sizeof(tramp) <= ATT_TRAMP_SPACE, "the scratch strings start after the trampoline");
 
 const unsigned char *att_arch_tramp(size_t *len, size_t *marker_end)
 {
 	*len = sizeof(tramp);
-	*marker_end = 37;
+	*marker_end = 0x40;
 	return tramp;
 }
 

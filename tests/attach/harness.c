@@ -165,6 +165,7 @@ void victim_check_jc(struct victim *v, const char *when, int job_control)
 	check(kv(r, "regbad") == 0, "%s: no register corruption", when);
 	check(kv(r, "maskbad") == 0, "%s: every thread kept its signal mask", when);
 	check(kv(r, "syserr") == 0, "%s: no blocking call failed otherwise", when);
+	check(kv(r, "othersig") == 0, "%s: no stray SIGURG/SIGWINCH/SIGCHLD", when);
 }
 
 void victim_check(struct victim *v, const char *when)
@@ -190,11 +191,11 @@ void print_stats(const struct victim *v, struct att_ctx *ctx)
 	att_get_stats(ctx, &st);
 	r = role_of(v, st.tid);
 	printf("     hijacked tid=%d (%s) syscall=%ld rax_at_stop=%ld pause_us=%.1f stop_us=%.1f unwind_us=%.1f "
-	       "call_us=%.1f calls=%u threads=%u candidates=%u rejected=%u rounds=%u sysstops=%u "
+	       "call_us=%.1f calls=%u threads=%u candidates=%u rejected=%u rounds=%u sysstops=%u endsig=%d "
 	       "delivered=%u\n",
 	       (int)st.tid, r >= 0 ? role_name[r] : "?", st.syscall, st.stop_rax, st.pause_ns / 1e3,
 	       st.stop_ns / 1e3, st.unwind_ns / 1e3, st.call_ns / 1e3, st.calls, st.threads,
-	       st.candidates, st.rejected, st.rounds, st.syscall_stops, st.delivered_signals);
+	       st.candidates, st.rejected, st.rounds, st.syscall_stops, st.end_sig, st.delivered_signals);
 	if (st.rejected)
 		printf("     last rejected: %s\n", st.reject_why);
 	fflush(stdout);

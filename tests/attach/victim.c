@@ -23,6 +23,9 @@
  * other failure of a blocking call (syserr: e.g. errno 512 if a syscall
  * restart went wrong).
  *
+ * With ATT_VICTIM_CATCH set, it catches SIGURG, SIGWINCH and SIGCHLD (and
+ * counts them: othersig) so that it ignores no signal, like a Go program.
+ *
  * Output: "ready pid=P main=T reader=T ... avx=0|1" on start, then one line
  * per command: "pong k=v ..." for ping (after letting in-flight signals
  * arrive), "ok" for reset. EOF on stdin ends it.
@@ -54,6 +57,7 @@ static const char *const role_name[R_COUNT] = {
 static _Atomic long max_gap_ns[R_COUNT];
 static _Atomic int tids[R_COUNT];
 static _Atomic int eintr_count, epoll_eintr, reg_bad, seq_err, info_bad, mask_bad, sys_bad;
+static _Atomic int other_sigs;	/* ATT_VICTIM_CATCH: SIGURG/SIGWINCH/SIGCHLD received (none expected) */
 static _Atomic long sent, received;
 static _Atomic int pause_send, send_paused;
 static volatile long last_seq;	/* only touched by the handler (one thread) */
@@ -382,6 +386,12 @@ static void *inalloc(void *a)
 	return NULL;
 }
 
+static void on_other(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&other_sigs, 1);
+}
+
 static void on_usr2(int sig)
 {
 	char c;
@@ -438,11 +448,11 @@ static void ping(void)
 		usleep(1000);
 	len = snprintf(buf, sizeof(buf),
 		       "pong eintr=%d epoll_eintr=%d seqerr=%d infobad=%d sent=%ld recv=%ld regbad=%d "
-		       "maskbad=%d syserr=%d",
+		       "maskbad=%d syserr=%d othersig=%d",
 		       atomic_load(&eintr_count), atomic_load(&epoll_eintr), atomic_load(&seq_err),
 		       atomic_load(&info_bad), atomic_load(&sent), atomic_load(&received),
 		       atomic_load(&reg_bad), atomic_load(&mask_bad),
-		       atomic_load(&sys_bad));
+		       atomic_load(&sys_bad), atomic_load(&other_sigs));
 	for (i = 0; i < R_COUNT; i++)
 		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " gap_%s=%ld", role_name[i],
 				atomic_load(&max_gap_ns[i]) / 1000);
@@ -466,6 +476,20 @@ int main(void)
 	char *nl;
 
 	sig_rt = SIGRTMIN + 1;
+	if (getenv("ATT_VICTIM_CATCH")) {
+		/* like a Go program: no signal left that the process ignores */
+		struct sigaction sa;
+
+		for (i = 1; i < 65; i++)	/* the driver ignores SIGPIPE; we inherit that */
+			if (sigaction(i, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+				signal(i, SIG_DFL);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_other;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGURG, &sa, NULL);
+		sigaction(SIGWINCH, &sa, NULL);
+		sigaction(SIGCHLD, &sa, NULL);
+	}
 	__builtin_cpu_init();
 	use_avx = __builtin_cpu_supports("avx");
 	if (pipe(pipe_reader) || pipe(pipe_epoll) || pipe(pipe_sig) || pipe(pipe_never))
