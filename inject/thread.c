@@ -23,6 +23,36 @@
 
 #include "inject/internal.h"
 
+/*
+ * forget_session_files - remove the socket heaptap made for us and its
+ * directory, once we are connected (or nobody listens any more: the
+ * heaptap that made them is gone). heaptap removes them too as soon as it
+ * accepted, but a heaptap SIGKILLed between letting go of our thread and
+ * accepting would leave them behind; we run as the target's user, who owns
+ * them (docs/attach-command.md, "The session directory"). Only a path of
+ * the form ".../heaptap-XXXXXX/sock" is touched. Stack buffers only.
+ */
+static void forget_session_files(const char *path)
+{
+	char dir[sizeof(inj_g.sock_path)];
+	const char *slash = strrchr(path, '/'), *base;
+	size_t len;
+
+	if (!slash || strcmp(slash, "/sock"))
+		return;
+	len = (size_t)(slash - path);
+	if (len == 0 || len >= sizeof(dir))
+		return;
+	memcpy(dir, path, len);
+	dir[len] = '\0';
+	base = strrchr(dir, '/');
+	base = base ? base + 1 : dir;
+	if (strncmp(base, "heaptap-", 8) || strlen(base) != 14)
+		return;
+	unlink(path);
+	rmdir(dir);
+}
+
 /* new_session - empty the tables for a session (lock held). */
 static void new_session(void)
 {
@@ -100,6 +130,8 @@ void *inj_thread_main(void *arg)
 	 */
 	prctl(PR_SET_NAME, INJ_THREAD_NAME, 0, 0, 0);
 	fd = trk_connect(inj_g.sock_path);
+	if (fd >= 0 || fd == -ECONNREFUSED)
+		forget_session_files(inj_g.sock_path);
 	if (fd < 0)
 		goto out_idle;
 	if (inj_real_find() < 0)
