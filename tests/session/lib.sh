@@ -265,13 +265,14 @@ same_maps()
 # svc_start_private_tmp: svc_start under unshare -m with a tmpfs over /tmp
 # (the service's own /tmp: its "tmp" command then counts only the session
 # directories heaptap made for it, not those of tests running beside it).
-# Skips when unshare -m is not permitted. The build tree may itself live
-# under /tmp: then that one directory is bound back in.
+# Returns 1 (nothing started) when unshare -m is not available or not
+# permitted. The build tree may itself live under /tmp: then that one
+# directory is bound back in.
 svc_start_private_tmp()
 {
 	local bdir keep=
-	command -v unshare >/dev/null || skip "no unshare"
-	unshare -m --propagation private true 2>/dev/null || skip "unshare -m is not permitted here"
+	command -v unshare >/dev/null || return 1
+	unshare -m --propagation private true 2>/dev/null || return 1
 	bdir=$(readlink -f "$(dirname "$(readlink -f "$HEAPTAP")")/..")
 	case $bdir in /tmp/*) keep=$(mktemp -d /dev/shm/htkeep.XXXXXX) ;; esac
 	PRIVATE_KEEP=$keep
