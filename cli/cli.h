@@ -77,6 +77,7 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 enum cli_format {
 	CLI_FORMAT_TEXT = 0,
 	CLI_FORMAT_JSON,
+	CLI_FORMAT_HTML,      /* one self-contained page (text) */
 	CLI_FORMAT_PPROF,
 	CLI_FORMAT_HEAPTRACK, /* heaptrack_print's input, zstd'd (binary) */
 	CLI_FORMAT_COLLAPSED, /* folded stacks (text) */

@@ -32,6 +32,7 @@ void cli_usage_report(FILE *f)
 	      "\n"
 	      "options:\n"
 	      "  -f, --format FMT   text (default) or json\n"
+	      "                     html: one self-contained page to open in a browser (-o OUT.html)\n"
 	      "                     pprof: gzip'd profile.proto heap profile (go tool pprof)\n"
 	      "                     heaptrack: heaptrack_print's input, zstd'd (-o OUT.zst)\n"
 	      "                     collapsed: folded stacks for flamegraph.pl, inferno, speedscope\n"
@@ -69,6 +70,7 @@ static int format_is_binary(enum cli_format f)
 	switch (f) {
 	case CLI_FORMAT_TEXT:
 	case CLI_FORMAT_JSON:
+	case CLI_FORMAT_HTML:
 	case CLI_FORMAT_COLLAPSED:
 	case CLI_FORMAT_MASSIF:
 		return 0;
@@ -149,6 +151,8 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 				a->format = CLI_FORMAT_TEXT;
 			} else if (!strcmp(optarg, "json")) {
 				a->format = CLI_FORMAT_JSON;
+			} else if (!strcmp(optarg, "html")) {
+				a->format = CLI_FORMAT_HTML;
 			} else if (!strcmp(optarg, "pprof")) {
 				a->format = CLI_FORMAT_PPROF;
 			} else if (!strcmp(optarg, "heaptrack")) {
@@ -281,6 +285,8 @@ int cli_cmd_report(int argc, char **argv)
 	po.max_frames = TEXT_MAX_FRAMES;
 	if (a.format == CLI_FORMAT_JSON)
 		ret = rpt_write_json(out, d, &po);
+	else if (a.format == CLI_FORMAT_HTML)
+		ret = rpt_write_html(out, d, &po);
 	else if (a.format == CLI_FORMAT_PPROF)
 		ret = rpt_write_pprof(out, d);
 	else if (a.format == CLI_FORMAT_HEAPTRACK)

@@ -173,6 +173,17 @@ int rpt_write_json(FILE *f, const struct rpt_data *d, const struct rpt_print_opt
 	__attribute__((warn_unused_result));
 
 /*
+ * rpt_write_html - one self-contained HTML page (no network, no other file:
+ * CSS, JS and the data are inline): the summary, heap and RSS over time
+ * with the peak, an interactive flame graph by calls, bytes, peak or
+ * leaked, the top p->top call sites per cost and the leak list
+ * (report/html.c). Aggregated: its size hardly grows with the events.
+ * Replays the events once more (the heap curve). Returns 0, -ENOMEM or -EIO.
+ */
+int rpt_write_html(FILE *f, const struct rpt_data *d, const struct rpt_print_options *p)
+	__attribute__((warn_unused_result));
+
+/*
  * rpt_write_heaptrack - the recording as heaptrack's interpreted data file
  * (the text heaptrack_interpret writes, format version 3), zstd-compressed,
  * for heaptrack_print and heaptrack_gui (report/heaptrack.c says what maps
