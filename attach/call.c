@@ -443,9 +443,9 @@ static void forget(struct att_ctx *ctx, struct att_thread *thr)
 	att_own_signals_restore(ctx);
 }
 
-void att_call_end(struct att_ctx *ctx, enum att_reason *why)
+/* att_call_end's steps: munmap, errno, XSAVE area and mask, registers. */
+static void end_steps(struct att_ctx *ctx, struct att_thread *thr, enum att_reason *why)
 {
-	struct att_thread *thr = &ctx->thr;
 	uint64_t args[2], ret = 0;
 	enum att_reason r;
 	int err;
@@ -488,6 +488,25 @@ void att_call_end(struct att_ctx *ctx, enum att_reason *why)
 	}
 }
 
+/* Put back the detail and errno of the first failure, which the undo steps may have overwritten. */
+static void keep_first(struct att_ctx *ctx, enum att_reason first, const char *detail, int err)
+{
+	if (first == ATT_OK)
+		return;
+	snprintf(ctx->detail, sizeof(ctx->detail), "%s", detail);
+	ctx->err = err;
+}
+
+void att_call_end(struct att_ctx *ctx, enum att_reason *why)
+{
+	enum att_reason first = *why;
+	char detail[sizeof(ctx->detail)];
+	int first_err = ctx->err;
+
+	snprintf(detail, sizeof(detail), "%s", ctx->detail);
+	end_steps(ctx, &ctx->thr, why);
+	keep_first(ctx, first, detail, first_err);
+}
 enum att_reason att_call(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
 			 uint64_t *ret)
 {
