@@ -100,8 +100,8 @@ def main():
     for e in errors:
         print("ht_compare: " + e, file=sys.stderr)
     if not errors:
-        print("ht_compare: calls %d, peak %d, leaked %d and the top sites agree" %
-              (s["calls"], s["peak"], s["leaked"]), file=sys.stderr)
+        print("ht_compare: calls %d, peak %d, leaked %d%s agree" %
+              (s["calls"], s["peak"], s["leaked"], " and the top sites" if top else ""), file=sys.stderr)
     return 1 if errors else 0
 
 
