@@ -74,6 +74,19 @@ check_victim()
 		[ "$(kv $k)" = 0 ] || fail "$1: $k=$(kv $k)"
 	done
 	[ "$(kv sent)" = "$(kv recv)" ] || fail "$1: signals sent $(kv sent), received $(kv recv)"
+	# every looping thread still turns (none left stuck): up to 10 s on a loaded machine
+	local first=$ans role moved
+	for ((i = 0; i < 100; i++)); do
+		sleep 0.1
+		echo ping >&"${VIC[1]}" || fail "$1: victim gone"
+		read -r -t 20 ans <&"${VIC[0]}" || fail "$1: victim does not answer"
+		moved=1
+		for role in reader sleeper ticker condwait epoll busy; do
+			[ "$(kv laps_$role)" -gt "$(ans=$first kv laps_$role)" ] || moved=0
+		done
+		[ "$moved" = 1 ] && return
+	done
+	fail "$1: a thread stopped turning: $first / $ans"
 }
 
 # wait_stopped PID: until heaptap stopped itself (T) or ended; echo its state

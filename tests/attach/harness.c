@@ -166,6 +166,40 @@ void victim_check_jc(struct victim *v, const char *when, int job_control)
 	check(kv(r, "maskbad") == 0, "%s: every thread kept its signal mask", when);
 	check(kv(r, "syserr") == 0, "%s: no blocking call failed otherwise", when);
 	check(kv(r, "othersig") == 0, "%s: no stray SIGURG/SIGWINCH/SIGCHLD", when);
+	victim_check_progress(v, r, when);
+}
+
+/*
+ * Every thread that loops on its own (the ticker drives reader, condwait
+ * and epoll) still turns: none was left stuck by a restore. Compares the
+ * lap counts of ping reply r with later pings, every 100 ms for up to 10 s
+ * (a loaded machine may not run a thread for a while).
+ */
+void victim_check_progress(struct victim *v, const char *r, const char *when)
+{
+	static const enum role loops[] = { R_READER, R_SLEEPER, R_TICKER, R_CONDWAIT, R_EPOLL, R_BUSY };
+	enum { NL = sizeof(loops) / sizeof(loops[0]) };
+	long first[NL], last[NL];
+	char key[32], r2[1024];
+	unsigned i, moved = 0, tries;
+
+	for (i = 0; i < NL; i++) {
+		snprintf(key, sizeof(key), "laps_%s", role_name[loops[i]]);
+		first[i] = last[i] = kv(r, key);
+	}
+	for (tries = 0; tries < 100 && moved < NL; tries++) {
+		usleep(100000);
+		if (victim_cmd(v, "ping", r2, sizeof(r2)) < 0)
+			break;
+		for (moved = 0, i = 0; i < NL; i++) {
+			snprintf(key, sizeof(key), "laps_%s", role_name[loops[i]]);
+			last[i] = kv(r2, key);
+			moved += first[i] >= 0 && last[i] > first[i];
+		}
+	}
+	for (i = 0; i < NL; i++)
+		check(first[i] >= 0 && last[i] > first[i], "%s: thread %s still turns (%ld -> %ld laps)",
+		      when, role_name[loops[i]], first[i], last[i]);
 }
 
 void victim_check(struct victim *v, const char *when)

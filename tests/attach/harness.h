@@ -52,6 +52,8 @@ int victim_stop(struct victim *v);
  */
 void victim_check_jc(struct victim *v, const char *when, int job_control);
 void victim_check(struct victim *v, const char *when);
+/* The looping threads still turn: lap counts of ping reply r against a ping 100 ms later. */
+void victim_check_progress(struct victim *v, const char *r, const char *when);
 /* Role of a tid in the victim, -1 if none. */
 int role_of(const struct victim *v, pid_t tid);
 /* Print the session's measurements. */

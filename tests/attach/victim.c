@@ -55,6 +55,7 @@ static const char *const role_name[R_COUNT] = {
 };
 
 static _Atomic long max_gap_ns[R_COUNT];
+static _Atomic long laps[R_COUNT];	/* turns of each loop: a thread stuck after an attach stops counting */
 static _Atomic int tids[R_COUNT];
 static _Atomic int eintr_count, epoll_eintr, reg_bad, seq_err, info_bad, mask_bad, sys_bad;
 static _Atomic int other_sigs;	/* ATT_VICTIM_CATCH: SIGURG/SIGWINCH/SIGCHLD received (none expected) */
@@ -98,6 +99,7 @@ static void lap(enum role r, long *last)
 
 	if (*last && gap > atomic_load(&max_gap_ns[r]))
 		atomic_store(&max_gap_ns[r], gap);
+	atomic_fetch_add(&laps[r], 1);
 	*last = t;
 }
 
@@ -456,6 +458,9 @@ static void ping(void)
 	for (i = 0; i < R_COUNT; i++)
 		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " gap_%s=%ld", role_name[i],
 				atomic_load(&max_gap_ns[i]) / 1000);
+	for (i = 0; i < R_COUNT; i++)
+		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " laps_%s=%ld", role_name[i],
+				atomic_load(&laps[i]));
 	snprintf(buf + len, sizeof(buf) - (size_t)len, "\n");
 	atomic_store(&pause_send, 0);
 	reply(buf);
