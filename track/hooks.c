@@ -77,8 +77,7 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 	if (unlikely(trk_smp_sampling()) && !(weight = trk_smp_alloc(t, p, size, ra)))
 		return;
 	n = trk_capture(t, ra);
-	leaf = trk_tree_leaf_thr(t, n);
-	gen = trk_tree_send(t, leaf);
+	leaf = trk_tree_trace(t, n, &gen);
 	put_alloc_sent(t, trk_thr_enter_seq(t), gen, kind, size, leaf, p, weight);
 }
 
@@ -181,8 +180,7 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 	/* unwind before the number is reserved: new nodes must come first */
 	if (send_alloc) {
 		n = trk_capture(t, ra);
-		leaf = trk_tree_leaf_thr(t, n);
-		gen = trk_tree_send(t, leaf);
+		leaf = trk_tree_trace(t, n, &gen);
 	}
 	if (send_free)
 		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);

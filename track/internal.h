@@ -64,6 +64,26 @@ struct trk_node {
 					     WIRE_EV_NODE; 0 = none yet */
 };
 
+/*
+ * The whole-stack cache (tree.c): a stack's 128-bit hash -> its leaf, so a
+ * stack seen before costs one cache line instead of a tree walk (one miss
+ * per level), and the session the leaf was announced in, so the leaf's
+ * node need not be read either. Process-wide, 4-way buckets of one cache
+ * line. An entry is two 64-bit words written without a lock; the check
+ * covers 80 bits of the hash and the leaf itself, so a torn pair of words
+ * from two different stacks never matches.
+ */
+struct trk_sc_ent {
+	_Atomic uint64_t key; /* hash word 1 ^ mix(leaf); 0 = empty */
+	_Atomic uint64_t val; /* top 16 bits of hash word 2 << 48 | session (16 bits) << 32 | leaf */
+};
+
+struct trk_sc_bucket {
+	struct trk_sc_ent e[4];
+} __attribute__((aligned(64)));
+
+#define TRK_SC_BITS 15 /* 32768 buckets x 4 stacks, 2 MiB */
+
 #define TRK_NODE_BLOCK_SHIFT 16 /* 65536 nodes (3.5 MiB) per mmap'd block */
 #define TRK_NODE_BLOCK (1u << TRK_NODE_BLOCK_SHIFT)
 #define TRK_NODE_BLOCKS 16384	/* at most 2^30 nodes */
@@ -211,6 +231,7 @@ struct trk_global {
 	_Atomic uint32_t next_node;	/* next free index (starts at 1) */
 	_Atomic(struct trk_node *) blocks[TRK_NODE_BLOCKS];
 	struct trk_node root;		/* node 0 */
+	_Atomic(struct trk_sc_bucket *) scache; /* whole-stack cache (tree.c), mapped on first use */
 
 	/* thread buffers */
 	_Atomic(struct trk_thr *) threads; /* every buffer ever made */
@@ -422,6 +443,16 @@ uint32_t trk_tree_leaf(struct trk_thr *t, const uintptr_t *ips, size_t n) TRK_HI
  */
 uint32_t trk_tree_leaf_thr(struct trk_thr *t, size_t n) TRK_HIDDEN;
 
+/*
+ * trk_tree_trace - owner, outside enter/exit: the leaf of the stack in
+ * t->frames (n frames), announced in the current session like
+ * trk_tree_send does; *gen gets the session it made sure for. A stack seen
+ * before is found in the whole-stack cache (struct trk_sc_bucket), which
+ * also remembers the session the leaf was announced in; otherwise
+ * trk_tree_leaf_thr and trk_tree_send. Returns 0 for n == 0 or no memory.
+ */
+uint32_t trk_tree_trace(struct trk_thr *t, size_t n, uint32_t *gen) TRK_HIDDEN;
+
 /* trk_tree_send_slow - see trk_tree_send. */
 uint32_t trk_tree_send_slow(struct trk_thr *t, uint32_t leaf, uint32_t gen) TRK_HIDDEN;
 
@@ -566,7 +597,7 @@ uint32_t trk_gettid(void) TRK_HIDDEN;
 
 #define TRK_SMP_SITES 1024	  /* call-site slots per thread (then "other") */
 #define TRK_SMP_SITES_TICKS 100	  /* site counts are sent every this many ticks */
-#define TRK_SMP_START_WAIT_MS 20  /* trk_start waits this long for heaptap's first CTL_SAMPLE */
+#define TRK_SMP_START_WAIT_MS 50  /* trk_start waits this long for heaptap's first CTL_SAMPLE */
 
 /* Exact counts of one call site (return address - 1); written by the owner only. */
 struct trk_smp_site {

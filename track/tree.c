@@ -252,12 +252,144 @@ uint32_t trk_tree_leaf(struct trk_thr *t, const uintptr_t *ips, size_t n)
 	return node;
 }
 
+/* ---- the whole-stack cache (struct trk_sc_bucket) ---- */
+
+static _Atomic int sc_failed; /* no memory for the table: do without */
+
+static struct trk_sc_bucket *sc_map(void)
+{
+	size_t size = sizeof(struct trk_sc_bucket) << TRK_SC_BITS;
+	struct trk_sc_bucket *exp = NULL;
+	void *m;
+
+	if (atomic_load_explicit(&sc_failed, memory_order_relaxed))
+		return NULL;
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		atomic_store(&sc_failed, 1);
+		return NULL;
+	}
+	if (!atomic_compare_exchange_strong_explicit(&trk_g.scache, &exp, (struct trk_sc_bucket *)m,
+						     memory_order_acq_rel, memory_order_acquire)) {
+		munmap(m, size);
+		return exp;
+	}
+	return m;
+}
+
+static inline struct trk_sc_bucket *sc_table(void)
+{
+	struct trk_sc_bucket *b = atomic_load_explicit(&trk_g.scache, memory_order_acquire);
+
+	return likely(b != NULL) ? b : sc_map();
+}
+
+static inline uint64_t sc_fmix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* sc_leaf_mix - the leaf's share of the key (never 0 for a leaf). */
+static inline uint64_t sc_leaf_mix(uint32_t leaf)
+{
+	return ((uint64_t)leaf + 1) * 0x9E3779B97F4A7C15ull;
+}
+
+/* sc_hash - two independent 64-bit hashes of ips[0..n) and n. */
+static inline void sc_hash(const uintptr_t *ips, size_t n, uint64_t *h1, uint64_t *h2)
+{
+	uint64_t a = 0x243F6A8885A308D3ull ^ n, b = 0x13198A2E03707344ull + n;
+
+	for (size_t i = 0; i < n; i++) {
+		a = (a ^ ips[i]) * 0x9E3779B97F4A7C15ull;
+		a ^= a >> 29;
+		b = (b + ips[i]) * 0xD6E8FEB86659FD93ull;
+		b ^= b >> 32;
+	}
+	*h1 = sc_fmix(a);
+	*h2 = sc_fmix(b ^ 0xA4093822299F31D0ull);
+}
+
+/* The fields of an entry's val word. */
+#define SC_H2(v) ((v) >> 48)
+#define SC_GEN(v) ((uint32_t)((v) >> 32) & 0xffffu)
+#define SC_LEAF(v) ((uint32_t)(v))
+
+/* sc_find - the way holding the stack with hashes (h1, h2), its val in *val; -1 if none. */
+static inline int sc_find(struct trk_sc_bucket *b, uint64_t h1, uint64_t h2, uint64_t *val)
+{
+	for (int w = 0; w < 4; w++) {
+		uint64_t v = atomic_load_explicit(&b->e[w].val, memory_order_acquire);
+		uint64_t k = atomic_load_explicit(&b->e[w].key, memory_order_relaxed);
+
+		if (SC_H2(v) == (h2 >> 48) && SC_LEAF(v) && k == (h1 ^ sc_leaf_mix(SC_LEAF(v)))) {
+			*val = v;
+			return w;
+		}
+	}
+	return -1;
+}
+
+/*
+ * sc_put - remember leaf (announced in session gen) for the stack, in way w
+ * if it is there already, else in a free way, else in one the hash picks.
+ */
+static inline void sc_put(struct trk_sc_bucket *b, int w, uint64_t h1, uint64_t h2, uint32_t leaf,
+			  uint32_t gen)
+{
+	if (w < 0) {
+		for (w = 0; w < 4; w++)
+			if (!atomic_load_explicit(&b->e[w].key, memory_order_relaxed))
+				break;
+		if (w == 4)
+			w = (int)(h2 & 3);
+	}
+	atomic_store_explicit(&b->e[w].val,
+			      (h2 >> 48) << 48 | (uint64_t)(gen & 0xffffu) << 32 | leaf,
+			      memory_order_release);
+	atomic_store_explicit(&b->e[w].key, h1 ^ sc_leaf_mix(leaf), memory_order_release);
+}
+
+uint32_t trk_tree_trace(struct trk_thr *t, size_t n, uint32_t *gen)
+{
+	uint32_t cur = atomic_load_explicit(&trk_g.sess_gen, memory_order_acquire), leaf = 0;
+	struct trk_sc_bucket *tab = n ? sc_table() : NULL, *bucket = NULL;
+	uint64_t h1 = 0, h2 = 0, v = 0;
+	int w = -1;
+
+	if (likely(tab != NULL)) {
+		sc_hash(t->frames, n, &h1, &h2);
+		bucket = &tab[h1 >> (64 - TRK_SC_BITS)];
+		w = sc_find(bucket, h1, h2, &v);
+		if (likely(w >= 0)) {
+			leaf = SC_LEAF(v);
+			/* announced in this session already: not even the leaf is touched */
+			if (likely(SC_GEN(v) == (cur & 0xffffu))) {
+				*gen = cur;
+				return leaf;
+			}
+		}
+	}
+	if (!leaf)
+		leaf = trk_tree_leaf_thr(t, n); /* t->prev stays the last walked stack otherwise */
+	*gen = trk_tree_send(t, leaf);
+	if (bucket && leaf)
+		sc_put(bucket, w, h1, h2, leaf, *gen);
+	return leaf;
+}
+
 uint32_t trk_tree_leaf_thr(struct trk_thr *t, size_t n)
 {
 	const uintptr_t *ips = t->frames, *prev = t->prev;
 	size_t pn = t->prev_n, j = 0, i;
 	uint32_t node = 0, *nodes = t->nodes;
 	void *swap;
+
 
 	/* the outer frames shared with the previous stack keep their nodes */
 	while (j < n && j < pn && ips[n - 1 - j] == prev[pn - 1 - j]) {

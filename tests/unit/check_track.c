@@ -171,12 +171,46 @@ START_TEST(tree_thread_cache_reuse)
 }
 END_TEST
 
+START_TEST(tree_stack_cache)
+{
+	/*
+	 * trk_tree_trace (whole-stack cache) gives the plain walk's leaf for
+	 * 3000 stacks sharing outer parts, asked 30000 times in random order
+	 * (hits, misses, evictions from full buckets), prefixes included.
+	 */
+	enum { NSTACKS = 3000, DEPTH = 40, ASKS = 30000 };
+	static uintptr_t st[NSTACKS][DEPTH];
+	static size_t len[NSTACKS];
+	struct trk_thr *t = tree_setup();
+	uint32_t gen, l1, l2;
+
+	srand(7);
+	for (int i = 0; i < NSTACKS; i++) {
+		len[i] = 1 + (size_t)(rand() % DEPTH);
+		for (size_t d = 0; d < len[i]; d++) /* outermost last: shared outer parts */
+			st[i][len[i] - 1 - d] = 0x40000 + d * 0x100 + (uintptr_t)(rand() % (d < 4 ? 2 : 5));
+	}
+	for (int k = 0; k < ASKS; k++) {
+		int i = rand() % NSTACKS;
+		size_t n = len[i] - (k % 7 == 0 && len[i] > 1); /* sometimes without the innermost */
+
+		memcpy(t->frames, st[i], n * sizeof(st[i][0]));
+		l1 = trk_tree_trace(t, n, &gen);
+		l2 = trk_tree_leaf(t, st[i], n);
+		ck_assert_uint_ne(l1, 0);
+		ck_assert_uint_eq(l1, l2);
+	}
+	ck_assert_uint_eq(trk_tree_trace(t, 0, &gen), 0);
+}
+END_TEST
+
 #define RACE_THREADS 6
 #define RACE_STACKS 400
 #define RACE_DEPTH 12
 
 static uintptr_t race_stacks[RACE_STACKS][RACE_DEPTH];
 static uint32_t race_leaf[RACE_THREADS][RACE_STACKS];
+static uint32_t race_trace[RACE_THREADS][RACE_STACKS][2]; /* trk_tree_trace: first, again */
 static pthread_barrier_t race_barrier;
 
 static void *race_main(void *arg)
@@ -190,7 +224,20 @@ static void *race_main(void *arg)
 		int kk = id & 1 ? RACE_STACKS - 1 - k : k;
 		int s = (kk * 7919 + id * 101) % RACE_STACKS;
 
+		uint32_t gen;
+
+		/* half the threads go through the whole-stack cache first */
+		memcpy(t->frames, race_stacks[s], sizeof(race_stacks[s]));
+		if (id & 2)
+			race_trace[id][s][0] = trk_tree_trace(t, RACE_DEPTH, &gen);
 		race_leaf[id][s] = trk_tree_leaf(t, race_stacks[s], RACE_DEPTH);
+		if (!(id & 2)) {
+			memcpy(t->frames, race_stacks[s], sizeof(race_stacks[s]));
+			race_trace[id][s][0] = trk_tree_trace(t, RACE_DEPTH, &gen);
+		}
+		/* (a miss swaps t->frames with the previous stack: fill it again) */
+		memcpy(t->frames, race_stacks[s], sizeof(race_stacks[s]));
+		race_trace[id][s][1] = trk_tree_trace(t, RACE_DEPTH, &gen);
 	}
 	return NULL;
 }
@@ -249,6 +296,11 @@ START_TEST(tree_concurrent_insert)
 		ck_assert_uint_ne(race_leaf[0][s], 0);
 		for (int i = 1; i < RACE_THREADS; i++)
 			ck_assert_uint_eq(race_leaf[i][s], race_leaf[0][s]);
+	for (int i = 0; i < RACE_THREADS; i++)
+		for (int s = 0; s < RACE_STACKS; s++) {
+			ck_assert_uint_eq(race_trace[i][s][0], race_leaf[0][s]);
+			ck_assert_uint_eq(race_trace[i][s][1], race_leaf[0][s]);
+		}
 	}
 	for (int s = 0; s < RACE_STACKS; s++) {
 		for (int u = 0; u < s; u++) {
@@ -1075,6 +1127,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, tree_wide_node);
 	tcase_add_test(tc, tree_thread_cache_reuse);
 	tcase_add_test(tc, tree_concurrent_insert);
+	tcase_add_test(tc, tree_stack_cache);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("unwind");
 	tcase_add_test(tc, unwind_walker_matches_libunwind);
