@@ -160,8 +160,12 @@
 			u++;
 		}
 		step = niceStep(max / unit, n);
-		for (v = 0; v <= max / unit + 1e-9; v += step)
+		/* up to the first tick at or above max: the axis must hold every value */
+		for (v = 0; ; v += step) {
 			out.push({ v: v * unit, label: v ? (+v.toFixed(6)) + ' ' + names[u] : '0' });
+			if (v >= max / unit - 1e-9)
+				break;
+		}
 		return out;
 	}
 
@@ -454,71 +458,25 @@
 		return 'hsl(' + (h % 50) + ', ' + (70 + h % 20) + '%, ' + (58 + (h >> 3) % 12) + '%)';
 	}
 
-	function drawFlame() {
-		var m = fl.metric, val = fl.val[m], z = fl.zoom, c = $('flame');
-		var chain = [], v, rows = 1, todo, maxDepth;
+	/*
+	 * Layout first (which boxes are at least 0.6 px wide, on which row),
+	 * then a canvas exactly as tall as the rows drawn, then the paint.
+	 */
+	function layoutFlame(val, z, W) {
+		var boxes = [], chain = [], v, stack, it, kids, cx, i, k, kw;
 		for (v = z; v !== 0; v = fl.parent[v])
 			chain.unshift(v);
 		chain.unshift(0);
-		/* how deep the drawn part goes (for the canvas height) */
-		maxDepth = fl.depth[z];
-		todo = [z];
-		while (todo.length) {
-			v = todo.pop();
-			if (fl.depth[v] > maxDepth)
-				maxDepth = fl.depth[v];
-			if (fl.depth[v] - fl.depth[z] < MAX_ROWS)
-				fl.kids[v].forEach(function (k) {
-					if (val[k] > 0)
-						todo.push(k);
-				});
-		}
-		rows = Math.min(maxDepth + 1, fl.depth[z] + MAX_ROWS) + 1;
-		var g = setupCanvas(c, Math.max(rows * ROW + 4, 60)), ctx = g.ctx, W = g.w;
-		ctx.clearRect(0, 0, W, g.h);
-		ctx.font = '12px ui-monospace, "DejaVu Sans Mono", monospace';
-		ctx.textBaseline = 'middle';
-		fl.rects = [];
-		var cw = ctx.measureText('abcdefghij').width / 10;
-		function box(node, x, w, row, dim) {
-			var y = row * ROW, label = fl.names[fl.name[node]], fit;
-			ctx.fillStyle = color(node);
-			ctx.globalAlpha = dim ? 0.55 : 1;
-			ctx.fillRect(x, y, Math.max(w - 1, 0.5), ROW - 1);
-			if (node === fl.hover) {
-				ctx.strokeStyle = '#1d2330';
-				ctx.strokeRect(x + 0.5, y + 0.5, Math.max(w - 2, 0.5), ROW - 2);
-			}
-			ctx.globalAlpha = 1;
-			fl.rects.push({ node: node, x: x, y: y, w: w });
-			if (w > 3 * cw + 6) {
-				fit = Math.floor((w - 6) / cw);
-				if (node === 0)
-					label = 'all: ' + (m === 'calls' ? fmtInt(val[0]) + ' calls' : fmtSize(val[0]));
-				if (label.length > fit)
-					label = label.slice(0, Math.max(fit - 1, 1)) + '\u2026';
-				ctx.fillStyle = '#1d2330';
-				ctx.fillText(label, x + 3, y + ROW / 2);
-			}
-		}
-		if (!(val[z] > 0)) {
-			ctx.fillStyle = '#5d6575';
-			ctx.fillText(z === 0 ? 'nothing to show for this cost (it is 0)' : 'this frame has no cost of this kind: zoom out', 6, ROW);
-			fl.rects = [];
-			box(0, 0, W, 2, false);
-			$('flame-path').textContent = '';
-			return;
-		}
 		/* ancestors of the zoomed frame: full width, dimmed */
-		chain.forEach(function (a, i) {
+		chain.forEach(function (a, row) {
 			if (a !== z)
-				box(a, 0, W, i, true);
+				boxes.push({ node: a, x: 0, w: W, row: row, dim: true });
 		});
 		/* the zoomed frame and what it called, widths by the metric */
-		var stack = [{ v: z, x: 0, w: W }], it, kids, cx, k, i, kw;
+		stack = [{ v: z, x: 0, w: W }];
 		while (stack.length) {
 			it = stack.pop();
-			box(it.v, it.x, it.w, fl.depth[it.v], false);
+			boxes.push({ node: it.v, x: it.x, w: it.w, row: fl.depth[it.v], dim: false });
 			if (fl.depth[it.v] - fl.depth[z] + 1 >= MAX_ROWS)
 				continue;
 			kids = fl.kids[it.v].filter(function (q) {
@@ -535,7 +493,53 @@
 				cx += kw;
 			}
 		}
-		$('flame-path').textContent = chain.length > 1 ? chain.slice(1).map(function (a) {
+		return { boxes: boxes, chain: chain };
+	}
+
+	function drawFlame() {
+		var m = fl.metric, val = fl.val[m], z = fl.zoom, c = $('flame');
+		var W = c.parentNode.clientWidth || 800, lay, rows = 1, g, ctx, cw;
+		if (!(val[z] > 0))
+			lay = { boxes: [{ node: 0, x: 0, w: W, row: 1, dim: false }], chain: [0], empty: true };
+		else
+			lay = layoutFlame(val, z, W);
+		lay.boxes.forEach(function (b) {
+			if (b.row + 1 > rows)
+				rows = b.row + 1;
+		});
+		g = setupCanvas(c, rows * ROW + 2);
+		ctx = g.ctx;
+		ctx.clearRect(0, 0, g.w, g.h);
+		ctx.font = '12px ui-monospace, "DejaVu Sans Mono", monospace';
+		ctx.textBaseline = 'middle';
+		cw = ctx.measureText('abcdefghij').width / 10;
+		fl.rects = [];
+		lay.boxes.forEach(function (b) {
+			var y = b.row * ROW, node = b.node, label = fl.names[fl.name[node]], fit;
+			ctx.fillStyle = color(node);
+			ctx.globalAlpha = b.dim ? 0.55 : 1;
+			ctx.fillRect(b.x, y, Math.max(b.w - 1, 0.5), ROW - 1);
+			if (node === fl.hover) {
+				ctx.strokeStyle = '#1d2330';
+				ctx.strokeRect(b.x + 0.5, y + 0.5, Math.max(b.w - 2, 0.5), ROW - 2);
+			}
+			ctx.globalAlpha = 1;
+			fl.rects.push({ node: node, x: b.x, y: y, w: b.w });
+			if (b.w > 3 * cw + 6) {
+				fit = Math.floor((b.w - 6) / cw);
+				if (node === 0)
+					label = 'all: ' + (m === 'calls' ? fmtInt(val[0]) + ' calls' : fmtSize(val[0]));
+				if (label.length > fit)
+					label = label.slice(0, Math.max(fit - 1, 1)) + '\u2026';
+				ctx.fillStyle = '#1d2330';
+				ctx.fillText(label, b.x + 3, y + ROW / 2);
+			}
+		});
+		if (lay.empty) {
+			ctx.fillStyle = '#5d6575';
+			ctx.fillText(z === 0 ? 'nothing to show for this cost (it is 0)' : 'this frame has no cost of this kind: zoom out', 6, ROW / 2);
+		}
+		$('flame-path').textContent = lay.chain.length > 1 ? lay.chain.slice(1).map(function (a) {
 			return fl.names[fl.name[a]];
 		}).join(' \u203a ') : '';
 	}
