@@ -61,7 +61,7 @@ static int sys_pref(long sysno)
 }
 
 /*
- * 1 when the thread waits, with no timeout, in futex for another thread of
+ * True when the thread waits, with no timeout, in futex for another thread of
  * pid to exit (see the file comment).
  */
 static bool joins_thread(pid_t pid, pid_t tid, long sysno, const unsigned long args[6])
