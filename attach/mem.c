@@ -1,12 +1,16 @@
 /* attach/mem.c - read and write a stopped thread's memory */
 /* SPDX-License-Identifier: MIT */
 /*
- * process_vm_readv/writev first (one call, any length); PTRACE_PEEKDATA /
- * POKEDATA word by word when those are refused (they honour page
- * protections; ptrace writes go through FOLL_FORCE).
+ * process_vm_readv/writev first (one call, any length); they honour page
+ * protections, so a write to a read-only page (the r-x scratch page) goes
+ * through /proc/TID/mem (one pwrite, FOLL_FORCE for the tracer), and
+ * PTRACE_PEEKDATA / POKEDATA word by word when that is refused too.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
@@ -45,11 +49,21 @@ int att_mem_write(pid_t tid, uint64_t addr, const void *buf, size_t len)
 	struct iovec l = { (void *)buf, len }, r = { (void *)addr, len };
 	const unsigned char *in = buf;
 	size_t done = 0, n;
+	char path[64];
 	long w;
-	int ret;
+	int ret, fd;
 
 	if (process_vm_writev(tid, &l, 1, &r, 1, 0) == (ssize_t)len)
 		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)tid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t wr = pwrite(fd, buf, len, (off_t)addr);
+
+		close(fd);
+		if (wr == (ssize_t)len)
+			return 0;
+	}
 	while (done < len) {
 		n = len - done < sizeof(w) ? len - done : sizeof(w);
 		if (n < sizeof(w)) {
