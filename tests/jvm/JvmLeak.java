@@ -135,13 +135,13 @@ public final class JvmLeak {
                     }
                 }
             }
-            long last = System.nanoTime(), max = 0;
+            // compared with the shared value, which "gaps start" resets: a
+            // local maximum would survive a quick disarm and re-arm
+            long last = System.nanoTime();
             while (armed) {
                 long t = System.nanoTime();
-                if (t - last > max) {
-                    max = t - last;
-                    tickerGap = max;
-                }
+                if (t - last > tickerGap)
+                    tickerGap = t - last;
                 last = t;
             }
         }
