@@ -121,7 +121,14 @@ int cli_parse_bytes(const char *s, uint64_t *out);
 int cli_parse_sample(const char *s, uint64_t *out, char *err, size_t errlen);
 /* cli_sample_seed - HEAPTAP_SAMPLE_SEED (a number; tests fix the samples with it), else 0. */
 uint64_t cli_sample_seed(void);
-/* cli_sample_options - make itp_run start the library at this rate (0 = full tracing). */
+/*
+ * cli_sample_start - send the library its start rate (WIRE_CTL_SAMPLE, 0 =
+ * full tracing, seed from HEAPTAP_SAMPLE_SEED) on the accepted event socket,
+ * at once: its trk_start waits for it (TRK_SMP_START_WAIT_MS) so no
+ * allocation is recorded in the wrong mode.
+ */
+void cli_sample_start(int conn, uint64_t sample);
+/* cli_sample_options - the rate for the recording's metadata (itp_run sends nothing more). */
 void cli_sample_options(struct itp_options *opt, uint64_t sample);
 /* cli_format_bytes - v as "512K", "1M", "3G" when exact, else plain digits; returns buf. */
 char *cli_format_bytes(uint64_t v, char *buf, size_t len);
@@ -351,6 +358,31 @@ int cli_ctl_who(pid_t pid, struct cli_ctl_holder *h);
  */
 int cli_ctl_detach(pid_t pid, unsigned timeout_ms, struct cli_ctl_holder *h,
 		   struct cli_ctl_result *r);
+
+/* cli_ctl_set_conn - the session's event socket for "sample" requests (-1: none). NULL c is fine. */
+void cli_ctl_set_conn(struct cli_ctl *c, int conn);
+
+/*
+ * cli_ctl_request - send line (with its newline) to the holder of pid's
+ * session and read its one-line answer into reply (newline removed).
+ * Returns 0, -ENOENT when nobody holds it, -ETIMEDOUT when it does not
+ * greet or answer within 5 s, -EPIPE when it closed first, or -errno.
+ */
+int cli_ctl_request(pid_t pid, const char *line, char *reply, size_t len, struct cli_ctl_holder *h);
+
+/*
+ * cli_ctl_sample_request - the holder's side of "sample ARG" (cmd_ctl.c):
+ * parse ARG (bytes, "off" or 0 = full tracing), send WIRE_CTL_SAMPLE on conn
+ * (-1: no session yet). Returns the answer line in buf ("sample ok N\n" or
+ * "sample error REASON\n"); buf may hold ARG.
+ */
+const char *cli_ctl_sample_request(int conn, const char *arg, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* heaptap ctl (cmd_ctl.c)                                              */
+
+int cli_cmd_ctl(int argc, char **argv);
+void cli_usage_ctl(FILE *f);
 
 /* ------------------------------------------------------------------ */
 /* Launching (spawn.c)                                                 */

@@ -3,7 +3,9 @@
 /*
  * Steps, each undone on every path (goto cleanup, reverse order):
  *
- *   preflight (/proc only) -> find libheaptap_inject.so -> session dir and
+ *   preflight (/proc only) -> take the session's control socket (one
+ *   heaptap per process; `heaptap detach` talks to it, detach_ctl.c) ->
+ *   find libheaptap_inject.so -> session dir and
  *   socket in the target's /tmp -> att_prepare (file work, nothing stopped)
  *   -> att_seize (one thread stopped) -> att_inject (dlopen + start function
  *   with the socket path as the target sees it) -> att_release (the thread
@@ -429,12 +431,14 @@ int cli_cmd_attach(int argc, char **argv)
 			ACCEPT_MS, strerror(-ret));
 		goto out_dir;
 	}
+	cli_sample_start(conn, a.sample);
 	/*
 	 * The connection is all we need: remove the socket and the directory
 	 * now, so nobody else can connect and nothing is left behind even if
 	 * heaptap is killed during the session.
 	 */
 	cli_attach_dir_close(&d);
+	cli_ctl_set_conn(ctl, conn); /* `heaptap ctl PID sample` reaches the library from now on */
 	t[5] = mono_ns();
 	if (a.verbose) {
 		cli_msg("attach %d: preflight and session directory %.2f ms, prepare %.2f ms, seize "
@@ -477,6 +481,7 @@ int cli_cmd_attach(int argc, char **argv)
 		snprintf(fin->out, sizeof(fin->out), "%s", out);
 
 out_conn:
+	cli_ctl_set_conn(ctl, -1);
 	close(conn);
 	conn = -1;
 	goto out_dir;

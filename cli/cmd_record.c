@@ -359,6 +359,8 @@ int cli_cmd_record(int argc, char **argv)
 	have_child = 1;
 
 	ret = cli_session_accept(&s, pid, &conn, &exited, &status);
+	if (ret >= 0 && conn >= 0)
+		cli_sample_start(conn, a.sample);
 	if (ret == -ECHILD) {
 		have_child = 0; /* reaped */
 		cli_msg("record: %s did not load the tracking library (statically linked?)", prog);

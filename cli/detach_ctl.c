@@ -19,7 +19,10 @@
  *
  *   holder -> client   "heaptap-ctl 1 pid=HEAPTAP since=EPOCH target=PID\n"
  *   client -> holder   "detach\n"   end the session (as SIGTERM would)
+ *                      "sample N\n" sample one allocation per N bytes, 0 = full
+ *                                   tracing (issue #8, `heaptap ctl`)
  *                      (anything else, or closing: just asked who holds it)
+ *   holder -> client   "sample ok N\n" or "sample error REASON\n" at once
  *   holder -> client   "done code=N end=R allocs=N restored=N left=N out=PATH\n"
  *                      once the session has ended (detach clients only)
  *
@@ -35,6 +38,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,7 @@ struct cli_ctl {
 	pthread_t thr;
 	int thr_ok;
 	volatile sig_atomic_t *stop;
+	_Atomic int conn; /* the session's event socket once accepted, else -1 ("sample") */
 	uid_t target_uid; /* its clients may ask too */
 	pthread_mutex_t lock; /* clients[] and their want flags */
 	int clients[CTL_MAX_CLIENTS];
@@ -231,6 +236,11 @@ static void client_input(struct cli_ctl *c, int i)
 	if (!strncmp(buf, "detach", 6)) {
 		c->detach[i] = 1;
 		*c->stop = 1;
+	} else if (!strncmp(buf, "sample ", 7)) {
+		char reply[160];
+
+		write_all(c->clients[i], cli_ctl_sample_request(atomic_load(&c->conn), buf + 7,
+								 reply, sizeof(reply)));
 	}
 }
 
@@ -334,6 +344,7 @@ int cli_ctl_open(pid_t pid, volatile sig_atomic_t *stop, struct cli_ctl **out,
 	if (!c)
 		return -ENOMEM;
 	c->stop = stop;
+	atomic_init(&c->conn, -1);
 	c->target_uid = target_uid(pid);
 	c->wake[0] = c->wake[1] = -1;
 	pthread_mutex_init(&c->lock, NULL);
@@ -471,6 +482,38 @@ int cli_ctl_detach(pid_t pid, unsigned timeout_ms, struct cli_ctl_holder *h,
 	r->left = le;
 	snprintf(r->out, sizeof(r->out), "%s", line + off);
 	return 0;
+}
+
+void cli_ctl_set_conn(struct cli_ctl *c, int conn)
+{
+	if (!c)
+		return;
+	/* under the lock client_input runs with: no request still uses an fd being closed */
+	pthread_mutex_lock(&c->lock);
+	atomic_store(&c->conn, conn);
+	pthread_mutex_unlock(&c->lock);
+}
+
+int cli_ctl_request(pid_t pid, const char *line, char *reply, size_t len, struct cli_ctl_holder *h)
+{
+	struct sockaddr_un a;
+	socklen_t alen;
+	int fd = -1, ret = ctl_addr(pid, &a, &alen);
+
+	memset(h, 0, sizeof(*h));
+	if (ret < 0)
+		return ret;
+	ret = ask_holder(&a, alen, h, &fd);
+	if (ret < 0)
+		return ret;
+	if (!h->answered) {
+		close(fd);
+		return -ETIMEDOUT;
+	}
+	write_all(fd, line);
+	ret = read_line(fd, reply, len, CTL_HELLO_MS);
+	close(fd);
+	return ret < 0 ? ret : 0;
 }
 
 void cli_ctl_describe(const struct cli_ctl_holder *h, char *buf, size_t len)

@@ -21,6 +21,8 @@ static const struct cli_command commands[] = {
 	  cli_cmd_detach, cli_usage_detach },
 	{ "report", "print the summary and top call sites of a recording", cli_cmd_report,
 	  cli_usage_report },
+	{ "ctl", "change a running attach session: sampling rate, or full tracing", cli_cmd_ctl,
+	  cli_usage_ctl },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

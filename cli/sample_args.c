@@ -73,11 +73,16 @@ uint64_t cli_sample_seed(void)
 	return v;
 }
 
+void cli_sample_start(int conn, uint64_t sample)
+{
+	/* at once after accept: the library waits for it before its hooks record */
+	(void)itp_send_sample(conn, sample, sample ? cli_sample_seed() : 0);
+}
+
 void cli_sample_options(struct itp_options *opt, uint64_t sample)
 {
-	opt->sample_ctl = 1;
+	opt->sample_ctl = 0; /* cli_sample_start sent it already */
 	opt->sample_bytes = sample;
-	opt->sample_seed = sample ? cli_sample_seed() : 0;
 }
 
 char *cli_format_bytes(uint64_t v, char *buf, size_t len)

@@ -1,0 +1,136 @@
+/* cli/cmd_ctl.c - heaptap ctl: change a running attach session (sampling rate, full tracing) */
+/* SPDX-License-Identifier: MIT */
+/*
+ * heaptap ctl PID sample BYTES|off
+ *
+ * The heaptap attach that holds PID's session listens on the session's
+ * control socket (detach_ctl.c, shared with `heaptap detach`); this command
+ * sends it "sample N" and prints its answer. The holder forwards the rate
+ * to the library as WIRE_CTL_SAMPLE on the event socket (itp_send_sample);
+ * the library's timer thread applies it within one tick (10 ms): threads
+ * draw their next sample distance with the new mean at their next
+ * allocation, "off" records every allocation again (docs/track.md
+ * "Sampling"). Nothing is re-attached.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "interpret/interpret.h"
+
+void cli_usage_ctl(FILE *f)
+{
+	fputs("usage: heaptap ctl PID sample BYTES|off\n"
+	      "\n"
+	      "Change the heaptap attach session on process PID while it runs, without\n"
+	      "attaching again:\n"
+	      "  sample BYTES   sample one allocation per BYTES allocated on average\n"
+	      "                 (e.g. 512K, 1M; suffixes K, M, G)\n"
+	      "  sample off     record every allocation (full tracing)\n"
+	      "\n"
+	      "Exit status: 0 the session took it; 1 no session on PID, or it refused;\n"
+	      "2 bad usage. See heaptap-ctl(1).\n",
+	      f);
+}
+
+/* parse_rate - "off", "full", "0" -> 0; else 1 .. CLI_SAMPLE_MAX bytes. 0 or -EINVAL. */
+static int parse_rate(const char *s, uint64_t *rate)
+{
+	if (!strcmp(s, "off") || !strcmp(s, "full") || !strcmp(s, "0")) {
+		*rate = 0;
+		return 0;
+	}
+	if (cli_parse_bytes(s, rate) < 0 || *rate == 0 || *rate > CLI_SAMPLE_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+const char *cli_ctl_sample_request(int conn, const char *arg, char *buf, size_t len)
+{
+	char a[32];
+	uint64_t rate;
+	size_t n = strcspn(arg, "\r\n");
+	int ret;
+
+	if (n >= sizeof(a)) {
+		snprintf(buf, len, "sample error bad value\n");
+		return buf;
+	}
+	memcpy(a, arg, n); /* arg may live in buf */
+	a[n] = '\0';
+	if (parse_rate(a, &rate) < 0) {
+		snprintf(buf, len, "sample error bad value '%.31s'\n", a);
+		return buf;
+	}
+	if (conn < 0) {
+		snprintf(buf, len, "sample error the library has not connected yet\n");
+		return buf;
+	}
+	ret = itp_send_sample(conn, rate, 0);
+	if (ret < 0)
+		snprintf(buf, len, "sample error %.100s\n",
+			 ret == -EAGAIN ? "the library does not read its socket" : strerror(-ret));
+	else
+		snprintf(buf, len, "sample ok %" PRIu64 "\n", rate);
+	return buf;
+}
+
+int cli_cmd_ctl(int argc, char **argv)
+{
+	struct cli_ctl_holder h;
+	char line[64], reply[256], who[256], b[32];
+	uint64_t rate, got;
+	long v;
+	char *end;
+	int ret;
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		cli_usage_ctl(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (argc != 4 || strcmp(argv[2], "sample")) {
+		cli_msg("ctl: expected PID sample BYTES|off (see heaptap ctl --help)");
+		return CLI_EXIT_USAGE;
+	}
+	errno = 0;
+	v = strtol(argv[1], &end, 10);
+	if (errno || end == argv[1] || *end || v <= 0 || v > INT_MAX) {
+		cli_msg("ctl: '%s' is not a process id (see heaptap ctl --help)", argv[1]);
+		return CLI_EXIT_USAGE;
+	}
+	if (parse_rate(argv[3], &rate) < 0) {
+		cli_msg("ctl: sample '%s': not off or a byte count from 1 to 1G (suffixes K, M, G)",
+			argv[3]);
+		return CLI_EXIT_USAGE;
+	}
+	snprintf(line, sizeof(line), "sample %" PRIu64 "\n", rate);
+	ret = cli_ctl_request((pid_t)v, line, reply, sizeof(reply), &h);
+	if (ret == -ENOENT || ret == -ESRCH) {
+		cli_msg("ctl %ld: no heaptap attach session on it", v);
+		return CLI_EXIT_FAIL;
+	}
+	if (ret < 0) {
+		cli_ctl_describe(&h, who, sizeof(who));
+		cli_msg("ctl %ld: %s holds the session but did not answer: %s", v, who,
+			strerror(-ret));
+		return CLI_EXIT_FAIL;
+	}
+	if (sscanf(reply, "sample ok %" SCNu64, &got) == 1 && got == rate) {
+		if (rate)
+			cli_msg("ctl %ld: sampling one allocation per %s bytes on average", v,
+				cli_format_bytes(rate, b, sizeof(b)));
+		else
+			cli_msg("ctl %ld: recording every allocation (full tracing)", v);
+		return CLI_EXIT_OK;
+	}
+	if (!strncmp(reply, "sample error ", 13)) {
+		cli_msg("ctl %ld: the session refused: %.200s", v, reply + 13);
+		return CLI_EXIT_FAIL;
+	}
+	cli_msg("ctl %ld: unexpected answer from the session (an older heaptap?): %.100s", v, reply);
+	return CLI_EXIT_FAIL;
+}
