@@ -59,7 +59,8 @@ void cli_usage_detach(FILE *f)
 	      "options:\n"
 	      "  -t, --timeout SECS    wait at most SECS for the attaching heaptap to finish\n"
 	      "                        (default 30)\n"
-	      "  -v, --verbose         say which case applied and how long it took\n"
+	      "  -v, --verbose         when heaptap's library had to be stopped directly: which\n"
+	      "                        thread was stopped and for how long\n"
 	      "  -h, --help            show this help\n"
 	      "\n"
 	      "Exit status: 0 the session ended; 1 no session, or it did not end in time;\n"
@@ -309,8 +310,16 @@ static int stop_library(struct att_ctx *ctx, pid_t pid, int verbose)
 
 		nanosleep(&ts, NULL);
 	}
-	if (verbose)
-		cli_msg("detach %d: %s returned %d", (int)pid, sym, (int)ret);
+	if (verbose) {
+		struct att_stats st;
+
+		att_get_stats(ctx, &st);
+		cli_msg("detach %d: %s returned %d; thread %d (%s %ld) stopped %.3f ms: stop %.3f ms, "
+			"stack check %.3f ms, %u calls %.3f ms", (int)pid, sym, (int)ret, (int)st.tid,
+			st.syscall < 0 ? "user code" : "syscall", st.syscall,
+			(double)st.pause_ns / 1e6, (double)st.stop_ns / 1e6,
+			(double)st.unwind_ns / 1e6, st.calls, (double)st.call_ns / 1e6);
+	}
 	if ((int)ret == -ENOENT && !lib_threads(pid)) {
 		cli_msg("detach %d: its heaptap session ended by itself meanwhile; the library is inert",
 			(int)pid);
