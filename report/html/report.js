@@ -330,6 +330,11 @@
 	function setupChart() {
 		var c = $('chart'), tip = $('chart-tip');
 		chart.data = chartData();
+		/* for the tests: the curve's highest point must be the reported peak */
+		c.setAttribute('data-points', String(D.heap.v.length));
+		c.setAttribute('data-heap-max', String(D.heap.v.reduce(function (a, b) {
+			return b > a ? b : a;
+		}, 0)));
 		c.addEventListener('mousemove', function (ev) {
 			var r = c.getBoundingClientRect(), gm = chart.geom, mx = ev.clientX - r.left, my = ev.clientY - r.top;
 			if (mx < gm.L || mx > gm.L + gm.W) {
@@ -386,6 +391,11 @@
 		}
 		fl.n = n;
 		var c = $('flame'), tip = $('flame-tip');
+		/* for the tests: the root holds every allocation */
+		c.setAttribute('data-nodes', String(n));
+		['calls', 'bytes', 'peak', 'leaked'].forEach(function (k) {
+			c.setAttribute('data-root-' + k, String(n ? fl.val[k][0] : 0));
+		});
 		Array.prototype.forEach.call(document.querySelectorAll('#flame-section button[data-metric]'), function (b) {
 			b.addEventListener('click', function () {
 				fl.metric = b.getAttribute('data-metric');

@@ -7,8 +7,10 @@ DOM is what `chromium --dump-dom` printed after the page's JS ran. Checks:
 the page says it rendered (<body data-rendered="ok">, #errors empty); the
 summary numbers it shows (ids sum-*) and every row of the four top tables
 (data-v attributes) equal the JSON report; the leak list has the JSON
-report's leaked sites in order; the flame graph and chart canvases exist;
-the browser logged no console message. Prints what is wrong, exits 1.
+report's leaked sites in order; the heap curve's highest point is the peak
+heap and the flame graph's root has the total calls, bytes, peak and leaked
+bytes (data-* attributes of the canvases); the browser logged no console
+message. Prints what is wrong, exits 1.
 """
 import json
 import re
@@ -145,6 +147,16 @@ def main():
     for cid in ("chart", "flame"):
         if cid not in dom.attrs:
             errors.append("no <canvas id=%s>" % cid)
+    chart, flame = dom.attrs.get("chart", {}), dom.attrs.get("flame", {})
+    # the heap curve (its own replay) reaches exactly the analysis' peak
+    want("heap curve's highest point", int(chart.get("data-heap-max", -1)), s["peak_heap"])
+    if not 1 <= int(chart.get("data-points", 0)) <= 2000:
+        errors.append("heap curve: %s points, expected 1 to 2000" % chart.get("data-points"))
+    # the flame graph's root holds every allocation
+    for k, field in (("calls", "calls"), ("bytes", "bytes"), ("peak", "peak"), ("leaked", "leaked")):
+        want("flame root " + k, int(flame.get("data-root-" + k, -1)), s[field])
+    if int(flame.get("data-nodes", 0)) < 2:
+        errors.append("the flame graph has no node under its root")
 
     if errors:
         for e in errors:
