@@ -269,7 +269,10 @@ int cli_cmd_report(int argc, char **argv)
 	if (!out)
 		goto out_close;
 	ro.threads = a.threads;
-	ret = rpt_analyze(r, &ro, &d);
+	if (a.format == CLI_FORMAT_HEAPTRACK) /* no costs needed: the events are read once, while written */
+		ret = rpt_load_for_heaptrack(r, &ro, &d);
+	else
+		ret = rpt_analyze(r, &ro, &d);
 	if (ret < 0) {
 		cli_msg("report: %s: %s", a.file, strerror(-ret));
 		goto out_output;

@@ -191,6 +191,15 @@ int rpt_write_html(FILE *f, const struct rpt_data *d, const struct rpt_print_opt
  */
 int rpt_write_heaptrack(FILE *f, const struct rpt_data *d) __attribute__((warn_unused_result));
 
+/*
+ * rpt_load_for_heaptrack - what rpt_write_heaptrack needs and no more: the
+ * tables and the summary's metadata, without replaying the events (costs,
+ * sites and the peak stay empty), unless the recording is sampled, which
+ * needs rpt_analyze. Returns 0 and *out (free with rpt_free), or -ENOMEM.
+ */
+int rpt_load_for_heaptrack(const struct rec_reader *r, const struct rpt_options *opt,
+			   struct rpt_data **out) __attribute__((warn_unused_result));
+
 /* The number each folded stack carries (rpt_write_collapsed). */
 enum rpt_fold_cost {
 	RPT_FOLD_CALLS = 0, /* allocation calls */

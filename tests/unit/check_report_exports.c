@@ -249,6 +249,14 @@ START_TEST(test_heaptrack)
 	ck_assert_str_eq(s, want);
 	free(s);
 	free(z);
+	rpt_free(fx.d);
+	/* the light load (no replay) gives the same file */
+	OK(rpt_load_for_heaptrack(fx.r, NULL, &fx.d));
+	z = render(fx.d, 2, 0, &n);
+	s = unzstd(z, n);
+	ck_assert_str_eq(s, want);
+	free(s);
+	free(z);
 	unload(&fx);
 }
 END_TEST
