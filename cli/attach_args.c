@@ -28,6 +28,9 @@ void cli_usage_attach(FILE *f)
 	      "      --sample BYTES    sample one allocation per BYTES allocated on average\n"
 	      "                        (e.g. 512K): production cost, stacks are estimates,\n"
 	      "                        totals stay exact; \"heaptap ctl PID sample\" changes it\n"
+	      "      --snapshot-every SECS --format pprof --out DIR\n"
+	      "                        write a pprof heap profile (in use now, allocated since\n"
+	      "                        the previous one) into DIR every SECS seconds\n"
 	      "  -v, --verbose         say how long each attach step took and which thread\n"
 	      "                        was stopped\n"
 	      "  -h, --help            show this help\n"
@@ -45,6 +48,9 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ "help", no_argument, NULL, 'h' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "sample", required_argument, NULL, 'S' },
+		{ "snapshot-every", required_argument, NULL, 'E' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "out", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -83,12 +89,41 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			if (cli_parse_sample(optarg, &a->sample, err, errlen) < 0)
 				return -EINVAL;
 			break;
+		case 'E':
+			errno = 0;
+			a->snapshot_every = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(a->snapshot_every) ||
+			    a->snapshot_every < 0.1 || a->snapshot_every > DURATION_MAX) {
+				snprintf(err, errlen,
+					 "--snapshot-every '%s': not a number of seconds from 0.1", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'F':
+			if (strcmp(optarg, "pprof")) {
+				snprintf(err, errlen, "--format '%s': snapshots are written as pprof only",
+					 optarg);
+				return -EINVAL;
+			}
+			a->format_pprof = 1;
+			break;
+		case 'O':
+			if (!*optarg) {
+				snprintf(err, errlen, "--out needs a directory");
+				return -EINVAL;
+			}
+			a->out_dir = optarg;
+			break;
 		default: /* ':' (missing argument) or '?' */
 			return cli_getopt_error(c, argv, err, errlen);
 		}
 	}
 	if (optind >= argc) {
 		snprintf(err, errlen, "no process id given");
+		return -EINVAL;
+	}
+	if ((a->snapshot_every > 0) != (a->out_dir != NULL) || (a->format_pprof && !a->out_dir)) {
+		snprintf(err, errlen, "--snapshot-every SECS and --out DIR go together");
 		return -EINVAL;
 	}
 	if (optind + 1 < argc) {

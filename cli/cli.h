@@ -101,6 +101,9 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 struct cli_attach_args {
 	const char *output; /* -o FILE, NULL = default name */
 	uint64_t sample;    /* --sample BYTES, 0 = full tracing */
+	double snapshot_every; /* --snapshot-every SECS, 0 = none */
+	const char *out_dir;   /* --out DIR (snapshots) */
+	int format_pprof;      /* --format pprof given */
 	double duration;    /* --duration SECS, 0 = until a signal */
 	pid_t pid;	    /* the process */
 	int help;	    /* --help seen */
@@ -134,6 +137,19 @@ void cli_sample_options(struct itp_options *opt, uint64_t sample);
 char *cli_format_bytes(uint64_t v, char *buf, size_t len);
 /* cli_sample_summary - the closing line of a sampled session (nothing for sample 0). */
 void cli_sample_summary(const char *cmd, uint64_t sample, const struct itp_result *res);
+
+/* Periodic pprof snapshots of an attach session (sample_snap.c). */
+#define CLI_SNAP_PATH 4096
+struct itp_snapshot;
+struct cli_snap {
+	const char *dir;	/* --out DIR (exists) */
+	pid_t pid;
+	unsigned written, errors;
+	unsigned same;		/* snapshots in the same second so far */
+	char last_when[32];
+};
+/* cli_snap_write - itp_options.snapshot: write one gzip'd pprof heap profile into sn->dir. */
+void cli_snap_write(const struct itp_snapshot *s, void *arg);
 
 /* cli_attach_parse - parse "attach [-o FILE] [--duration SECS] [-v] PID" (attach_args.c). */
 int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err, size_t errlen);

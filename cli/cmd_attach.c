@@ -186,14 +186,19 @@ static void on_status(const struct itp_status *st, void *arg)
 
 /* itp_run into opt_out, or the first free default name (out gets the name used). */
 static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysroot,
-		     struct duration *dur, uint64_t sample, char *out, size_t outlen,
-		     struct itp_result *res)
+		     struct duration *dur, uint64_t sample, struct cli_snap *snap, double every,
+		     char *out, size_t outlen, struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
 
 	memset(&opt, 0, sizeof(opt));
 	cli_sample_options(&opt, sample);
+	if (snap) {
+		opt.snapshot = cli_snap_write;
+		opt.snapshot_arg = snap;
+		opt.snapshot_ns = (uint64_t)(every * 1e9);
+	}
 	opt.stop = &stop_flag;
 	opt.log = on_log;
 	opt.sysroot = sysroot;
@@ -307,9 +312,12 @@ int cli_cmd_attach(int argc, char **argv)
 	int ret, conn = -1, code = CLI_EXIT_FAIL, was_loaded;
 	uint64_t t[6];
 	struct duration dur;
+	struct cli_snap snap;
+	char snap_rec[PATH_MAX];
 	pid_t pid;
 
 	memset(&d, 0, sizeof(d));
+	memset(&snap, 0, sizeof(snap));
 	d.parent_fd = d.dir_fd = d.listen_fd = -1;
 	err[0] = '\0';
 	if (cli_attach_parse(argc, argv, &a, err, sizeof(err)) < 0) {
@@ -324,6 +332,16 @@ int cli_cmd_attach(int argc, char **argv)
 	if (a.output && lstat(a.output, &st) == 0) {
 		cli_msg("attach: %s: %s", a.output, strerror(EEXIST));
 		return CLI_EXIT_FAIL;
+	}
+	if (a.out_dir) {
+		ret = stat(a.out_dir, &st) < 0		  ? -errno
+		      : !S_ISDIR(st.st_mode)		  ? -ENOTDIR
+		      : access(a.out_dir, W_OK | X_OK) < 0 ? -errno
+							  : 0;
+		if (ret < 0) {
+			cli_msg("attach: --out %s: %s", a.out_dir, strerror(-ret));
+			return CLI_EXIT_FAIL;
+		}
 	}
 	ret = cli_check_output_dir(a.output);
 	if (ret < 0) {
@@ -463,8 +481,20 @@ int cli_cmd_attach(int argc, char **argv)
 	sysroot[0] = '\0';
 	if (!same_view(pid))
 		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
-	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, a.sample, out,
-			sizeof(out), &res);
+	if (a.out_dir) {
+		snap.dir = a.out_dir;
+		snap.pid = pid;
+		if (!a.output) {
+			/* the recording goes beside the snapshots */
+			snprintf(snap_rec, sizeof(snap_rec), "%s/heaptap.%d.htap", a.out_dir, (int)pid);
+			a.output = snap_rec;
+		}
+	}
+	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, a.sample,
+			a.out_dir ? &snap : NULL, a.snapshot_every, out, sizeof(out), &res);
+	if (a.out_dir)
+		cli_msg("attach: wrote %u pprof snapshots to %s%s", snap.written, a.out_dir,
+			snap.errors ? " (some failed, see above)" : "");
 	if (ret == CLI_NO_NAME)
 		goto out_conn; /* closing conn makes the library restore its slots */
 	if (a.verbose && stop_sig)

@@ -56,6 +56,9 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 		return table_fail(c, rc, "live pointers");
 	if (replaced)
 		c->res->warn.reused_ptrs++;
+	rc = itp_agg_alloc(c, p.info, trace, e->a, p.bytes);
+	if (rc)
+		return rc;
 	rc = rec_put_alloc(c->w, p.info, e->d);
 	if (rc)
 		return itp_out_fail(c, rc, "allocation");
@@ -85,6 +88,7 @@ static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
 	if (rc)
 		return itp_out_fail(c, rc, "free");
 	c->st.heap_bytes = c->st.heap_bytes > p.bytes ? c->st.heap_bytes - p.bytes : 0;
+	itp_agg_free(c, p.info, p.bytes);
 	return 0;
 }
 
@@ -114,7 +118,7 @@ int itp_ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx)
 	if (itp_map_put(&c->ipmap, ip, *idx))
 		return table_fail(c, -ENOMEM, "instruction pointers");
 	c->ips[c->nips++] = (struct itp_ipinfo){.ip = ip, .seq = seq};
-	return 0;
+	return itp_agg_ip(c, *idx, ip);
 }
 
 static int apply_node(struct itp_ctx *c, const struct itp_ev *e)
@@ -140,6 +144,9 @@ static int apply_node(struct itp_ctx *c, const struct itp_ev *e)
 		return itp_out_fail(c, rc, "trace node");
 	if (itp_nodes_put(&c->nodes, e->a, idx))
 		return table_fail(c, -ENOMEM, "trace nodes");
+	rc = itp_agg_trace(c, idx, parent, ip);
+	if (rc)
+		return rc;
 	c->st.traces++;
 	return 0;
 }

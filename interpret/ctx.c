@@ -35,5 +35,6 @@ void itp_ctx_free(struct itp_ctx *c)
 	itp_ptrmap_free(&c->ptrs);
 	itp_modules_free(&c->mods);
 	itp_sites_free(&c->sites);
+	itp_agg_free_all(&c->agg);
 	memset(c, 0, sizeof(*c));
 }

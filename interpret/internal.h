@@ -275,6 +275,30 @@ int itp_sites_write(struct itp_ctx *c);
 void itp_sites_free(struct itp_sites *s);
 
 /* ---------------------------------------------------------------- */
+/* snapshot sums (agg.c)                                             */
+
+struct itp_agg {
+	struct itp_snap_trace *t; /* by recording trace index */
+	size_t nt, cap_t;
+	uint64_t *ips;		  /* by ip index */
+	size_t nips, cap_ips;
+	struct {
+		uint32_t trace;
+		uint64_t size;
+	} *info;		  /* by allocinfo index */
+	size_t cap_info;
+	uint64_t last_ns;	  /* elapsed_ns of the last snapshot */
+};
+
+int itp_agg_trace(struct itp_ctx *c, uint32_t idx, uint32_t parent, uint32_t ip);
+int itp_agg_ip(struct itp_ctx *c, uint32_t idx, uint64_t ip);
+int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t size, uint64_t bytes);
+void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes);
+/* itp_agg_snapshot - call opt->snapshot with the sums, then restart "allocated since". */
+void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns);
+void itp_agg_free_all(struct itp_agg *g);
+
+/* ---------------------------------------------------------------- */
 /* the session                                                       */
 
 struct itp_ctx {
@@ -312,6 +336,7 @@ struct itp_ctx {
 	size_t nthreads, threads_cap;
 	struct itp_modules mods;
 	struct itp_sites sites; /* sampling mode: exact counts per call site */
+	struct itp_agg agg;	/* snapshot mode: sums per trace */
 
 	/* numbers */
 	struct itp_status st;

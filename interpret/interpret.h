@@ -42,6 +42,38 @@ struct itp_status {
 	uint64_t output_bytes;	/* recording bytes written so far */
 };
 
+/* One trace of a snapshot, indexed like the recording's traces (0 = the root, no ip). */
+struct itp_snap_trace {
+	uint32_t parent;	/* trace index, < own index */
+	uint32_t ip;		/* index into itp_snapshot.ips */
+	int64_t inuse_objects;	/* live now (estimated when sampled) */
+	int64_t inuse_bytes;
+	uint64_t alloc_objects; /* allocated since the previous snapshot */
+	uint64_t alloc_bytes;
+};
+
+struct itp_snap_module {
+	const char *path;
+	uint64_t base;	  /* load bias */
+	uint64_t lo, hi;  /* runtime address range */
+	const uint8_t *build_id;
+	size_t build_id_len;
+};
+
+/* What the snapshot callback sees (valid during the call only). */
+struct itp_snapshot {
+	uint64_t start_realtime_ns; /* session start (stream header) */
+	uint64_t since_ns;	    /* elapsed time of the previous snapshot (0: first) */
+	uint64_t elapsed_ns;	    /* target time since the start */
+	uint64_t sample_bytes;	    /* sampling mean, 0 = full tracing */
+	const struct itp_snap_trace *traces; /* a trace's own sums, not its children's */
+	size_t ntraces;
+	const uint64_t *ips;	    /* instruction pointers (call sites) */
+	size_t nips;
+	const struct itp_snap_module *mods; /* loaded now */
+	size_t nmods;
+};
+
 /* Things the stream got wrong that did not end it (each a counted warning). */
 struct itp_counters {
 	uint64_t unknown_frees;	  /* frees of pointers never seen allocated */
@@ -90,6 +122,15 @@ struct itp_options {
 	int sample_ctl;
 	uint64_t sample_bytes;
 	uint64_t sample_seed;
+	/*
+	 * Periodic heap snapshots (heaptap attach --snapshot-every): when set,
+	 * itp_run keeps per-trace sums (interpret/agg.c, no per-event storage)
+	 * and calls snapshot about every snapshot_ns, and once at the end, with
+	 * a view valid during the call.
+	 */
+	void (*snapshot)(const struct itp_snapshot *s, void *arg);
+	void *snapshot_arg;
+	uint64_t snapshot_ns;
 };
 
 struct itp_result {

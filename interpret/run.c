@@ -100,7 +100,7 @@ static int read_loop(struct itp_ctx *c, int fd)
 	const struct itp_options *opt = c->opt;
 	size_t cap = ITP_BUF_MIN, off = 0, len = 0, used;
 	uint8_t *buf = malloc(cap);
-	uint64_t t, last_status, last_flush, deadline = 0, total = 0;
+	uint64_t t, last_status, last_flush, last_snap, deadline = 0, total = 0;
 	unsigned stop_ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000;
 	int stop_asked = 0, stop_sent = 0, ret = 0, rc;
 
@@ -113,7 +113,7 @@ static int read_loop(struct itp_ctx *c, int fd)
 	 */
 	if (opt->sample_ctl)
 		(void)itp_send_sample(fd, opt->sample_bytes, opt->sample_seed);
-	last_status = last_flush = now_ns();
+	last_status = last_flush = last_snap = now_ns();
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		int timeout = TICK_MS;
@@ -140,6 +140,11 @@ static int read_loop(struct itp_ctx *c, int fd)
 		if (t - last_status >= (uint64_t)TICK_MS * 1000000ull) {
 			report_status(c);
 			last_status = t;
+		}
+		if (opt->snapshot && opt->snapshot_ns && t - last_snap >= opt->snapshot_ns) {
+			itp_clock_elapsed(c, t);
+			itp_agg_snapshot(c, t);
+			last_snap = t;
 		}
 		if (c->w && t - last_flush >= FLUSH_NS) {
 			rc = rec_writer_flush(c->w);
@@ -242,6 +247,7 @@ static void finish(struct itp_ctx *c)
 	itp_clock_elapsed(c, c->ended ? c->end_mono_ns : now_ns());
 	if (c->sites.n && itp_sites_write(c) && c->res->err == ITP_E_OUTPUT)
 		return;
+	itp_agg_snapshot(c, now_ns()); /* the last one, at the end of the session */
 	t0 = now_ns();
 	rc = itp_symbolize(c);
 	c->res->symbolize_ns = now_ns() - t0;

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ struct feeder {
 	const struct sbuf *s;
 	uint8_t ctl[64];
 	ssize_t nctl;
+	int expect_ctl; /* wait up to 10 s for what itp_run sends (else 200 ms) */
 };
 
 static void *feed(void *arg)
@@ -63,8 +65,14 @@ static void *feed(void *arg)
 		n -= (size_t)w;
 	}
 	shutdown(f->fd, SHUT_WR);
-	/* whatever itp_run sent us */
-	f->nctl = recv(f->fd, f->ctl, sizeof(f->ctl), MSG_DONTWAIT);
+	/* whatever itp_run sent us (it may start reading after we are done writing) */
+	{
+		struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
+
+		f->nctl = poll(&pfd, 1, f->expect_ctl ? 10000 : 200) > 0
+				  ? recv(f->fd, f->ctl, sizeof(f->ctl), MSG_DONTWAIT)
+				  : -1;
+	}
 	return NULL;
 }
 
@@ -127,6 +135,7 @@ START_TEST(sites_summed_and_stored)
 	opt.sample_ctl = 1;
 	opt.sample_bytes = 65536;
 	opt.sample_seed = 9;
+	f.expect_ctl = 1;
 	ck_assert_int_eq(run(&s, &opt, &res, &f), 0);
 	ck_assert_uint_eq(res.site_calls, 23);
 	ck_assert_uint_eq(res.site_bytes, 5666);

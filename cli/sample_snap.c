@@ -1,0 +1,161 @@
+/* cli/sample_snap.c - heaptap attach --snapshot-every: one pprof heap profile per period into a directory */
+/* SPDX-License-Identifier: MIT */
+/*
+ * itp_run calls cli_snap_write with the interpreter's per-trace sums
+ * (interpret/agg.c) every SECS and at the end. Each call builds one profile
+ * with report/'s pprof builder (rpt_pprof_*): sample types alloc_objects,
+ * alloc_space (allocated since the previous snapshot), inuse_objects,
+ * inuse_space (live now), one sample per trace, one location per call site
+ * address, one mapping per loaded module (path, build-id, range), so
+ * `go tool pprof` symbolizes from the binaries on this machine. Written as
+ * DIR/heaptap.PID.YYYYmmddTHHMMSSZ.pb.gz through a temporary name and a
+ * rename, so a collector never reads half a file. Sampled sessions carry the
+ * period and a comment that the values are estimates.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "interpret/interpret.h"
+#include "report/report.h"
+#include "track/wire.h"
+
+/* mapping id of the module holding ip (0: none) */
+static uint64_t map_of(const struct itp_snapshot *s, const uint64_t *ids, uint64_t ip)
+{
+	for (size_t i = 0; i < s->nmods; i++)
+		if (ip >= s->mods[i].lo && ip < s->mods[i].hi)
+			return ids[i];
+	return 0;
+}
+
+static int build(struct rpt_pprof *p, const struct itp_snapshot *s)
+{
+	uint64_t *map_ids = calloc(s->nmods + 1, sizeof(*map_ids));
+	uint64_t *loc = calloc(s->nips + 1, sizeof(*loc));
+	uint64_t *stack = malloc(sizeof(*stack) * 4096);
+	char comment[160];
+	int rc = -ENOMEM;
+
+	if (!map_ids || !loc || !stack)
+		goto out;
+	rc = rpt_pprof_heap_types(p);
+	if (rc)
+		goto out;
+	rpt_pprof_time(p, s->start_realtime_ns + s->since_ns, s->elapsed_ns - s->since_ns);
+	if (s->sample_bytes) {
+		snprintf(comment, sizeof(comment),
+			 "heaptap sampled session: values are estimates (one sample per %" PRIu64
+			 " bytes on average)", s->sample_bytes);
+		rc = rpt_pprof_comment(p, comment);
+		if (!rc)
+			rc = rpt_pprof_period(p, "space", "bytes", s->sample_bytes);
+		if (rc)
+			goto out;
+	}
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct itp_snap_module *m = &s->mods[i];
+		struct rpt_pprof_map pm = { .start = m->lo, .limit = m->hi,
+					    .file_offset = m->lo - m->base, .path = m->path,
+					    .build_id = m->build_id, .build_id_len = m->build_id_len };
+
+		map_ids[i] = rpt_pprof_mapping(p, &pm);
+		if (!map_ids[i]) {
+			rc = -errno;
+			goto out;
+		}
+	}
+	for (size_t t = 1; t < s->ntraces; t++) {
+		const struct itp_snap_trace *tr = &s->traces[t];
+		int64_t v[RPT_PPROF_HEAP_NVALUES];
+		size_t n = 0, k = t;
+
+		if (!tr->alloc_bytes && tr->inuse_bytes <= 0)
+			continue;
+		/* leaf first: this trace's ip, then its parents' */
+		while (k && k < s->ntraces && n < 4096) {
+			uint32_t ip = s->traces[k].ip;
+
+			if (ip < s->nips && s->ips[ip] != WIRE_IP_CUT) {
+				if (!loc[ip]) {
+					loc[ip] = rpt_pprof_location(p, map_of(s, map_ids, s->ips[ip]),
+								     s->ips[ip], NULL, 0);
+					if (!loc[ip]) {
+						rc = -errno;
+						goto out;
+					}
+				}
+				stack[n++] = loc[ip];
+			}
+			if (s->traces[k].parent >= k)
+				break; /* parents are older: anything else is corrupt */
+			k = s->traces[k].parent;
+		}
+		v[RPT_PPROF_ALLOC_OBJECTS] = (int64_t)tr->alloc_objects;
+		v[RPT_PPROF_ALLOC_SPACE] = (int64_t)tr->alloc_bytes;
+		v[RPT_PPROF_INUSE_OBJECTS] = tr->inuse_objects > 0 ? tr->inuse_objects : 0;
+		v[RPT_PPROF_INUSE_SPACE] = tr->inuse_bytes > 0 ? tr->inuse_bytes : 0;
+		rc = rpt_pprof_sample(p, v, RPT_PPROF_HEAP_NVALUES, stack, n);
+		if (rc)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(map_ids);
+	free(loc);
+	free(stack);
+	return rc;
+}
+
+void cli_snap_write(const struct itp_snapshot *s, void *arg)
+{
+	struct cli_snap *sn = arg;
+	struct rpt_pprof *p = rpt_pprof_new();
+	char path[CLI_SNAP_PATH], tmp[CLI_SNAP_PATH + 8], when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	FILE *f;
+	int rc;
+
+	if (!p) {
+		sn->errors++;
+		return;
+	}
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+	/* a second snapshot in the same second gets a number */
+	if (!strcmp(when, sn->last_when))
+		snprintf(path, sizeof(path), "%s/heaptap.%d.%s.%u.pb.gz", sn->dir, (int)sn->pid, when,
+			 ++sn->same);
+	else
+		snprintf(path, sizeof(path), "%s/heaptap.%d.%s.pb.gz", sn->dir, (int)sn->pid, when);
+	if (strcmp(when, sn->last_when))
+		sn->same = 0;
+	snprintf(sn->last_when, sizeof(sn->last_when), "%s", when);
+	snprintf(tmp, sizeof(tmp), "%s.part", path);
+	rc = build(p, s);
+	f = rc ? NULL : fopen(tmp, "wbx");
+	if (f) {
+		rc = rpt_pprof_write(p, f, 1);
+		if (fclose(f) && !rc)
+			rc = -EIO;
+		if (!rc && rename(tmp, path) < 0)
+			rc = -errno;
+		if (rc)
+			unlink(tmp);
+	} else if (!rc) {
+		rc = -errno;
+	}
+	rpt_pprof_free(p);
+	if (rc) {
+		if (!sn->errors++)
+			cli_msg("attach: snapshot %s: %s", path, strerror(-rc));
+		return;
+	}
+	sn->written++;
+}
