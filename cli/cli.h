@@ -88,6 +88,8 @@ struct cli_report_args {
 	const char *file;
 	const char *output; /* -o FILE, NULL = stdout */
 	int cost;	    /* --cost: enum rpt_fold_cost (collapsed), -1 = not given */
+	int diff;	    /* --diff: file is the OLD recording, file2 the NEW one */
+	const char *file2;
 	enum cli_format format;
 	size_t top;	/* -n N, default 10 */
 	size_t backtraces; /* -b N backtraces per call site, default 5, 0 = all */

@@ -25,6 +25,7 @@
 void cli_usage_report(FILE *f)
 {
 	fputs("usage: heaptap report [--format FMT] [-o OUT] [-n N] [-b N] FILE\n"
+	      "       heaptap report --diff [--format text|json] [--cost COST] [-n N] OLD NEW\n"
 	      "\n"
 	      "Print the summary of a recording (calls, temporary allocations, peak heap,\n"
 	      "peak RSS, leaks) and the top call sites by allocation calls, peak memory,\n"
@@ -38,6 +39,8 @@ void cli_usage_report(FILE *f)
 	      "                     collapsed: folded stacks for flamegraph.pl, inferno, speedscope\n"
 	      "                     massif: valgrind massif's file for ms_print, massif-visualizer\n"
 	      "      --cost COST    collapsed: calls (default), bytes, peak, leaked or temporary\n"
+	      "      --diff         per call site, what grew and shrank from OLD to NEW; sorted\n"
+	      "                     by the change of --cost: bytes (default), calls, peak, leaked\n"
 	      "  -o, --output OUT   write the report to OUT (default: standard output)\n"
 	      "  -n, --top N        call sites per list (default 10)\n"
 	      "  -b, --backtraces N backtraces shown per call site (default 5, 0 = all)\n"
@@ -126,6 +129,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
+		{ "diff", no_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "cost", required_argument, NULL, 'c' },
 		{ "top", required_argument, NULL, 'n' },
@@ -184,6 +188,9 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 			}
 			break;
 		}
+		case 'd':
+			a->diff = 1;
+			break;
 		case 'o':
 			if (!optarg[0]) {
 				snprintf(err, errlen, "-o: empty file name");
@@ -223,6 +230,23 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 		snprintf(err, errlen, "no recording given");
 		return -EINVAL;
 	}
+	if (a->diff) {
+		if (optind + 2 != argc) {
+			snprintf(err, errlen, "--diff takes two recordings, OLD and NEW");
+			return -EINVAL;
+		}
+		if (a->format != CLI_FORMAT_TEXT && a->format != CLI_FORMAT_JSON) {
+			snprintf(err, errlen, "--diff writes text or json");
+			return -EINVAL;
+		}
+		if (a->cost == RPT_FOLD_TEMPORARY) {
+			snprintf(err, errlen, "--diff --cost: one of bytes, calls, peak, leaked");
+			return -EINVAL;
+		}
+		a->file = argv[optind];
+		a->file2 = argv[optind + 1];
+		return 0;
+	}
 	if (optind + 1 < argc) {
 		snprintf(err, errlen, "one recording at a time ('%s' is one too many)", argv[optind + 1]);
 		return -EINVAL;
@@ -233,6 +257,94 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* open and analyze path into *r and *d; prints the reason and returns -1 on failure */
+static int load(const char *path, unsigned threads, struct rec_reader **r, struct rpt_data **d)
+{
+	struct rpt_options ro = { .threads = threads };
+	int rerr = 0, ret;
+
+	*d = NULL;
+	*r = rec_open(path, &rerr);
+	if (!*r) {
+		if (rerr == REC_E_IO || rerr == -REC_E_IO)
+			cli_msg("report: %s: %s", path, strerror(errno));
+		else if (rerr == REC_E_MAGIC || rerr == -REC_E_MAGIC)
+			cli_msg("report: %s: not a heaptap recording", path);
+		else
+			cli_msg("report: %s: %s", path, rec_strerror(rerr));
+		return -1;
+	}
+	ret = rpt_analyze(*r, &ro, d);
+	if (ret < 0) {
+		cli_msg("report: %s: %s", path, strerror(-ret));
+		rec_close(*r);
+		*r = NULL;
+		return -1;
+	}
+	if (rpt_get_summary(*d)->truncated)
+		cli_msg("report: %s: recording is truncated (%s); reporting what it holds", path,
+			rec_strerror(rpt_get_summary(*d)->truncated));
+	return 0;
+}
+
+/* heaptap report --diff OLD NEW (report/diff.c) */
+static int report_diff(const struct cli_report_args *a)
+{
+	static const enum rpt_diff_by by_cost[] = {
+		[RPT_FOLD_CALLS] = RPT_DIFF_CALLS, [RPT_FOLD_BYTES] = RPT_DIFF_BYTES,
+		[RPT_FOLD_PEAK] = RPT_DIFF_PEAK,   [RPT_FOLD_LEAKED] = RPT_DIFF_LEAKED,
+	};
+	struct rpt_diff_print dp = { .old_path = a->file, .new_path = a->file2, .top = a->top };
+	struct rec_reader *r[2] = { NULL, NULL };
+	struct rpt_data *d[2] = { NULL, NULL };
+	struct rpt_diff *df = NULL;
+	int ret, code = CLI_EXIT_FAIL;
+	FILE *out = NULL;
+
+	if (load(a->file, a->threads, &r[0], &d[0]) || load(a->file2, a->threads, &r[1], &d[1]))
+		goto out_free;
+	ret = rpt_diff_new(d[0], d[1], a->cost < 0 ? RPT_DIFF_BYTES : by_cost[a->cost], &df);
+	if (ret < 0) {
+		cli_msg("report: --diff: %s", strerror(-ret));
+		goto out_free;
+	}
+	if (a->output) {
+		/* open_output() checks OLD (a->file); NEW must not be overwritten either */
+		struct stat n, o;
+
+		if (stat(a->file2, &n) == 0 && stat(a->output, &o) == 0 && n.st_dev == o.st_dev &&
+		    n.st_ino == o.st_ino) {
+			cli_msg("report: -o %s: that is the recording itself", a->output);
+			goto out_free;
+		}
+	}
+	out = open_output(a);
+	if (!out)
+		goto out_free;
+	if (a->format == CLI_FORMAT_JSON)
+		ret = rpt_write_diff_json(out, df, &dp);
+	else
+		ret = rpt_write_diff_text(out, df, &dp);
+	if (ret < 0)
+		cli_msg("report: writing the diff: %s", strerror(-ret));
+	else
+		code = CLI_EXIT_OK;
+	ret = close_output(out);
+	if (ret < 0 && code == CLI_EXIT_OK) {
+		cli_msg("report: %s: %s", a->output, strerror(-ret));
+		code = CLI_EXIT_FAIL;
+	}
+	if (code != CLI_EXIT_OK && a->output)
+		unlink(a->output); /* no half-written report left behind */
+out_free:
+	rpt_diff_free(df);
+	for (int i = 0; i < 2; i++) {
+		rpt_free(d[i]);
+		rec_close(r[i]);
+	}
+	return code;
 }
 
 int cli_cmd_report(int argc, char **argv)
@@ -255,6 +367,8 @@ int cli_cmd_report(int argc, char **argv)
 		cli_usage_report(stdout);
 		return CLI_EXIT_OK;
 	}
+	if (a.diff)
+		return report_diff(&a);
 	r = rec_open(a.file, &rerr);
 	if (!r) {
 		if (rerr == REC_E_IO || rerr == -REC_E_IO)

@@ -344,4 +344,63 @@ int rpt_pprof_write(const struct rpt_pprof *p, FILE *f, int gzip) __attribute__(
  */
 int rpt_write_pprof(FILE *f, const struct rpt_data *d) __attribute__((warn_unused_result));
 
+/*
+ * Diff of two recordings (heaptap report --diff OLD NEW, report/diff.c).
+ * Call sites are matched by what they are, not where they were loaded
+ * (ASLR moves them): the module's file name and the site's symbol chain
+ * (function, file and line of every inlined link); an unsymbolized site by
+ * module file name and offset in it; a site without module by its address.
+ * Sites of one recording with the same key (two ips of one source line)
+ * add up.
+ */
+enum rpt_diff_by {
+	RPT_DIFF_BYTES = 0, /* bytes allocated (default) */
+	RPT_DIFF_CALLS,	    /* allocation calls */
+	RPT_DIFF_PEAK,	    /* bytes live at the heap peak */
+	RPT_DIFF_LEAKED,    /* bytes not freed at the end */
+	RPT_DIFF_BY_MAX,
+};
+
+/* One matched call site: what it is (innermost link) and its costs in both recordings. */
+struct rpt_diff_site {
+	const char *key;      /* the matching key (owned by the diff) */
+	const char *function; /* innermost link, NULL if unknown (strings owned by a reader) */
+	const char *file;
+	uint32_t line;
+	const char *module;   /* module path, NULL if unknown */
+	uint64_t offset;      /* ip - module base, valid with module */
+	int in_old, in_new;   /* the site exists in that recording */
+	struct rpt_costs old, new;
+};
+
+struct rpt_diff;
+
+/*
+ * rpt_diff_new - match the call sites of old and new and sort, by the
+ * change of `by`, the ones that grew (largest increase first) and the ones
+ * that shrank (largest decrease first). Both analyses must outlive the diff.
+ * Returns 0 and *out (free with rpt_diff_free), or -ENOMEM / -EINVAL.
+ */
+int rpt_diff_new(const struct rpt_data *old, const struct rpt_data *new, enum rpt_diff_by by,
+		 struct rpt_diff **out) __attribute__((warn_unused_result));
+
+/* rpt_diff_free - free df. Accepts NULL. */
+void rpt_diff_free(struct rpt_diff *df);
+
+/* rpt_diff_grew / rpt_diff_shrank - the sorted lists; *n gets their length. Owned by df. */
+const struct rpt_diff_site *const *rpt_diff_grew(const struct rpt_diff *df, size_t *n);
+const struct rpt_diff_site *const *rpt_diff_shrank(const struct rpt_diff *df, size_t *n);
+
+/* What a written diff shows. */
+struct rpt_diff_print {
+	const char *old_path, *new_path; /* names shown; may be NULL */
+	size_t top;			 /* sites per list */
+};
+
+/* rpt_write_diff_text / _json - the diff for people / as one JSON object. 0 or -EIO. */
+int rpt_write_diff_text(FILE *f, const struct rpt_diff *df, const struct rpt_diff_print *p)
+	__attribute__((warn_unused_result));
+int rpt_write_diff_json(FILE *f, const struct rpt_diff *df, const struct rpt_diff_print *p)
+	__attribute__((warn_unused_result));
+
 #endif /* HEAPTAP_REPORT_H */
