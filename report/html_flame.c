@@ -23,6 +23,7 @@
 #define MAX_CHAIN 64
 #define KEY_NOSYM (1ull << 32)	/* | module index: an ip without symbols */
 #define KEY_UNKNOWN (2ull << 32) /* no module either */
+#define KEY_ROOT (3ull << 32)	 /* the root's name */
 
 /* Open-addressing map (parent, key) -> value; parent UINT32_MAX for the name map. */
 struct slot {
@@ -117,6 +118,8 @@ static uint32_t name_of(struct build *b, uint64_t key)
 		copy = strdup(text);
 	} else if (key == KEY_UNKNOWN) {
 		copy = strdup("[unknown]");
+	} else if (key == KEY_ROOT) {
+		copy = strdup("all");
 	} else {
 		text = basename_of(b->d->modules[(uint32_t)key].path);
 		copy = malloc(strlen(text) + 3);
@@ -296,11 +299,8 @@ int html_flame_build(const struct rpt_data *d, size_t max_nodes, struct html_fla
 	if (!fl->nodes || !tnode || !max_nodes)
 		goto out;
 	fl->n = 1; /* the root */
-	if (name_of(&b, KEY_UNKNOWN) == UINT32_MAX) /* name 0, replaced below */
-		goto out;
-	free(fl->names[0]);
-	fl->names[0] = strdup("all");
-	if (!fl->names[0])
+	fl->nodes[0].name = name_of(&b, KEY_ROOT);
+	if (fl->nodes[0].name == UINT32_MAX)
 		goto out;
 	for (t = 0; t < d->ntraces; t++) {
 		const struct rpt_costs *c = &d->trace_cost[t];
