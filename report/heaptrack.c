@@ -42,6 +42,7 @@
  * recording), so the events are decoded once, while being written.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -265,12 +266,52 @@ static void put_ticks(struct htw *w, struct ticks *tk, uint64_t ev)
 	}
 }
 
-/* The event stream, chunk by chunk, up to the first chunk that does not decode. */
+/* One decoded event chunk; decoded by a helper thread while the one before is written. */
+struct chunk {
+	const struct rpt_data *d;
+	size_t c;
+	struct rec_event *e;
+	size_t n;
+	uint64_t first;
+	int rc;
+	pthread_t th;
+	int threaded; /* th must be joined */
+};
+
+static void *decode_chunk(void *arg)
+{
+	struct chunk *k = arg;
+
+	k->rc = rec_event_chunk(k->d->r, k->c, &k->e, &k->n, &k->first);
+	return NULL;
+}
+
+/* Start decoding chunk c into *k: in a thread, or right here if none can start. */
+static void decode_start(struct chunk *k, const struct rpt_data *d, size_t c)
+{
+	*k = (struct chunk){ .d = d, .c = c };
+	k->threaded = pthread_create(&k->th, NULL, decode_chunk, k) == 0;
+	if (!k->threaded)
+		decode_chunk(k);
+}
+
+static void decode_wait(struct chunk *k)
+{
+	if (k->threaded)
+		pthread_join(k->th, NULL);
+	k->threaded = 0;
+}
+
+/*
+ * The event stream, chunk by chunk, up to the first chunk that does not
+ * decode. Chunk c + 1 is decoded in a thread while chunk c is formatted.
+ */
 static int put_events(struct htw *w, const struct rpt_data *d)
 {
 	const char *ps = rec_meta(d->r, "page_size");
 	struct ticks tk = { 0 };
 	uint64_t *live, ev = 0;
+	struct chunk cur, next;
 	size_t c;
 
 	tk.t = rec_ticks(d->r, &tk.n);
@@ -280,14 +321,23 @@ static int put_events(struct htw *w, const struct rpt_data *d)
 	live = calloc(d->ninfos + 1, sizeof(*live));
 	if (!live)
 		return -ENOMEM;
-	for (c = 0; c < d->nchunks && !w->err; c++) {
-		struct rec_event *e = NULL;
-		size_t n = 0;
-		uint64_t first = 0;
+	if (d->nchunks)
+		decode_start(&next, d, 0);
+	for (c = 0; c < d->nchunks; c++) {
+		const struct rec_event *e;
+		size_t n;
 
-		if (rec_event_chunk(d->r, c, &e, &n, &first) < 0)
+		decode_wait(&next);
+		cur = next;
+		if (c + 1 < d->nchunks && cur.rc >= 0 && !w->err)
+			decode_start(&next, d, c + 1);
+		if (cur.rc < 0 || w->err) {
+			free(cur.e);
 			break;
-		ev = first;
+		}
+		e = cur.e;
+		n = cur.n;
+		ev = cur.first;
 		for (size_t k = 0; k < n; k++, ev++) {
 			uint32_t i = e[k].info;
 
@@ -305,7 +355,7 @@ static int put_events(struct htw *w, const struct rpt_data *d)
 			put_hex(w, i);
 			put_c(w, '\n');
 		}
-		free(e);
+		free(cur.e);
 	}
 	put_ticks(w, &tk, UINT64_MAX);
 	free(live);
