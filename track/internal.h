@@ -573,6 +573,12 @@ int trk_mod_init(void) TRK_HIDDEN;
 void trk_mod_scan(struct trk_thr *t, bool force) TRK_HIDDEN;
 /* trk_mod_known - whether ip lies in a module announced (lock-free). */
 bool trk_mod_known(uintptr_t ip) TRK_HIDDEN;
+/*
+ * trk_mod_loaded - whether the loader knows a module holding ip
+ * (_dl_find_object: lock-free). JIT code is in none, so a new node there
+ * need not take the loader's lock in trk_mod_check.
+ */
+bool trk_mod_loaded(uintptr_t ip) TRK_HIDDEN;
 /* trk_mod_check - rescan if dl_iterate_phdr's counters moved; ip unknown. */
 void trk_mod_check(struct trk_thr *t) TRK_HIDDEN;
 

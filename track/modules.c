@@ -20,6 +20,7 @@
  * (a few hundred bytes per module change) because a reader may still use
  * them.
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
@@ -270,6 +271,13 @@ void trk_mod_scan(struct trk_thr *t, bool force)
 void trk_mod_check(struct trk_thr *t)
 {
 	scan(t, true);
+}
+
+bool trk_mod_loaded(uintptr_t ip)
+{
+	struct dl_find_object fo;
+
+	return _dl_find_object((void *)ip, &fo) == 0;
 }
 
 bool trk_mod_known(uintptr_t ip)

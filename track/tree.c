@@ -168,8 +168,11 @@ uint32_t trk_tree_child(struct trk_thr *t, uint32_t parent, uintptr_t ip)
 	if (c)
 		goto out;
 
-	/* the interpreter should know the module of a new ip before the node */
-	if (ip != (uintptr_t)WIRE_IP_CUT && !trk_mod_known(ip))
+	/*
+	 * the interpreter should know the module of a new ip before the node;
+	 * an ip in no module at all (JIT code, the cut marker) has none to announce
+	 */
+	if (ip != (uintptr_t)WIRE_IP_CUT && !trk_mod_known(ip) && trk_mod_loaded(ip))
 		trk_mod_check(t);
 	idx = node_new(t);
 	if (!idx)
