@@ -17,8 +17,9 @@
  *
  * Lookups by address (trk_mod_known) read an immutable sorted snapshot of
  * the ranges published with an atomic pointer; old snapshots are leaked
- * (a few hundred bytes per module change) because a reader may still use
- * them.
+ * (one page per module change) because a reader may still use them. A
+ * re-read that finds the same ranges (each new session re-reads them)
+ * keeps the published snapshot, so attach/detach cycles leak nothing.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -221,6 +222,7 @@ static void publish(void)
 {
 	size_t n = trk_g.nmods, i, j;
 	size_t size = sizeof(struct trk_range_set) + n * sizeof(((struct trk_range_set *)0)->r[0]);
+	const struct trk_range_set *old;
 	struct trk_range_set *rs;
 
 	rs = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -236,6 +238,13 @@ static void publish(void)
 		rs->r[j].hi = hi;
 	}
 	rs->n = n;
+	old = atomic_load_explicit(&trk_g.ranges, memory_order_relaxed);
+	if (old && old->n == n && !memcmp(old->r, rs->r, n * sizeof(rs->r[0]))) {
+		/* same modules (a new session re-reads them): keep the old
+		 * table, so repeated attach sessions leak nothing */
+		munmap(rs, size);
+		return;
+	}
 	atomic_store_explicit(&trk_g.ranges, rs, memory_order_release);
 }
 
