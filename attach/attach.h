@@ -146,7 +146,8 @@ void att_prefer_thread(struct att_ctx *ctx, pid_t tid);
 
 /*
  * Read /proc/PID/task/TID/syscall of every thread, without stopping any,
- * and rank them: first threads blocked in a syscall the kernel restarts
+ * and rank them: first a thread waiting in pthread_join (the java
+ * launcher's main thread), then threads blocked in a syscall the kernel restarts
  * transparently after a ptrace stop (read, futex, nanosleep, wait4, ...),
  * then threads running user code; threads in a syscall that would return
  * EINTR (epoll_wait, ...), that swaps the signal mask (pselect6, ...) or that
