@@ -1,7 +1,9 @@
 /* cli/args.c - what the commands' option parsers share */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -15,4 +17,19 @@ int cli_getopt_error(int c, char **argv, char *err, size_t errlen)
 	else
 		snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
 	return -EINVAL;
+}
+
+int cli_parse_pid(const char *s, pid_t *out, char *err, size_t errlen)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX) {
+		snprintf(err, errlen, "'%s' is not a process id", s);
+		return -EINVAL;
+	}
+	*out = (pid_t)v;
+	return 0;
 }

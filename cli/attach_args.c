@@ -54,7 +54,6 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
-	long v;
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -130,13 +129,6 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		snprintf(err, errlen, "one process id only ('%s' is extra)", argv[optind + 1]);
 		return -EINVAL;
 	}
-	errno = 0;
-	v = strtol(argv[optind], &end, 10);
-	if (errno || end == argv[optind] || *end || v <= 0 || v > INT_MAX) {
-		snprintf(err, errlen, "'%s' is not a process id", argv[optind]);
-		return -EINVAL;
-	}
-	a->pid = (pid_t)v;
-	return 0;
+	return cli_parse_pid(argv[optind], &a->pid, err, errlen);
 }
 

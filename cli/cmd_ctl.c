@@ -84,8 +84,8 @@ int cli_cmd_ctl(int argc, char **argv)
 	struct cli_ctl_holder h;
 	char line[64], reply[256], who[256], b[32];
 	uint64_t rate, got;
-	long v;
-	char *end;
+	char err[128];
+	pid_t pid;
 	int ret;
 
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -96,10 +96,8 @@ int cli_cmd_ctl(int argc, char **argv)
 		cli_msg("ctl: expected PID sample BYTES|off (see heaptap ctl --help)");
 		return CLI_EXIT_USAGE;
 	}
-	errno = 0;
-	v = strtol(argv[1], &end, 10);
-	if (errno || end == argv[1] || *end || v <= 0 || v > INT_MAX) {
-		cli_msg("ctl: '%s' is not a process id (see heaptap ctl --help)", argv[1]);
+	if (cli_parse_pid(argv[1], &pid, err, sizeof(err)) < 0) {
+		cli_msg("ctl: %s (see heaptap ctl --help)", err);
 		return CLI_EXIT_USAGE;
 	}
 	if (parse_rate(argv[3], &rate) < 0) {
@@ -108,29 +106,29 @@ int cli_cmd_ctl(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	snprintf(line, sizeof(line), "sample %" PRIu64 "\n", rate);
-	ret = cli_ctl_request((pid_t)v, line, reply, sizeof(reply), &h);
+	ret = cli_ctl_request(pid, line, reply, sizeof(reply), &h);
 	if (ret == -ENOENT || ret == -ESRCH) {
-		cli_msg("ctl %ld: no heaptap attach session on it", v);
+		cli_msg("ctl %d: no heaptap attach session on it", (int)pid);
 		return CLI_EXIT_FAIL;
 	}
 	if (ret < 0) {
 		cli_ctl_describe(&h, who, sizeof(who));
-		cli_msg("ctl %ld: %s holds the session but did not answer: %s", v, who,
+		cli_msg("ctl %d: %s holds the session but did not answer: %s", (int)pid, who,
 			strerror(-ret));
 		return CLI_EXIT_FAIL;
 	}
 	if (sscanf(reply, "sample ok %" SCNu64, &got) == 1 && got == rate) {
 		if (rate)
-			cli_msg("ctl %ld: sampling one allocation per %s bytes on average", v,
+			cli_msg("ctl %d: sampling one allocation per %s bytes on average", (int)pid,
 				cli_format_bytes(rate, b, sizeof(b)));
 		else
-			cli_msg("ctl %ld: recording every allocation (full tracing)", v);
+			cli_msg("ctl %d: recording every allocation (full tracing)", (int)pid);
 		return CLI_EXIT_OK;
 	}
 	if (!strncmp(reply, "sample error ", 13)) {
-		cli_msg("ctl %ld: the session refused: %.200s", v, reply + 13);
+		cli_msg("ctl %d: the session refused: %.200s", (int)pid, reply + 13);
 		return CLI_EXIT_FAIL;
 	}
-	cli_msg("ctl %ld: unexpected answer from the session (an older heaptap?): %.100s", v, reply);
+	cli_msg("ctl %d: unexpected answer from the session (an older heaptap?): %.100s", (int)pid, reply);
 	return CLI_EXIT_FAIL;
 }

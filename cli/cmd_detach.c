@@ -77,7 +77,6 @@ static int parse(int argc, char **argv, struct detach_args *a, char *err, size_t
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
-	long v;
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -114,14 +113,7 @@ static int parse(int argc, char **argv, struct detach_args *a, char *err, size_t
 		snprintf(err, errlen, "one process id only ('%s' is extra)", argv[optind + 1]);
 		return -EINVAL;
 	}
-	errno = 0;
-	v = strtol(argv[optind], &end, 10);
-	if (errno || end == argv[optind] || *end || v <= 0 || v > INT_MAX) {
-		snprintf(err, errlen, "'%s' is not a process id", argv[optind]);
-		return -EINVAL;
-	}
-	a->pid = (pid_t)v;
-	return 0;
+	return cli_parse_pid(argv[optind], &a->pid, err, errlen);
 }
 
 /* Threads of pid named INJ_THREAD_NAME (the library's and track's timer): a session is alive. */

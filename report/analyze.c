@@ -102,22 +102,12 @@ static int snapshot(struct rpt_data *d, struct rpt_range *ranges, long at, struc
 	return 0;
 }
 
-int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struct rpt_data **out)
+struct rpt_data *rpt_data_new(const struct rec_reader *r)
 {
-	struct rpt_range *ranges = NULL;
-	struct rpt_acc *total = NULL;
-	int64_t *live_b = NULL, *live_c = NULL;
-	struct rpt_data *d;
-	struct rpt_pos pos = { 0, 0 };
-	size_t nranges = 0, nvalid, k, i;
-	uint64_t weighted = 0;
-	long at;
-	int ret = -ENOMEM;
+	struct rpt_data *d = calloc(1, sizeof(*d));
 
-	*out = NULL;
-	d = calloc(1, sizeof(*d));
 	if (!d)
-		return -ENOMEM;
+		return NULL;
 	d->r = r;
 	d->infos = rec_allocinfos(r, &d->ninfos);
 	d->traces = rec_traces(r, &d->ntraces);
@@ -136,7 +126,25 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 	if (!d->modules)
 		d->nmodules = 0;
 	d->sum.truncated = rec_truncated(r);
-	d->sum.dropped_events = 0;
+	return d;
+}
+
+int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struct rpt_data **out)
+{
+	struct rpt_range *ranges = NULL;
+	struct rpt_acc *total = NULL;
+	int64_t *live_b = NULL, *live_c = NULL;
+	struct rpt_data *d;
+	struct rpt_pos pos = { 0, 0 };
+	size_t nranges = 0, nvalid, k, i;
+	uint64_t weighted = 0;
+	long at;
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	d = rpt_data_new(r);
+	if (!d)
+		return -ENOMEM;
 
 	/* calloc(0) may give NULL: allocate at least one element everywhere. */
 	d->free_bytes = calloc(d->ninfos + 1, sizeof(*d->free_bytes));

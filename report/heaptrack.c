@@ -373,27 +373,9 @@ int rpt_load_for_heaptrack(const struct rec_reader *r, const struct rpt_options 
 	if ((s && strcmp(s, "0") && *s) || (sb && strcmp(sb, "0") && *sb))
 		return rpt_analyze(r, opt, out);
 	*out = NULL;
-	d = calloc(1, sizeof(*d));
+	d = rpt_data_new(r);
 	if (!d)
 		return -ENOMEM;
-	d->r = r;
-	d->infos = rec_allocinfos(r, &d->ninfos);
-	d->traces = rec_traces(r, &d->ntraces);
-	d->ips = rec_ips(r, &d->nips);
-	d->frames = rec_frames(r, &d->nframes);
-	d->modules = rec_modules(r, &d->nmodules);
-	d->nchunks = rec_nevent_chunks(r);
-	if (!d->infos)
-		d->ninfos = 0;
-	if (!d->traces)
-		d->ntraces = 0;
-	if (!d->ips)
-		d->nips = 0;
-	if (!d->frames)
-		d->nframes = 0;
-	if (!d->modules)
-		d->nmodules = 0;
-	d->sum.truncated = rec_truncated(r);
 	ret = rpt_summary_meta(d);
 	if (ret < 0) {
 		rpt_free(d);

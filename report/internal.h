@@ -91,6 +91,9 @@ struct rpt_data {
 	size_t ntop[RPT_COST_MAX];
 };
 
+/* analyze.c: a new rpt_data with the reader's tables in place and no costs yet; NULL on ENOMEM. */
+struct rpt_data *rpt_data_new(const struct rec_reader *r);
+
 /* replay.c: run one pass over one range (the pthread entry point). */
 void *rpt_replay_range(void *range);
 
