@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -31,5 +32,24 @@ int cli_parse_pid(const char *s, pid_t *out, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	*out = (pid_t)v;
+	return 0;
+}
+
+int cli_parse_seconds(const char *opt, const char *s, double min, double max, double *out, char *err,
+		      size_t errlen)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < min || v <= 0 || v > max) {
+		if (min > 0)
+			snprintf(err, errlen, "%s '%s': not a number of seconds from %g", opt, s, min);
+		else
+			snprintf(err, errlen, "%s '%s': not a number of seconds above 0", opt, s);
+		return -EINVAL;
+	}
+	*out = v;
 	return 0;
 }

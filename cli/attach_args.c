@@ -53,7 +53,6 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ "out", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -69,14 +68,9 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			a->output = optarg;
 			break;
 		case 'd':
-			errno = 0;
-			a->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(a->duration) ||
-			    a->duration <= 0 || a->duration > DURATION_MAX) {
-				snprintf(err, errlen, "--duration '%s': not a number of seconds above 0",
-					 optarg);
+			if (cli_parse_seconds("--duration", optarg, 0, DURATION_MAX, &a->duration, err,
+					      errlen) < 0)
 				return -EINVAL;
-			}
 			break;
 		case 'h':
 			a->help = 1;
@@ -89,14 +83,9 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 				return -EINVAL;
 			break;
 		case 'E':
-			errno = 0;
-			a->snapshot_every = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(a->snapshot_every) ||
-			    a->snapshot_every < 0.1 || a->snapshot_every > DURATION_MAX) {
-				snprintf(err, errlen,
-					 "--snapshot-every '%s': not a number of seconds from 0.1", optarg);
+			if (cli_parse_seconds("--snapshot-every", optarg, 0.1, DURATION_MAX,
+					      &a->snapshot_every, err, errlen) < 0)
 				return -EINVAL;
-			}
 			break;
 		case 'F':
 			if (strcmp(optarg, "pprof")) {

@@ -74,6 +74,13 @@ int cli_getopt_error(int c, char **argv, char *err, size_t errlen);
 /* cli_parse_pid - a process id (1..INT_MAX) from s into *out; -EINVAL and err otherwise. */
 int cli_parse_pid(const char *s, pid_t *out, char *err, size_t errlen);
 
+/*
+ * cli_parse_seconds - a number of seconds (decimals allowed) above 0, at
+ * least min (0: any) and at most max, for option opt; -EINVAL and err otherwise.
+ */
+int cli_parse_seconds(const char *opt, const char *s, double min, double max, double *out, char *err,
+		      size_t errlen);
+
 /* cli_record_parse - parse "record [-o FILE] [--depth N] [--] PROGRAM [ARGS...]". */
 int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err, size_t errlen);
 

@@ -76,7 +76,6 @@ static int parse(int argc, char **argv, struct detach_args *a, char *err, size_t
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -86,14 +85,8 @@ static int parse(int argc, char **argv, struct detach_args *a, char *err, size_t
 	while ((c = getopt_long(argc, argv, ":t:hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			errno = 0;
-			a->timeout = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(a->timeout) ||
-			    a->timeout <= 0 || a->timeout > 86400) {
-				snprintf(err, errlen, "--timeout '%s': not a number of seconds above 0",
-					 optarg);
+			if (cli_parse_seconds("--timeout", optarg, 0, 86400, &a->timeout, err, errlen) < 0)
 				return -EINVAL;
-			}
 			break;
 		case 'h':
 			a->help = 1;
