@@ -444,17 +444,18 @@ int cli_ctl_who(pid_t pid, struct cli_ctl_holder *h)
 	return ask_holder(&a, alen, h, NULL);
 }
 
-int cli_ctl_detach(pid_t pid, unsigned timeout_ms, struct cli_ctl_holder *h,
-		   struct cli_ctl_result *r)
+/*
+ * exchange - one request line to the holder of pid's session and one answer
+ * line back within timeout_ms. 0, or a negative errno (-EPIPE: the holder
+ * closed without answering; -ETIMEDOUT: it never said hello).
+ */
+static int exchange(pid_t pid, const char *req, char *reply, size_t len, int timeout_ms,
+		    struct cli_ctl_holder *h)
 {
 	struct sockaddr_un a;
 	socklen_t alen;
-	char line[CLI_CTL_PATH + 160];
-	int fd = -1, ret = ctl_addr(pid, &a, &alen), code, end;
-	unsigned long long al, re, le;
-	int off = 0;
+	int fd = -1, ret = ctl_addr(pid, &a, &alen);
 
-	memset(r, 0, sizeof(*r));
 	memset(h, 0, sizeof(*h));
 	if (ret < 0)
 		return ret;
@@ -465,11 +466,23 @@ int cli_ctl_detach(pid_t pid, unsigned timeout_ms, struct cli_ctl_holder *h,
 		close(fd);
 		return -ETIMEDOUT;
 	}
-	write_all(fd, "detach\n");
-	ret = read_line(fd, line, sizeof(line), (int)timeout_ms);
+	write_all(fd, req);
+	ret = read_line(fd, reply, len, timeout_ms);
 	close(fd);
-	if (ret == -EPIPE)
-		return -EPIPE; /* the holder ended without a result: killed */
+	return ret < 0 ? ret : 0;
+}
+
+int cli_ctl_detach(pid_t pid, unsigned timeout_ms, struct cli_ctl_holder *h,
+		   struct cli_ctl_result *r)
+{
+	char line[CLI_CTL_PATH + 160];
+	int ret, code, end;
+	unsigned long long al, re, le;
+	int off = 0;
+
+	memset(r, 0, sizeof(*r));
+	/* -EPIPE: the holder ended without a result (killed) */
+	ret = exchange(pid, "detach\n", line, sizeof(line), (int)timeout_ms, h);
 	if (ret < 0)
 		return ret;
 	if (sscanf(line, "done code=%d end=%d allocs=%llu restored=%llu left=%llu out=%n", &code, &end,
@@ -496,24 +509,7 @@ void cli_ctl_set_conn(struct cli_ctl *c, int conn)
 
 int cli_ctl_request(pid_t pid, const char *line, char *reply, size_t len, struct cli_ctl_holder *h)
 {
-	struct sockaddr_un a;
-	socklen_t alen;
-	int fd = -1, ret = ctl_addr(pid, &a, &alen);
-
-	memset(h, 0, sizeof(*h));
-	if (ret < 0)
-		return ret;
-	ret = ask_holder(&a, alen, h, &fd);
-	if (ret < 0)
-		return ret;
-	if (!h->answered) {
-		close(fd);
-		return -ETIMEDOUT;
-	}
-	write_all(fd, line);
-	ret = read_line(fd, reply, len, CTL_HELLO_MS);
-	close(fd);
-	return ret < 0 ? ret : 0;
+	return exchange(pid, line, reply, len, CTL_HELLO_MS, h);
 }
 
 void cli_ctl_describe(const struct cli_ctl_holder *h, char *buf, size_t len)
