@@ -22,8 +22,12 @@
  *   sigsend   sigqueue(SIGRTMIN+1, seq) to the process every tick
  *   sigrecv   the only thread with SIGRTMIN+1 unblocked: blocked in read
  *             (SA_RESTART handler); the handler checks seq, si_code, si_pid
- *   watcher   reads its own malloc GOT slot every tick: when it changed
- *             (heaptap's hook) and when it came back
+ *   watcher   reads two malloc GOT slots every tick, the main program's
+ *             and libsvc_relro.so's: when both changed (heaptap's hook)
+ *             and when both came back. The library patches one module
+ *             after the other (and may defer one to its next pass), so
+ *             "patched" waits for both: a leak command sent after it is
+ *             recorded in full.
  *   worker*   allocate and free in a loop (churn, not leaking); on the
  *             "leak" command they call leak_some() and relro_leak_some()
  *             (libsvc_relro.so, -fno-plt, full RELRO) a given number of times
@@ -45,9 +49,13 @@
  *                      every module loaded at start, hash over address
  *                      and value, a lazy slot's PLT stub counted as the
  *                      function it resolves to; -v: each slot on stderr too)
- *   waitpatched MS     patched ns=T | timeout   (the malloc slot left its value)
- *   waitrestored MS    restored ns=T | timeout  (it came back; the next
- *                      waitpatched waits for a new change)
+ *   waitpatched MS     patched ns=T | timeout main=0|1 relro=0|1
+ *                      (both watched malloc slots left their values: the
+ *                      main program's and libsvc_relro.so's; T is when the
+ *                      main program's did)
+ *   waitrestored MS    restored ns=T | timeout main=0|1 relro=0|1
+ *                      (both came back; the next waitpatched waits for a
+ *                      new change)
  *   reset also zeroes the iteration counts.
  *   tmp                tmp n=N   (entries in /tmp whose name starts "heaptap-")
  *   mem                mem rss_kb=N maps=N fds=N threads=N   (from /proc/self)
@@ -113,6 +121,8 @@ static unsigned long cgen;
 static uint64_t next_seq; /* sigrecv's expected sequence number (handler only) */
 static volatile uintptr_t *malloc_slot; /* main program's malloc GOT slot */
 static uintptr_t malloc_slot_value;	/* its value at start */
+static volatile uintptr_t *relro_slot;	/* libsvc_relro.so's malloc GOT slot (GLOB_DAT) */
+static uintptr_t relro_slot_value;	/* its value at start */
 static int sig_no;
 static _Atomic uint64_t reset_ns; /* when "reset" ran (or start) */
 
@@ -456,6 +466,7 @@ struct slot_acc {
 	size_t n, mod;
 	uint64_t hash;
 	volatile uintptr_t *main_malloc;
+	volatile uintptr_t *relro_malloc;
 };
 
 static int slot_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
@@ -512,6 +523,8 @@ static int slot_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
 		a->n++;
 		if (a->mod == 0 && slots[i].want == 0 && !a->main_malloc)
 			a->main_malloc = (volatile uintptr_t *)slots[i].addr;
+		if (m->name && strstr(m->name, "libsvc_relro") && slots[i].want == 0 && !a->relro_malloc)
+			a->relro_malloc = (volatile uintptr_t *)slots[i].addr;
 	}
 	a->mod++;
 	return 0;
@@ -528,21 +541,36 @@ static void slots_now(struct slot_acc *a, int noting, int dump)
 	(void)elfr_walk_self(slot_names, 4, buf, SLOT_CAP, slot_cb, a);
 }
 
+static _Atomic int main_changed, relro_changed; /* as the watcher saw them last */
+
 static void *watcher(void *arg)
 {
 	struct timespec ts = { 0, 1000000 };
-	uint64_t last = now_ns();
+	uint64_t last = now_ns(), t_main = 0;
 	int was_patched = 0;
 
 	(void)arg;
 	for (;;) {
-		int p = *malloc_slot != malloc_slot_value;
+		int pm = *malloc_slot != malloc_slot_value;
+		int pr = *relro_slot != relro_slot_value;
+		uint64_t t = now_ns();
 
-		if (p && !was_patched)
-			atomic_store(&patched_ns, now_ns());
-		if (!p && was_patched)
-			atomic_store(&restored_ns, now_ns());
-		was_patched = p;
+		atomic_store(&main_changed, pm);
+		atomic_store(&relro_changed, pr);
+		/* t_main: when the main program's slot took the state awaited */
+		if (pm == was_patched)
+			t_main = 0;
+		else if (!t_main)
+			t_main = t;
+		if (!was_patched && pm && pr) {
+			atomic_store(&patched_ns, t_main);
+			was_patched = 1;
+			t_main = 0;
+		} else if (was_patched && !pm && !pr) {
+			atomic_store(&restored_ns, t_main);
+			was_patched = 0;
+			t_main = 0;
+		}
 		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
 			atomic_fetch_add(&eintr, 1);
 		turn(G_WATCHER, &last);
@@ -814,7 +842,8 @@ static void command(char *line)
 		if (t)
 			answer("patched ns=%" PRIu64, t);
 		else
-			answer("timeout");
+			answer("timeout main=%d relro=%d", atomic_load(&main_changed),
+			       atomic_load(&relro_changed));
 	} else if (sscanf(line, "waitrestored %ld", &n) == 1) {
 		uint64_t t = wait_for(&restored_ns, n);
 
@@ -823,7 +852,8 @@ static void command(char *line)
 		if (t)
 			answer("restored ns=%" PRIu64, t);
 		else
-			answer("timeout");
+			answer("timeout main=%d relro=%d", atomic_load(&main_changed),
+			       atomic_load(&relro_changed));
 	} else if (!strcmp(line, "mem")) {
 		cmd_mem();
 	} else if (!strcmp(line, "fork")) {
@@ -872,10 +902,20 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nworkers; i++)
 		start(worker, (void *)(intptr_t)i);
-	/* let every slot be bound (lazy binding) before noting them */
+	/*
+	 * Bind the watched slots before noting them. The main program is
+	 * linked with lazy binding: its malloc slot holds a PLT stub until
+	 * the first call through it. Waiting for the workers to make that
+	 * call is not enough on a loaded machine (they may not have run
+	 * yet), and a slot bound after it was noted looks "patched" to the
+	 * watcher with no heaptap around. So call malloc from here, through
+	 * this very slot, and libsvc_relro's through its own.
+	 */
 	{
 		struct timespec ts = { 0, 20000000 };
+		void *volatile bind = malloc(16);
 
+		free(bind);
 		nanosleep(&ts, NULL);
 		free(relro_leak_some());
 	}
@@ -886,8 +926,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "service: no malloc slot in the main program\n");
 		return 1;
 	}
+	if (!a.relro_malloc) {
+		fprintf(stderr, "service: no malloc slot in libsvc_relro.so\n");
+		return 1;
+	}
 	malloc_slot = a.main_malloc;
 	malloc_slot_value = *malloc_slot;
+	relro_slot = a.relro_malloc;
+	relro_slot_value = *relro_slot;
+	if (malloc_slot_value != real_fn[0]) {
+		fprintf(stderr, "service: the main program's malloc slot holds %#lx, not malloc (%#lx)\n",
+			(unsigned long)malloc_slot_value, (unsigned long)real_fn[0]);
+		return 1;
+	}
 	start(reader, NULL);
 	start(sleeper, NULL);
 	start(condwait, NULL);
