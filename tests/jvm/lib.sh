@@ -11,36 +11,17 @@
 #   CHOOSE_TARGET  choose_target.c (choose.test; sets JVM_NEED_JDK=0)
 #   JVM_KEEP     if set, keep the temporary directory
 # A case exits 0 (pass), 1 (fail) or 77 (skip: no JDK, or ptrace not
-# permitted). Every wait is bounded.
+# permitted). Every wait is bounded. What every attach case needs (fail,
+# $tmp, attach_bg, attach_wait, attach_ok, held_tid, ...) is in
+# tests/lib/attach.sh; this file adds the JVM.
 
-set -u
-
+LIB_TAG=jvm
+LIB_KEEP=${JVM_KEEP:-}
 JVM_SRC=${JVM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-case_name=$(basename "$0" .test)
-TPID=
-HT_PID=
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/attach.sh"
 HW_PID=
+ATTACH_FLAGS=(-v) # held_tid reads the held thread from -v
 
-fail()
-{
-	echo "FAIL: $case_name: $*" >&2
-	exit 1
-}
-
-skip()
-{
-	echo "SKIP: $case_name: $*" >&2
-	exit 77
-}
-
-show()
-{
-	echo "--- $1:" >&2
-	head -c 6000 "$2" >&2 2>/dev/null
-}
-
-[ -x "${HEAPTAP:-}" ] || fail "HEAPTAP is not an executable: ${HEAPTAP:-unset}"
-command -v python3 >/dev/null || fail "python3 is needed to read JSON reports"
 if [ "${JVM_NEED_JDK:-1}" = 1 ]; then
 	[ -n "${JVM_JAVA:-}" ] || skip "no JDK was found when configuring (javac with include/jni.h; scripts/setup installs openjdk-17-jdk-headless)"
 	[ -x "$JVM_JAVA" ] || fail "JVM_JAVA is not an executable: $JVM_JAVA"
@@ -49,27 +30,18 @@ if [ "${JVM_NEED_JDK:-1}" = 1 ]; then
 	JCMD=$(dirname "$JVM_JAVA")/jcmd
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-jvm.XXXXXX") || fail "mktemp"
-cleanup()
+suite_cleanup()
 {
-	[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
 	[ -n "$HW_PID" ] && kill -KILL "$HW_PID" 2>/dev/null
-	if [ -n "$TPID" ]; then
-		[ -n "${JVM[1]:-}" ] && { echo quit >&"${JVM[1]}"; } 2>/dev/null
-		sleep 0.2
-		kill -KILL "$TPID" 2>/dev/null
-		wait 2>/dev/null
-	fi
-	[ -n "${JVM_KEEP:-}" ] && { echo "keeping $tmp" >&2; return; }
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-ulimit -c 0
 
-scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
-if [ "$scope" -ge 3 ] || { [ "$scope" -ge 1 ] && [ "$(id -u)" -ne 0 ]; }; then
-	skip "ptrace not permitted (kernel.yama.ptrace_scope=$scope)"
-fi
+# at exit (lib_cleanup): ask the Java program to quit, then kill it
+target_stop()
+{
+	[ -n "${JVM[1]:-}" ] && { echo quit >&"${JVM[1]}"; } 2>/dev/null
+	sleep 0.2
+	kill -KILL "$TPID" 2>/dev/null
+}
 
 # jvm_start [JAVA OPTIONS...]: start JvmLeak as a coprocess in $tmp (where a
 # crashing JVM would write hs_err_pid*.log), safepoint log in $tmp/sp.log
@@ -77,37 +49,20 @@ fi
 # $tmp too; wait for "ready pid=N": TPID.
 jvm_start()
 {
-	local line
 	rm -f "$tmp/jvm.status"
 	coproc JVM { cd "$tmp" && "$JVM_JAVA" -Xlog:safepoint:file="$tmp/sp.log":timenanos \
 		-XX:ErrorFile="$tmp/hs_err_pid%p.log" "$@" -cp "$JVM_CLASSES" JvmLeak "$JVM_LIB" 4 \
 		2>"$tmp/jvm.err"; echo $? >"$tmp/jvm.status"; }
-	if ! read -r -t 60 line <&"${JVM[0]}"; then
-		show "java stderr" "$tmp/jvm.err"
-		fail "the JVM did not start"
-	fi
-	case $line in
-	"ready pid="*) TPID=${line#ready pid=}; TPID=${TPID%% *} ;;
-	*) show "java stderr" "$tmp/jvm.err"; fail "the JVM said '$line', not ready" ;;
-	esac
+	ready_pid JVM 60 "the JVM" "$tmp/jvm.err"
 }
 
 # jvm CMD: send CMD to the Java program and read its one-line answer: $ans
 jvm()
 {
-	ans=
-	echo "$1" >&"${JVM[1]}" || fail "the JVM is gone (command '$1')"
-	read -r -t 120 ans <&"${JVM[0]}" || { show "java stderr" "$tmp/jvm.err"; fail "the JVM did not answer '$1'"; }
-}
-
-# val KEY: the value of KEY=... in $ans
-val()
-{
-	local w
-	for w in $ans; do
-		case $w in "$1="*) echo "${w#*=}"; return ;; esac
-	done
-	fail "no $1= in '$ans'"
+	local r=0
+	co_ask JVM 120 "$1" || r=$?
+	[ "$r" != 1 ] || fail "the JVM is gone (command '$1')"
+	[ "$r" = 0 ] || { show "java stderr" "$tmp/jvm.err"; fail "the JVM did not answer '$1'"; }
 }
 
 jvm_alive()
@@ -183,47 +138,6 @@ holdwatch_stop()
 	wait "$HW_PID" 2>/dev/null
 	HW_PID=
 	[ -s "$tmp/holds.json" ] || fail "holdwatch.py wrote nothing"
-}
-
-# attach_bg NAME ARGS...: heaptap attach -v -o $tmp/NAME.htap ARGS... in the
-# background: HT_PID; stderr in $tmp/NAME.err
-attach_bg()
-{
-	local name=$1
-	shift
-	"$HEAPTAP" attach -v -o "$tmp/$name.htap" "$@" 2>"$tmp/$name.err" </dev/null &
-	HT_PID=$!
-}
-
-# attach_wait NAME: wait (120 s at most) for the background heaptap: $rc
-attach_wait()
-{
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		kill -0 "$HT_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$HT_PID" 2>/dev/null; then
-		show "heaptap stderr" "$tmp/$1.err"
-		fail "heaptap attach did not end within 120 s"
-	fi
-	rc=0
-	wait "$HT_PID" || rc=$?
-	HT_PID=
-}
-
-# attach_ok NAME: heaptap ended well and put every slot back
-attach_ok()
-{
-	[ "$rc" -eq 0 ] || { show "heaptap stderr" "$tmp/$1.err"; fail "heaptap attach exited $rc"; }
-	grep -q '^heaptap: restored [1-9][0-9]* GOT slots in '"$TPID"'$' "$tmp/$1.err" ||
-		{ show "heaptap stderr" "$tmp/$1.err"; fail "no 'restored N GOT slots' line (or slots were left)"; }
-}
-
-# held_tid NAME: the thread heaptap held (its -v line)
-held_tid()
-{
-	sed -n 's/^heaptap: attach [0-9]*: thread \([0-9]*\) .* stopped .*/\1/p' "$tmp/$1.err" | head -1
 }
 
 # jvm_quit: stop the Java program; it exits 0 only if its checksum held

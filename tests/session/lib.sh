@@ -8,92 +8,40 @@
 #   SESSION_SRC      this directory
 #   SESSION_KEEP     if set, keep the temporary directory
 # A case exits 0 (pass), 1 (fail) or 77 (skip). Every wait is bounded.
+# What every attach case needs (fail, $tmp, attach_bg, attach_wait,
+# attach_ok, ...) is in tests/lib/attach.sh; this file adds the service.
 
-set -u
-
+LIB_TAG=sess
+LIB_KEEP=${SESSION_KEEP:-}
 SESSION_SRC=${SESSION_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-case_name=$(basename "$0" .test)
-TPID=
-HT_PID=
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/attach.sh"
 
-fail()
-{
-	echo "FAIL: $case_name: $*" >&2
-	exit 1
-}
-
-skip()
-{
-	echo "SKIP: $case_name: $*" >&2
-	exit 77
-}
-
-show()
-{
-	echo "--- $1:" >&2
-	head -c 6000 "$2" >&2 2>/dev/null
-}
-
-[ -x "${HEAPTAP:-}" ] || fail "HEAPTAP is not an executable: ${HEAPTAP:-unset}"
 [ -x "${SESSION_SERVICE:-}" ] || fail "SESSION_SERVICE is not an executable: ${SESSION_SERVICE:-unset}"
-command -v python3 >/dev/null || fail "python3 is needed to read JSON reports"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-sess.XXXXXX") || fail "mktemp"
-cleanup()
+# at exit (lib_cleanup): let the service go on if stopped, ask it to quit, then kill it
+target_stop()
 {
-	[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
-	if [ -n "$TPID" ]; then
-		kill -CONT "$TPID" 2>/dev/null
-		{ echo quit >&"${SVC[1]}"; } 2>/dev/null
-		sleep 0.1
-		kill -KILL "$TPID" 2>/dev/null
-		wait 2>/dev/null
-	fi
-	[ -n "${SESSION_KEEP:-}" ] && { echo "keeping $tmp" >&2; return; }
-	rm -rf "$tmp"
+	kill -CONT "$TPID" 2>/dev/null
+	{ echo quit >&"${SVC[1]}"; } 2>/dev/null
+	sleep 0.1
+	kill -KILL "$TPID" 2>/dev/null
 }
-trap cleanup EXIT
-ulimit -c 0
-
-# ptrace must be allowed: Yama scope 3 forbids it, and a scope >= 1 needs root
-# or CAP_SYS_PTRACE here (the service is not our child).
-scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
-if [ "$scope" -ge 3 ] || { [ "$scope" -ge 1 ] && [ "$(id -u)" -ne 0 ]; }; then
-	skip "ptrace not permitted (kernel.yama.ptrace_scope=$scope)"
-fi
 
 # svc_start [PREFIX...]: start the service as a coprocess (PREFIX runs it, e.g.
 # unshare ...), wait for "ready pid=N": TPID.
 svc_start()
 {
-	local line
 	coproc SVC { "$@" "$SESSION_SERVICE" 2>"$tmp/service.err"; }
-	if ! read -r -t 20 line <&"${SVC[0]}"; then
-		show "service stderr" "$tmp/service.err"
-		fail "the service did not start"
-	fi
-	case $line in
-	"ready pid="*) TPID=${line#ready pid=} ;;
-	*) show "service stderr" "$tmp/service.err"; fail "service said '$line', not ready" ;;
-	esac
+	ready_pid SVC 20 "the service" "$tmp/service.err"
 }
 
 # svc CMD: send CMD to the service and read its one-line answer into $ans.
 svc()
 {
-	ans=
-	echo "$1" >&"${SVC[1]}" || fail "service gone (command '$1')"
-	read -r -t 90 ans <&"${SVC[0]}" || fail "service did not answer '$1'"
-}
-
-# val KEY: the value of KEY=... in $ans
-val()
-{
-	local w
-	for w in $ans; do
-		case $w in "$1="*) echo "${w#*=}"; return ;; esac
-	done
-	fail "no $1= in '$ans'"
+	local r=0
+	co_ask SVC 90 "$1" || r=$?
+	[ "$r" != 1 ] || fail "service gone (command '$1')"
+	[ "$r" = 0 ] || fail "service did not answer '$1'"
 }
 
 # svc_ok: the service still answers, and its own checks are clean
@@ -116,16 +64,6 @@ svc_checks()
 	[ "$(val sent)" -gt 0 ] || fail "no signal was sent ($1): $ans"
 }
 
-# attach_bg NAME ARGS...: heaptap attach -o $tmp/NAME.htap ARGS... in the
-# background: HT_PID; stderr in $tmp/NAME.err
-attach_bg()
-{
-	local name=$1
-	shift
-	"$HEAPTAP" attach -o "$tmp/$name.htap" "$@" 2>"$tmp/$name.err" </dev/null &
-	HT_PID=$!
-}
-
 # svc_untraced MS: wait (MS milliseconds at most) until no thread of the
 # service has a tracer, i.e. heaptap put the hijacked thread's registers back
 # and detached. Returns 1 on timeout. Only meaningful once heaptap is known to
@@ -143,26 +81,6 @@ svc_untraced()
 		sleep 0.005
 	done
 	return 1
-}
-
-# attach_wait NAME: wait (120 s at most) for the background heaptap: $rc
-attach_wait()
-{
-	local i
-	for ((i = 0; i < ${ATTACH_WAIT_TENTHS:-1200}; i++)); do
-		kill -0 "$HT_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$HT_PID" 2>/dev/null; then
-		show "heaptap stderr" "$tmp/$1.err"
-		echo "--- heaptap $HT_PID: wchan $(cat /proc/"$HT_PID"/wchan), syscall $(cat /proc/"$HT_PID"/syscall)" >&2
-		grep -E '^(State|SigBlk|SigPnd|ShdPnd)' /proc/"$HT_PID"/status >&2
-		command -v gdb >/dev/null && timeout 30 gdb -q -n --batch -p "$HT_PID" -ex bt 2>&1 | grep '^#' >&2
-		fail "heaptap attach did not end within 120 s"
-	fi
-	rc=0
-	wait "$HT_PID" || rc=$?
-	HT_PID=
 }
 
 # attach_fg NAME ARGS...: heaptap attach in the foreground, bounded: $rc
@@ -211,7 +129,8 @@ PY
 }
 
 # wait_patched NAME: poll (60 s at most) until heaptap's hook is in the
-# service's malloc slot; fails at once if the background heaptap ended.
+# service's two watched malloc slots (its own and libsvc_relro.so's); fails
+# at once if the background heaptap ended.
 wait_patched()
 {
 	local i
@@ -221,7 +140,8 @@ wait_patched()
 		kill -0 "$HT_PID" 2>/dev/null || break
 	done
 	show "heaptap stderr" "$tmp/$1.err"
-	fail "$1: no hook in the service's malloc slot"
+	kill -0 "$HT_PID" 2>/dev/null || fail "$1: heaptap ended before its hook was in the service's malloc slots ($ans)"
+	fail "$1: no hook in the service's malloc slots within 60 s ($ans)"
 }
 
 # lib_threads PID: number of threads of PID named heaptap-inject (the
