@@ -198,8 +198,9 @@ struct itp_result;
  * cli_interpret - itp_run on conn with opt (its output set here) into
  * opt_out, or else the first free default name heaptap.COMM.PID.htap; a
  * name taken between the check and the create (the writer's O_EXCL) moves
- * on to the next. out gets the name used. Returns what itp_run returned, or
- * CLI_NO_NAME after printing why no name could be chosen ("CMD: ...").
+ * on to the next. out gets the name used. With opt->snapshot set and no
+ * opt_out, no recording is written and out gets "". Returns what itp_run
+ * returned, or CLI_NO_NAME after printing why no name could be chosen.
  */
 int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const char *cmd,
 		  const char *comm, pid_t pid, char *out, size_t outlen, struct itp_result *res);

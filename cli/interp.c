@@ -14,6 +14,17 @@ int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const 
 	unsigned attempt = 0;
 	int ret;
 
+	if (opt->snapshot && !opt_out) {
+		/* snapshots only (attach --snapshot-every without -o): no recording, no name */
+		out[0] = '\0';
+		opt->output = NULL;
+		opt->no_symbols = 1; /* pprof readers symbolize from the binaries */
+		memset(res, 0, sizeof(*res));
+		cli_status_begin(&status, opt);
+		ret = itp_run(conn, opt, res);
+		cli_status_end(&status, opt, &res->final);
+		return ret;
+	}
 	for (;;) {
 		if (opt_out) {
 			snprintf(out, outlen, "%s", opt_out);

@@ -93,7 +93,8 @@ struct itp_counters {
 };
 
 struct itp_options {
-	const char *output;	/* recording path, created (never overwritten) */
+	const char *output;	/* recording path, created (never overwritten); NULL with
+				 * snapshot set: no recording, only the snapshots */
 	const char *sysroot;	/* prefix for module paths (e.g. "/proc/PID/root"); NULL = none */
 	int no_symbols;		/* 1 = skip symbolization (tests, speed) */
 	/*

@@ -266,17 +266,19 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 	if (!res)
 		res = &dummy;
 	memset(res, 0, sizeof(*res));
-	if (!opt || !opt->output) {
+	if (!opt || (!opt->output && !opt->snapshot)) {
 		res->err = ITP_E_OUTPUT;
 		res->rec_error = REC_E_RANGE;
 		strcpy(res->detail, "no output path given");
 		return -ITP_E_OUTPUT;
 	}
 	itp_ctx_init(&c, opt, res);
-	c.w = rec_writer_create(opt->output, &rerr);
+	/* snapshots without a recording: the writer takes the records and keeps nothing */
+	c.w = opt->output ? rec_writer_create(opt->output, &rerr) : rec_writer_discard(&rerr);
 	if (!c.w) {
 		res->rec_error = rerr < 0 ? -rerr : rerr;
-		itp_fail(&c, ITP_E_OUTPUT, "cannot create %s: %s", opt->output, rec_strerror(rerr));
+		itp_fail(&c, ITP_E_OUTPUT, "cannot create %s: %s",
+			 opt->output ? opt->output : "the discarding writer", rec_strerror(rerr));
 		goto out_free;
 	}
 	read_loop(&c, fd);

@@ -199,7 +199,8 @@ struct rec_strtab {
 };
 
 struct rec_writer {
-	int fd;
+	int fd;		 /* -1: a discarding writer (rec_writer_discard) */
+	int discard;	 /* chunks are dropped, not compressed or written */
 	int err;	 /* first error (positive enum rec_err), sticky */
 	void *cctx;	 /* ZSTD_CCtx */
 	struct rec_wbuf sec[REC_SEC_NUM];

@@ -72,6 +72,14 @@ struct rec_writer;
  */
 struct rec_writer *rec_writer_create(const char *path, int *err);
 
+/*
+ * rec_writer_discard - a writer that takes every record and keeps nothing:
+ * chunks are dropped instead of compressed and written (heaptap attach
+ * --snapshot-every without a recording). Memory stays bounded as with a
+ * file. Returns NULL and sets *err on failure.
+ */
+struct rec_writer *rec_writer_discard(int *err);
+
 /* rec_put_meta - set key to value (both copied). A later call wins. */
 int rec_put_meta(struct rec_writer *w, const char *key, const char *value);
 
