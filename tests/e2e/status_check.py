@@ -9,10 +9,12 @@ some live line with calls/s > 0; the last one ended by a newline, with the
 report's calls, peak heap and recording size. Prints what is wrong and exits
 1, or exits 0.
 """
-import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htreport import load, size  # noqa: E402 (report/units.c's size text)
 
 LINE = re.compile(r"^heaptap: ([0-9.]+)s  (\S+) calls  (\S+)/s  heap (.+?)  peak (.+?)"
                   r"  (\S+) stacks  rec (.+)$")
@@ -33,21 +35,9 @@ def count(s):
     return float(s), 0.0
 
 
-def size(n):
-    """The same text as report/units.c rpt_format_size."""
-    if n < 1024:
-        return "%d B" % n
-    units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    v, u = n / 1024.0, 0
-    while v >= 1023.95 and u + 1 < len(units):
-        v /= 1024.0
-        u += 1
-    return "%.1f %s" % (v, units[u])
-
-
 def main():
     raw = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
-    rep = json.load(open(sys.argv[2]))["summary"]
+    rep = load(sys.argv[2])["summary"]
     rec_bytes = os.path.getsize(sys.argv[3])
 
     if "\r\x1b[Kheaptap: " not in raw:

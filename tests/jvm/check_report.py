@@ -18,10 +18,13 @@
 #      is the outermost frame. Without the marker in this build (older
 #      track/), the frames after the first JIT frame are counted and shown,
 #      not judged.
-import json
+import os
 import sys
 
-rep = json.load(open(sys.argv[1]))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htreport import function as fname, load, traces  # noqa: E402
+
+rep = load(sys.argv[1])
 leak_calls, leak_size, leak_line = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 anon_x = []
 for line in open(sys.argv[5]):
@@ -38,18 +41,8 @@ def err(msg):
         errors.append(msg)
 
 
-def traces():
-    for s in rep.get("allocations", []):
-        for t in s.get("backtraces") or [s]:
-            yield t
-
-
 def in_jit(ip):
     return any(lo <= ip < hi for lo, hi in anon_x)
-
-
-def fname(f):
-    return f.get("function") or ""
 
 
 summ = rep.get("summary", {})
@@ -58,7 +51,7 @@ got = dict(calls=0, bytes=0, leaked=0)
 jvm_own = jvm_named = 0
 own_names = set()
 unframed = after_jit = cut_seen = 0
-for t in traces():
+for t in traces(rep):
     fr = t.get("frames", [])
     names = [fname(f) for f in fr]
     if "jt_leak_block" in names:

@@ -16,6 +16,7 @@
 set -u
 
 case_name=$(basename "$0" .test)
+TESTS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # this directory (htreport.py)
 TPID=
 HT_PID=
 ATTACH_FLAGS=() # extra options of every attach_bg (the JVM cases add -v)

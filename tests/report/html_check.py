@@ -12,10 +12,13 @@ heap and the flame graph's root has the total calls, bytes, peak and leaked
 bytes (data-* attributes of the canvases); the browser logged no console
 message. Prints what is wrong, exits 1.
 """
-import json
+import os
 import re
 import sys
 from html.parser import HTMLParser
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htreport import load, size  # noqa: E402 (report/units.c's size text)
 
 
 class Dom(HTMLParser):
@@ -63,18 +66,6 @@ class Dom(HTMLParser):
             self.rows[self.table][-1][-1][1] += data
 
 
-def size(n):
-    """The same text as report/units.c rpt_format_size."""
-    if n < 1024:
-        return "%d B" % n
-    units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    v, u = n / 1024.0, 0
-    while v >= 1023.95 and u + 1 < len(units):
-        v /= 1024.0
-        u += 1
-    return "%.1f %s" % (v, units[u])
-
-
 def grouped(n):
     return "{:,}".format(int(round(n)))
 
@@ -90,7 +81,7 @@ def want(what, got, expected):
 def main():
     dom = Dom()
     dom.feed(open(sys.argv[1], encoding="utf-8").read())
-    rep = json.load(open(sys.argv[2]))
+    rep = load(sys.argv[2])
     console = [l for l in open(sys.argv[3], errors="replace") if ":CONSOLE" in l]
     s = rep["summary"]
 

@@ -109,23 +109,12 @@ one_line()
 # these sums over every backtrace through function NAME
 site()
 {
-	local json=$5.json r=0
+	local json=$5.json r=0 got want="calls=$2 bytes=$3 leaked=$4"
 	"$HEAPTAP" report --format json -n 1000000 -b 0 "$5" >"$json" 2>"$json.err" || r=$?
 	[ "$r" -eq 0 ] || { show "report stderr" "$json.err"; fail "heaptap report $5 exited $r"; }
-	python3 - "$json" "$1" "$2" "$3" "$4" <<'PY' || fail "report of $5: $1 differs"
-import json, sys
-rep = json.load(open(sys.argv[1]))
-name = sys.argv[2]
-want = dict(calls=int(sys.argv[3]), bytes=int(sys.argv[4]), leaked=int(sys.argv[5]))
-got = dict(calls=0, bytes=0, leaked=0)
-for s in rep.get("allocations", []):
-    for t in s.get("backtraces") or [s]:
-        if any(f.get("function") == name for f in t.get("frames", [])):
-            for k in got:
-                got[k] += int(t.get(k, 0))
-print("report: %s %s (want %s)" % (name, got, want), file=sys.stderr)
-sys.exit(0 if got == want else 1)
-PY
+	got=$(python3 "$TESTS_LIB/htreport.py" through "$json" "$1") || fail "report of $5: $json unreadable"
+	echo "report: $1 $got (want $want)" >&2
+	[ "$got" = "$want" ] || fail "report of $5: $1 differs"
 }
 
 # wait_patched NAME: poll (60 s at most) until heaptap's hook is in the
