@@ -92,6 +92,8 @@ enum att_reason {
 	ATT_E_STATE,		/* API misuse: a step called out of order */
 	ATT_E_NOMEM,		/* out of memory in heaptap */
 	ATT_E_FAULT,		/* HEAPTAP_FAULT made this step fail (detail: the step) */
+	ATT_E_THREAD_CREATE,	/* pthread_create in the target failed (errno: its value, e.g. EAGAIN) */
+	ATT_E_LOAD_TIMEOUT,	/* the loader thread did not report within the wait (it goes on alone) */
 	ATT_E_COUNT
 };
 
@@ -190,6 +192,9 @@ struct att_inject_result {
 	uint64_t start_addr;	/* address of the start function in the target */
 	int start_ret;		/* the start function's return value */
 	int staged;		/* 1 when the library was copied into the target's mount namespace */
+	int threaded;		/* 1: a loader thread did dlopen (att_inject_start), 0: the hijacked thread */
+	pid_t loader_tid;	/* that thread's tid, 0 if unknown */
+	uint64_t load_ns;	/* pthread_create to the outcome being seen by heaptap */
 };
 
 /*
@@ -212,6 +217,37 @@ struct att_inject_result {
  */
 enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
 			   const char *arg, struct att_inject_result *res) ATT_MUST_CHECK;
+
+/*
+ * As att_inject(), but the seized thread does not load the library: it
+ * only creates a new thread in the target (pthread_create of the target's
+ * libc, every asynchronous signal blocked, so the new thread inherits that
+ * mask) whose start routine, copied into a scratch page, does dlopen,
+ * dlsym and start(arg), records the outcome (and dlerror()'s text) in a
+ * page heaptap reads, detaches itself, unmaps its pages and ends. The
+ * seized thread runs mmap, mprotect, __errno_location, pthread_create and
+ * munmap only, and everything of it is put back as by att_inject(). Then:
+ * att_release(), and att_inject_wait() for the outcome. Without
+ * pthread_create in libc (glibc < 2.34: it is in libpthread) or with a path
+ * too long for the page, it falls back to att_inject() itself (res.threaded
+ * 0). The staged copy of the library (if any) stays until att_inject_wait()
+ * or att_free(). Returns as att_inject(), plus ATT_E_THREAD_CREATE (the
+ * target's pthread_create failed: nothing was changed).
+ */
+enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
+				 const char *arg) ATT_MUST_CHECK;
+
+/*
+ * After att_inject_start() and att_release(): wait up to timeout_ms for the
+ * loader thread's outcome, reading its page with process_vm_readv (nothing
+ * is stopped). Returns ATT_OK (the start function returned 0), ATT_E_DLOPEN
+ * or ATT_E_DLSYM (detail: dlerror() text), ATT_E_START (res->start_ret),
+ * ATT_E_EXITED, ATT_E_LOAD_TIMEOUT (the thread is still loading; it finishes
+ * or fails on its own and cleans up after itself), ATT_E_STATE (nothing was
+ * started), or the synchronous att_inject() outcome. res may be NULL.
+ */
+enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms,
+				struct att_inject_result *res) ATT_MUST_CHECK;
 
 /*
  * Let the target go: detach the stopped thread (registers were already put

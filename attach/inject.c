@@ -61,6 +61,12 @@ enum att_reason att_resolve_funcs(struct att_ctx *ctx)
 	}
 	if (why)
 		return why;
+	/* the loader thread's (loader.c); without them dlopen runs in the hijacked thread */
+	if (att_libc_symbol(ctx, "mprotect", &ctx->fn_mprotect) ||
+	    att_libc_symbol(ctx, "pthread_create", &ctx->fn_pthread_create) ||
+	    att_libc_symbol(ctx, "pthread_self", &ctx->fn_pthread_self) ||
+	    att_libc_symbol(ctx, "pthread_detach", &ctx->fn_pthread_detach))
+		ctx->fn_pthread_create = 0;
 	ctx->detail[0] = '\0';
 	ctx->funcs_known = true;
 	return ATT_OK;

@@ -33,6 +33,49 @@ struct elfr_file;
 #define ATT_FRAME_MAX (640 + ATT_FRAME_FPMAX)
 #define ATT_TRAMP_SPACE 128	/* the trampoline's bytes at the start of the scratch mapping */
 
+/*
+ * The loader thread (loader.c, arch/x86_64_loader.c). The scratch mapping
+ * is three pages then: [trampoline | loader code (r-x) | loader data (rw)];
+ * the hijacked thread unmaps the first, the loader thread the other two.
+ * Offsets into the data page (bare numbers: the assembler reads them too):
+ */
+#define ATT_LD_PAGES 3
+#define ATT_LD_FN_DLOPEN 0	/* functions the loader calls */
+#define ATT_LD_FN_DLSYM 8
+#define ATT_LD_FN_DLERROR 16	/*   0: no dlerror (old glibc) */
+#define ATT_LD_FN_MUNMAP 24
+#define ATT_LD_FN_SELF 32	/*   pthread_self */
+#define ATT_LD_FN_DETACH 40	/*   pthread_detach */
+#define ATT_LD_BASE 48		/* what the loader unmaps at its end: code and data page */
+#define ATT_LD_SIZE 56
+#define ATT_LD_PATH 64		/* pointers to the strings below */
+#define ATT_LD_SYM 72
+#define ATT_LD_ARG 80
+#define ATT_LD_FLAGS 88		/* u32 dlopen flags */
+#define ATT_LD_WAITS 92		/* u32 polls of the ack word before giving up */
+#define ATT_LD_TS 96		/* struct timespec: one poll's sleep */
+#define ATT_LD_MASK 112		/* u64 signals the loader blocks */
+#define ATT_LD_NAME 120		/* 16 bytes: its thread name */
+#define ATT_LD_COOKIE 136	/* u64 heaptap's random tag: is this still our page? */
+#define ATT_LD_PTHREAD 144	/* pthread_t that pthread_create stores */
+#define ATT_LD_STATE 152	/* u32 outcome, written by the loader (ATT_LD_S_*) */
+#define ATT_LD_TID 156		/* u32 its kernel tid, written first */
+#define ATT_LD_RET 160		/* i32 the start function's return value */
+#define ATT_LD_ACK 164		/* u32 set by heaptap once it read a failure */
+#define ATT_LD_HANDLE 168	/* u64 dlopen's handle */
+#define ATT_LD_START 176	/* u64 the start function's address */
+#define ATT_LD_ERR 256		/* dlerror() text */
+#define ATT_LD_ERRCAP 512
+#define ATT_LD_STRINGS 768	/* path, symbol, argument */
+#define ATT_LD_S_RUNNING 0
+#define ATT_LD_S_OK 1
+#define ATT_LD_S_DLOPEN 2
+#define ATT_LD_S_DLSYM 3
+#define ATT_LD_S_START 4
+#define ATT_LD_WAIT_NS 2000000	/* the loader polls the ack every 2 ms ... */
+#define ATT_LD_WAIT_POLLS 2500	/* ... 5 s at least, then ends anyway */
+#define ATT_LD_ACK_MS 3000	/* heaptap writes the ack only this soon after the loader ran */
+
 /* What we know of one thread's ptrace state. */
 enum att_state {
 	ATT_TS_UNTRACED = 0,	/* not seized by us */
@@ -171,6 +214,8 @@ struct att_ctx {
 	bool libc_mode;			/* __libc_dlopen_mode / __libc_dlsym (glibc < 2.34) */
 	uint64_t fn_dlopen, fn_dlerror, fn_dlsym, fn_mmap, fn_munmap, fn_errno;
 	uint64_t fn_sigreturn;		/* "mov $15, %rax; syscall" in libc's code */
+	/* the loader thread's functions (loader.c); any 0: dlopen runs in the hijacked thread */
+	uint64_t fn_mprotect, fn_pthread_create, fn_pthread_self, fn_pthread_detach;
 	int end_sig;			/* a signal the process ignores (call.c), 0 if none */
 	/* scratch mapping: trampoline, then strings (call.c) */
 	uint64_t scratch;
@@ -185,6 +230,19 @@ struct att_ctx {
 	/* our own signal mask while the target runs our code (call.c) */
 	bool own_mask_saved;
 	sigset_t own_mask;
+	/* att_inject_start's loader thread (loader.c) */
+	struct {
+		bool pending;		/* att_inject_wait has an outcome to collect */
+		bool threaded;		/* a loader thread runs; else att_inject ran synchronously */
+		enum att_reason sync_why; /* the synchronous outcome */
+		int sync_err;
+		char sync_detail[512];
+		uint64_t data;		/* its data page in the target */
+		uint64_t cookie;
+		uint64_t t_ref;		/* last instant the loader was seen before any outcome */
+		uint64_t t_spawn;
+		struct att_inject_result res;
+	} ld;
 	struct att_stats st;
 	unsigned stop_timeout_ms;
 	unsigned call_timeout_ms;
@@ -298,6 +356,8 @@ void att_arch_resume_regs(const struct user_regs_struct *stop, struct user_regs_
 void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f);
 /* The trampoline's code; *marker_end: offset right after its tgkill (the end of a call). */
 const unsigned char *att_arch_tramp(size_t *len, size_t *marker_end);
+/* The loader thread's start routine (arch/x86_64_loader.c), position-independent bytes. */
+const unsigned char *att_arch_loader(size_t *len);
 /* The i-th byte pattern of an rt_sigreturn stub, NULL past the last. */
 const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len);
 uint64_t att_arch_ret(const struct user_regs_struct *gp);
@@ -341,6 +401,9 @@ int att_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap);
 /* One remote call; regs must be saved. */
 enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
 			     uint64_t *ret);
+/* A call of a libc wrapper making exactly one syscall sysno (mmap, mprotect, munmap). */
+enum att_reason att_call_sys(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
+			     long sysno, uint64_t *ret);
 /*
  * Save regs, map the scratch page (data bytes after the trampoline: at
  * ctx->scratch + ATT_TRAMP_SPACE), block the mask, save errno.

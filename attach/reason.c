@@ -39,6 +39,8 @@ static const char *const reason_text[ATT_E_COUNT] = {
 	[ATT_E_STATE] = "attach steps called out of order",
 	[ATT_E_NOMEM] = "out of memory",
 	[ATT_E_FAULT] = "fault injected by HEAPTAP_FAULT",
+	[ATT_E_THREAD_CREATE] = "cannot create a thread in the process; nothing was changed",
+	[ATT_E_LOAD_TIMEOUT] = "the library's loader thread did not report in time",
 };
 
 /* Distinct, stable exit statuses; gaps leave room per group. */
@@ -79,6 +81,8 @@ static const unsigned char reason_exit[ATT_E_COUNT] = {
 	[ATT_E_STATE] = 60,
 	[ATT_E_NOMEM] = 61,
 	[ATT_E_FAULT] = 62,
+	[ATT_E_THREAD_CREATE] = 49,
+	[ATT_E_LOAD_TIMEOUT] = 50,
 };
 
 const char *att_strerror(enum att_reason why)

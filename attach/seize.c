@@ -83,7 +83,8 @@ void att_release(struct att_ctx *ctx)
 	ctx->st.pause_ns = att_now_ns() - ctx->thr.t_interrupt;
 	ctx->have_thr = false;
 	att_own_signals_restore(ctx);	/* in case registers could not be put back */
-	att_unstage(ctx);
+	if (!(ctx->ld.pending && ctx->ld.threaded))	/* a loader thread still needs the file */
+		att_unstage(ctx);
 }
 
 /* Does the thread or process have a signal pending that the thread does not block? */

@@ -84,6 +84,10 @@ int main(int argc, char **argv)
 	unlink(out_file);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (!strncmp(c, "loader-", 7)) {
+		loader_mode = 1;
+		c += 7;
+	}
 	if (!strcmp(c, "inject"))
 		ret = case_inject();
 	else if (!strncmp(c, "thread-", 7))
@@ -120,6 +124,8 @@ int main(int argc, char **argv)
 		ret = case_zombie_leader();
 	else if (!strncmp(c, "killed-steps-", 13))
 		ret = case_killed_steps(c + 13);
+	else if (!strcmp(c, "eagain"))
+		ret = case_eagain();
 	else if (!strcmp(c, "killed-random"))
 		ret = case_killed_random();
 	else if (!strcmp(c, "namespace"))

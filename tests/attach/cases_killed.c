@@ -17,7 +17,9 @@
  * of a case; at the end a normal attach must still work.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +129,58 @@ static int kill_at(struct victim *v, const char *step, pid_t tid, int must_reach
 	return 0;
 }
 
+/* Threads of pid named heaptap-load (attach/loader.c's loader threads). */
+static int loaders_alive(pid_t pid)
+{
+	char path[320], comm[32];
+	struct dirent *e;
+	int n = 0, fd;
+	ssize_t k;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		k = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		comm[k > 0 ? k : 0] = '\0';
+		if (strncmp(comm, "heaptap-load", 12) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Loader mode: from the step that sets pthread_create's registers on, the
+ * hijacked thread creates the loader even though heaptap is dead; each
+ * such loader must run the start function once, wait for an ack that never
+ * comes, unmap its pages and end by itself.
+ */
+static void loaders_after_kills(struct victim *v, const char *const *steps, size_t n)
+{
+	size_t k, first = n;
+	int i, lines;
+
+	for (k = 0; k < n && first == n; k++)
+		if (!strncmp(steps[k], "callregs@4", 10) || !strncmp(steps[k], "resumed@4", 9))
+			first = k;
+	for (i = 0; i < 1000 && loaders_alive(v->pid); i++)
+		usleep(10000);
+	check(loaders_alive(v->pid) == 0, "every loader thread left behind ended by itself");
+	lines = count_lines(out_file, "start ");
+	check(lines == (int)(n - first), "%d start calls: one per kill from %s on (%zu)", lines,
+	      first < n ? steps[first] : "-", n - first);
+}
+
 /* A normal attach at the end: the victim can still be attached, and is fine after. */
 static void final_attach(struct victim *v)
 {
@@ -160,6 +214,25 @@ static const char *const key_steps[] = {
 	"resumed@6:kill", "end@6", "restore-fp", "restored",
 };
 
+/*
+ * loader-killed-steps-*: calls 1 mmap, 2 __errno_location, 3 mprotect,
+ * 4 pthread_create, 5 munmap of the trampoline page. From end@4 on the
+ * loader thread exists and finishes alone (it waits 5 s for an ack that
+ * never comes, then unmaps its pages): the kills after it must not harm
+ * the thread the loader's pages were never shared with.
+ */
+static const char *const loader_all_steps[] = {
+	"stopped", "saved", "callregs@1", "masked", "resumed@1:kill", "sysstop@1", "end@1",
+	"callregs@2", "resumed@2:kill", "end@2", "errno",
+	"callregs@3", "resumed@3:kill", "sysstop@2", "end@3",
+	"callregs@4", "resumed@4:kill", "end@4",
+	"callregs@5", "resumed@5:kill", "sysstop@3", "end@5", "restore-fp", "restored",
+};
+static const char *const loader_key_steps[] = {
+	"masked", "end@3", "resumed@4:kill", "end@4", "resumed@5:kill", "end@5", "restore-fp",
+	"restored",
+};
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /*
@@ -184,13 +257,14 @@ int case_killed_steps(const char *role)
 	const char *one[1];
 	size_t i, n = N(key_steps);
 	pid_t tid = 0;
-	int r;
+	int r, catchall = 0;
 
 	if (strcmp(role, "catchall") == 0) {
 		/* the victim catches SIGURG, SIGWINCH and SIGCHLD and ignores nothing */
 		setenv("ATT_VICTIM_CATCH", "1", 1);
 		steps = catch_steps;
 		n = N(catch_steps);
+		catchall = 1;
 		role = "busy";
 	}
 	if (victim_start(&v))
@@ -211,6 +285,13 @@ int case_killed_steps(const char *role)
 		steps = all_steps;
 		n = N(all_steps);
 	}
+	if (loader_mode) {
+		/* catchall (end_sig 0): syscall stops come in other places; key steps only */
+		int all = strcmp(role, "busy") == 0 && !catchall;
+
+		steps = all ? loader_all_steps : loader_key_steps;
+		n = all ? N(loader_all_steps) : N(loader_key_steps);
+	}
 	one[0] = getenv("ATT_KILL_STEP");
 	if (one[0]) {	/* by hand: one step */
 		steps = one;
@@ -223,6 +304,8 @@ int case_killed_steps(const char *role)
 			return SKIP;
 		}
 	}
+	if (loader_mode && !one[0])
+		loaders_after_kills(&v, steps, n);
 	final_attach(&v);
 	check(WIFEXITED(victim_stop(&v)), "victim exits normally on EOF");
 	return failed;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,13 +60,16 @@ int case_bad_call(const char *which)
 	usleep(200000);
 	ctx = att_new(v.pid);
 	att_set_timeouts(ctx, 0, 300);
+	if (loader_mode && strcmp(which, "hang") == 0) {
+		/* the loader thread hangs in the start function; nothing is stopped meanwhile */
+		want = ATT_E_LOAD_TIMEOUT;
+		loader_wait_ms = 300;
+	}
 	why = att_preflight(ctx);
 	if (!why)
 		why = att_seize(ctx);
-	if (!why) {
-		why = att_inject(ctx, lib, sym, out_file, &res);
-		att_release(ctx);
-	}
+	if (!why)
+		why = inject_release(ctx, lib, sym, out_file, &res);
 	report_reason(which, ctx, why);
 	check(why == want, "%s: reason is \"%s\"", which, att_strerror(want));
 	if (needle)
@@ -216,3 +220,95 @@ int case_namespace(const char *fault)
 	return failed;
 }
 
+
+/* VmSize of pid in bytes, 0 if unreadable. */
+static unsigned long long vm_size(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/*
+ * loader-eagain: the target's pthread_create fails for real. Its address
+ * space limit (prlimit RLIMIT_AS) is set to what it uses plus 1 MiB: the
+ * three scratch pages fit, a thread stack does not, so pthread_create
+ * returns EAGAIN. Nothing may be left: no thread, no page, no library.
+ */
+int case_eagain(void)
+{
+	struct victim v;
+	struct att_inject_result res;
+	struct att_stats st;
+	struct att_ctx *ctx;
+	struct rlimit old, lim;
+	enum att_reason why;
+	unsigned long long size;
+
+	if (!loader_mode)
+		return 2;
+	if (victim_start(&v))
+		return 1;
+	usleep(200000);
+	ctx = att_new(v.pid);
+	why = att_preflight(ctx);
+	if (!why)
+		why = att_prepare(ctx, lib_path);
+	if (!why)
+		why = att_seize(ctx);
+	if (why) {
+		report_reason("seize", ctx, why);
+		check(0, "seize for the EAGAIN case");
+		att_free(ctx);
+		victim_stop(&v);
+		return failed;
+	}
+	/* the thread is stopped: limit the address space now, as tight as possible */
+	size = vm_size(v.pid);
+	if (prlimit(v.pid, RLIMIT_AS, NULL, &old) < 0 || !size) {
+		printf("skip: prlimit on the victim: %s\n", strerror(errno));
+		att_free(ctx);
+		victim_stop(&v);
+		return SKIP;
+	}
+	lim = old;
+	lim.rlim_cur = size + (1u << 20);
+	check(prlimit(v.pid, RLIMIT_AS, &lim, NULL) == 0, "RLIMIT_AS of the victim set to %llu KiB",
+	      (unsigned long long)lim.rlim_cur / 1024);
+	why = inject_release(ctx, lib_path, "heaptap_test_start", out_file, &res);
+	prlimit(v.pid, RLIMIT_AS, &old, NULL);
+	report_reason("pthread_create under RLIMIT_AS", ctx, why);
+	check(why == ATT_E_THREAD_CREATE, "the reason is \"%s\"", att_strerror(ATT_E_THREAD_CREATE));
+	check(att_errno(ctx) == EAGAIN, "errno is EAGAIN (%s)", strerror(att_errno(ctx)));
+	att_get_stats(ctx, &st);
+	check(st.scratch && !maps_has_addr(v.pid, st.scratch) &&
+		      !maps_has_addr(v.pid, st.scratch + 4096) && !maps_has_addr(v.pid, st.scratch + 8192),
+	      "all three scratch pages unmapped again");
+	check(!maps_contains(v.pid, "libheaptap_attach_testlib"), "library not loaded");
+	check(count_lines(out_file, "start ") == 0, "start function did not run");
+	check(tracer_pid(v.pid) == 0, "target not traced after release");
+	att_free(ctx);
+	usleep(100000);
+	victim_check(&v, "after the failed pthread_create");
+
+	ctx = att_new(v.pid);
+	why = attach_once(ctx, "heaptap_test_start", out_file, &res, 0);
+	report_reason("again without the limit", ctx, why);
+	check(why == ATT_OK && count_lines(out_file, "count=1 ") == 1,
+	      "with the limit back, the attach succeeds");
+	att_free(ctx);
+	usleep(100000);
+	victim_check(&v, "after the second attach");
+	victim_stop(&v);
+	return failed;
+}

@@ -104,8 +104,11 @@ wait_stopped()
 echo "killed: heaptap SIGKILLed mid-attach"
 start_victim
 n=0
-for step in stopped masked resumed@2:kill end@2 resumed@3:kill end@3 resumed@5:kill end@5 \
-	resumed@6:kill end@6 restore-fp restored random random random random random; do
+# the command's calls (attach/loader.c): 1 mmap, 2 __errno_location, 3 mprotect,
+# 4 pthread_create (from here a loader thread loads the library on its own),
+# 5 munmap of the trampoline page
+for step in stopped masked resumed@2:kill end@2 resumed@3:kill end@3 resumed@4:kill end@4 \
+	resumed@5:kill end@5 restore-fp restored random random random random random; do
 	hang=$step
 	[ "$step" = random ] && hang=stopped
 	HEAPTAP_HANG=$hang "$HEAPTAP" attach -o "$tmp/k$n.htap" "$VPID" 2>"$tmp/k$n.err" </dev/null &

@@ -27,6 +27,8 @@ const char *const role_name[R_COUNT] = {
 const char *victim_path, *lib_path, *static_path, *zl_path;
 char out_file[PATH_MAX + 64];
 int failed;
+int loader_mode;
+unsigned loader_wait_ms = 10000;
 
 void check(int cond, const char *fmt, ...)
 {
@@ -338,8 +340,51 @@ enum att_reason attach_once(struct att_ctx *ctx, const char *sym, const char *ar
 		return why;
 	if (hold_ms)
 		usleep(hold_ms * 1000);
-	why = att_inject(ctx, lib_path, sym, arg, res);
+	return inject_release(ctx, lib_path, sym, arg, res);
+}
+
+/* Is tid still a thread of pid? */
+static int task_exists(pid_t pid, pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)tid);
+	return access(path, F_OK) == 0;
+}
+
+enum att_reason inject_release(struct att_ctx *ctx, const char *lib, const char *sym,
+			       const char *arg, struct att_inject_result *res)
+{
+	struct att_inject_result r;
+	struct att_stats st;
+	enum att_reason why;
+	int i;
+
+	if (!loader_mode) {
+		why = att_inject(ctx, lib, sym, arg, res);
+		att_release(ctx);
+		return why;
+	}
+	memset(&r, 0, sizeof(r));
+	why = att_inject_start(ctx, lib, sym, arg);
 	att_release(ctx);
+	if (why == ATT_OK)
+		why = att_inject_wait(ctx, loader_wait_ms, &r);
+	if (res)
+		*res = r;
+	att_get_stats(ctx, &st);
+	if (why == ATT_E_LOAD_TIMEOUT || !r.threaded || !r.loader_tid || !st.tid)
+		return why;
+	/* the loader thread ends and takes its two pages with it (/proc/TID works for any thread) */
+	for (i = 0; i < 400 && task_exists(r.loader_tid, r.loader_tid); i++)
+		usleep(5000);
+	check(!task_exists(r.loader_tid, r.loader_tid), "the loader thread %d ended",
+	      (int)r.loader_tid);
+	check(r.loader_tid != st.tid, "the library was loaded by thread %d, not the hijacked %d",
+	      (int)r.loader_tid, (int)st.tid);
+	check(!maps_has_addr(st.tid, st.scratch) && !maps_has_addr(st.tid, st.scratch + 4096) &&
+		      !maps_has_addr(st.tid, st.scratch + 8192),
+	      "trampoline page and the loader's pages are unmapped");
 	return why;
 }
 

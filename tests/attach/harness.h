@@ -31,6 +31,9 @@ extern const char *victim_path, *lib_path, *static_path, *zl_path;
 extern char out_file[PATH_MAX + 64];
 /* Set by a failed check(). */
 extern int failed;
+/* Cases prefixed "loader-": inject through att_inject_start/att_inject_wait (a loader thread). */
+extern int loader_mode;
+extern unsigned loader_wait_ms;
 
 /* Print "ok"/"FAIL" and the message; a failure sets failed. */
 void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -70,6 +73,12 @@ int maps_has_addr(pid_t pid, uint64_t addr);
 /* preflight, prepare, seize, [hold], inject, release; the first failing reason. */
 enum att_reason attach_once(struct att_ctx *ctx, const char *sym, const char *arg,
 			    struct att_inject_result *res, unsigned hold_ms);
+/*
+ * att_inject + att_release, or in loader_mode att_inject_start + att_release +
+ * att_inject_wait, checking that the loader thread and its pages are gone.
+ */
+enum att_reason inject_release(struct att_ctx *ctx, const char *lib, const char *sym,
+			       const char *arg, struct att_inject_result *res);
 /* Print a step's reason, exit code, detail and errno. */
 void report_reason(const char *what, struct att_ctx *ctx, enum att_reason why);
 
@@ -94,5 +103,6 @@ int case_fault(const char *step);
 int case_namespace(const char *fault);
 int case_killed_steps(const char *role);
 int case_killed_random(void);
+int case_eagain(void);
 
 #endif /* HEAPTAP_TESTS_ATTACH_HARNESS_H */

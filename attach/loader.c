@@ -1,0 +1,359 @@
+/* attach/loader.c - load the library from a new thread of the target, not the hijacked one */
+/* SPDX-License-Identifier: MIT */
+/*
+ * dlopen of a library and its dependencies takes milliseconds (page
+ * faults, relocations, constructors); run in the hijacked thread, all of
+ * it is a pause of that thread. Here the hijacked thread only creates a
+ * thread, and that thread loads the library:
+ *
+ *   att_inject_start (thread stopped)          undo on failure
+ *     stage                                    att_unstage (att_inject_wait, att_free)
+ *     att_call_begin: 3 pages r-x, errno       att_call_end: munmap, errno, mask, regs
+ *     mprotect data page rw
+ *     write loader code and data
+ *     pthread_create(&t, NULL, code, data)     -- (fails: no thread, all 3 pages go)
+ *     att_call_end unmaps the trampoline page only; the loader owns the other two
+ *   att_release
+ *   att_inject_wait (nothing stopped)          reads the data page (process_vm_readv)
+ *
+ * The loader runs with every asynchronous signal blocked (inherited: the
+ * hijacked thread's mask is blocked during the calls, and the loader
+ * blocks them again itself). Its code (arch/x86_64_loader.c) unmaps its
+ * pages at the end. It first waits for heaptap's ack (or 5 s), so that the
+ * outcome, dlerror()'s text and its tid can be read. heaptap
+ * writes the ack only when the page is certainly still the loader's: the
+ * loader waits at least 5 s from the instant it wrote its outcome, which
+ * is after the last time heaptap saw it still running (t_ref), and the ack
+ * is written only within 3 s of t_ref. A cookie in the page tells a page
+ * that was unmapped and reused from ours.
+ *
+ * If heaptap dies at any point, the hijacked thread comes back through
+ * its signal frame (call.c) and the loader, once created, finishes alone:
+ * the library's start function then fails to connect and leaves the
+ * process as it was. The trampoline page is never unmapped by the loader
+ * (the hijacked thread may still be executing it), only its own two.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "attach/internal.h"
+
+#define PAGE 4096u
+#define RTLD_NOW_VALUE 2
+#define POLL_US 200
+
+static uint64_t random_cookie(void)
+{
+	uint64_t c = 0;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, sizeof(c)) != (ssize_t)sizeof(c))
+			c = 0;
+		close(fd);
+	}
+	return c ^ att_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x6865617074617021ull;
+}
+
+static void put64(unsigned char *p, size_t off, uint64_t v)
+{
+	memcpy(p + off, &v, sizeof(v));
+}
+
+static void put32(unsigned char *p, size_t off, uint32_t v)
+{
+	memcpy(p + off, &v, sizeof(v));
+}
+
+/* The data page as the loader starts with it. */
+static void build_data(const struct att_ctx *ctx, unsigned char *p, uint64_t code, uint64_t data,
+		       const char *path, const char *sym, const char *arg)
+{
+	size_t lp = strlen(path) + 1, ls = strlen(sym) + 1, la = strlen(arg) + 1;
+	uint64_t mask = ~0ULL;
+	int64_t ts[2] = { 0, ATT_LD_WAIT_NS };
+
+	memset(p, 0, PAGE);
+	put64(p, ATT_LD_FN_DLOPEN, ctx->fn_dlopen);
+	put64(p, ATT_LD_FN_DLSYM, ctx->fn_dlsym);
+	put64(p, ATT_LD_FN_DLERROR, ctx->fn_dlerror);
+	put64(p, ATT_LD_FN_MUNMAP, ctx->fn_munmap);
+	put64(p, ATT_LD_FN_SELF, ctx->fn_pthread_self);
+	put64(p, ATT_LD_FN_DETACH, ctx->fn_pthread_detach);
+	put64(p, ATT_LD_BASE, code);
+	put64(p, ATT_LD_SIZE, 2 * PAGE);
+	put64(p, ATT_LD_PATH, data + ATT_LD_STRINGS);
+	put64(p, ATT_LD_SYM, data + ATT_LD_STRINGS + lp);
+	put64(p, ATT_LD_ARG, data + ATT_LD_STRINGS + lp + ls);
+	put32(p, ATT_LD_FLAGS, RTLD_NOW_VALUE | (ctx->libc_mode ? 0x80000000u : 0));
+	put32(p, ATT_LD_WAITS, ATT_LD_WAIT_POLLS);
+	memcpy(p + ATT_LD_TS, ts, sizeof(ts));
+	/* as att_mask_block: the synchronous signals stay deliverable */
+	mask &= ~(1ULL << (SIGSEGV - 1) | 1ULL << (SIGBUS - 1) | 1ULL << (SIGILL - 1) |
+		  1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << (SIGSYS - 1));
+	put64(p, ATT_LD_MASK, mask);
+	memcpy(p + ATT_LD_NAME, "heaptap-load", sizeof("heaptap-load"));
+	put64(p, ATT_LD_COOKIE, ctx->ld.cookie);
+	memcpy(p + ATT_LD_STRINGS, path, lp);
+	memcpy(p + ATT_LD_STRINGS + lp, sym, ls);
+	memcpy(p + ATT_LD_STRINGS + lp + ls, arg, la);
+}
+
+/* No loader thread possible: do it the old way and keep the outcome for att_inject_wait. */
+static enum att_reason inject_sync(struct att_ctx *ctx, const char *lib_path, const char *sym,
+				   const char *arg)
+{
+	enum att_reason why;
+
+	why = att_inject(ctx, lib_path, sym, arg, &ctx->ld.res);
+	ctx->ld.pending = true;
+	ctx->ld.threaded = false;
+	ctx->ld.sync_why = why;
+	ctx->ld.sync_err = ctx->err;
+	snprintf(ctx->ld.sync_detail, sizeof(ctx->ld.sync_detail), "%s", ctx->detail);
+	return why;
+}
+
+/* Map, fill and start: the part that runs in the stopped thread. */
+static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char *sym,
+			     const char *arg)
+{
+	unsigned char *page = NULL;
+	const unsigned char *code;
+	uint64_t args[4], ret = 0, code_at, data_at;
+	enum att_reason why;
+	size_t len;
+	int err;
+
+	why = att_call_begin(ctx, ATT_LD_PAGES * PAGE - ATT_TRAMP_SPACE);
+	if (why)
+		return why;
+	code_at = ctx->scratch + PAGE;
+	data_at = ctx->scratch + 2 * PAGE;
+	args[0] = data_at;
+	args[1] = PAGE;
+	args[2] = PROT_READ | PROT_WRITE;
+	why = att_call_sys(ctx, ctx->fn_mprotect, args, 3, SYS_mprotect, &ret);
+	if (why)
+		return why;
+	if (ret != 0)
+		return att_fail(ctx, ATT_E_REMOTE_MMAP, (int)-(int64_t)ret,
+				"mprotect of the loader's data page");
+	code = att_arch_loader(&len);
+	page = malloc(PAGE);
+	if (!page)
+		return att_fail(ctx, ATT_E_NOMEM, ENOMEM, "loader page");
+	ctx->ld.cookie = random_cookie();
+	build_data(ctx, page, code_at, data_at, tpath, sym, arg);
+	err = att_mem_write(ctx->thr.tid, code_at, code, len);
+	if (!err)
+		err = att_mem_write(ctx->thr.tid, data_at, page, PAGE);
+	free(page);
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write the loader's pages at %#" PRIx64, code_at);
+	if (att_fault(ctx, "write"))
+		return ATT_E_FAULT;
+
+	/*
+	 * From here the loader may exist and own pages 2-3: only the
+	 * trampoline page is unmapped, unless pthread_create says for sure
+	 * that no thread was made.
+	 */
+	ctx->scratch_size = PAGE;
+	ctx->ld.t_spawn = ctx->ld.t_ref = att_now_ns();
+	args[0] = data_at + ATT_LD_PTHREAD;
+	args[1] = 0;
+	args[2] = code_at;
+	args[3] = data_at;
+	why = att_call_raw(ctx, ctx->fn_pthread_create, args, 4, &ret);
+	if (why)
+		return why;
+	if ((int)ret != 0) {
+		ctx->scratch_size = ATT_LD_PAGES * PAGE;
+		return att_fail(ctx, ATT_E_THREAD_CREATE, (int)ret, "pthread_create returned %d",
+				(int)ret);
+	}
+	ctx->ld.data = data_at;
+	ctx->ld.pending = true;
+	ctx->ld.threaded = true;
+	return ATT_OK;
+}
+
+enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
+				 const char *arg)
+{
+	char tpath[PATH_MAX];
+	enum att_reason why;
+	int i;
+
+	memset(&ctx->ld, 0, sizeof(ctx->ld));
+	if (!ctx->have_thr || ctx->thr.state != ATT_TS_STOPPED)
+		return att_fail(ctx, ATT_E_STATE, 0, "no stopped thread (att_seize first)");
+	if (!lib_path || !start_symbol || !arg)
+		return att_fail(ctx, ATT_E_STATE, EINVAL, "NULL argument");
+	ctx->detail[0] = '\0';
+	ctx->err = 0;
+	why = att_resolve_funcs(ctx);
+	if (why)
+		return why;
+	/*
+	 * HEAPTAP_FAULT=dlopen|dlsym|start are steps of the synchronous path
+	 * (a loader thread cannot be rolled back after its dlopen): take it.
+	 */
+	if (!ctx->fn_pthread_create || !strcmp(ctx->fault, "dlopen") ||
+	    !strcmp(ctx->fault, "dlsym") || !strcmp(ctx->fault, "start"))
+		return inject_sync(ctx, lib_path, start_symbol, arg);
+	if (ctx->prepared_lib[0] && strcmp(ctx->prepared_lib, lib_path) == 0) {
+		snprintf(tpath, sizeof(tpath), "%s", ctx->prepared_tpath);
+		ctx->ld.res.staged = ctx->prepared_staged;
+	} else {
+		why = att_stage(ctx, lib_path, tpath, sizeof(tpath), &ctx->ld.res.staged);
+		if (why)
+			return why;
+	}
+	if (ATT_LD_STRINGS + strlen(tpath) + strlen(start_symbol) + strlen(arg) + 3 > PAGE) {
+		att_unstage(ctx);
+		ctx->prepared_lib[0] = '\0';
+		return inject_sync(ctx, lib_path, start_symbol, arg);
+	}
+	why = spawn(ctx, tpath, start_symbol, arg);
+	att_call_end(ctx, &why);
+	if (why == ATT_E_PTRACE || why == ATT_E_MEMORY) {
+		for (i = 0; i < 20 && att_process_alive(ctx->pid); i++)
+			att_sleep_ms(10);
+		if (!att_process_alive(ctx->pid))
+			why = att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+	}
+	ctx->prepared_lib[0] = '\0';
+	if (why) {
+		ctx->ld.pending = false;
+		att_unstage(ctx);
+	}
+	ctx->ld.res.threaded = 1;
+	return why;
+}
+
+/* Read the loader's page: 1 read, 0 gone (unmapped or reused), -errno otherwise. */
+static int read_page(struct att_ctx *ctx, unsigned char *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)ctx->ld.data, len };
+	uint64_t cookie;
+
+	if (process_vm_readv(ctx->pid, &l, 1, &r, 1, 0) != (ssize_t)len)
+		return errno == EFAULT || errno == ENOMEM || errno == 0 ? 0 : -errno;
+	memcpy(&cookie, buf + ATT_LD_COOKIE, sizeof(cookie));
+	return cookie == ctx->ld.cookie ? 1 : 0;
+}
+
+/* Tell a failed loader it may end: only while its page is surely still its own. */
+static void ack(struct att_ctx *ctx)
+{
+	uint32_t one = 1;
+	struct iovec l = { &one, sizeof(one) },
+		     r = { (void *)(uintptr_t)(ctx->ld.data + ATT_LD_ACK), sizeof(one) };
+
+	if (att_now_ns() - ctx->ld.t_ref < (uint64_t)ATT_LD_ACK_MS * 1000000u)
+		(void)process_vm_writev(ctx->pid, &l, 1, &r, 1, 0);
+}
+
+static enum att_reason outcome(struct att_ctx *ctx, const unsigned char *p, uint32_t state)
+{
+	struct att_inject_result *r = &ctx->ld.res;
+	char text[ATT_LD_ERRCAP];
+	int32_t ret;
+	pid_t tid;
+
+	memcpy(&r->handle, p + ATT_LD_HANDLE, sizeof(r->handle));
+	memcpy(&r->start_addr, p + ATT_LD_START, sizeof(r->start_addr));
+	memcpy(&ret, p + ATT_LD_RET, sizeof(ret));
+	memcpy(&tid, p + ATT_LD_TID, sizeof(tid));
+	r->loader_tid = tid;
+	memcpy(text, p + ATT_LD_ERR, sizeof(text));
+	text[sizeof(text) - 1] = '\0';
+	switch (state) {
+	case ATT_LD_S_OK:
+		r->start_ret = 0;
+		return ATT_OK;
+	case ATT_LD_S_DLOPEN:
+		return att_fail(ctx, ATT_E_DLOPEN, 0, "%s", text[0] ? text : "dlopen returned NULL");
+	case ATT_LD_S_DLSYM:
+		return att_fail(ctx, ATT_E_DLSYM, 0, "%s", text[0] ? text : "dlsym returned NULL");
+	case ATT_LD_S_START:
+		r->start_ret = ret;
+		return att_fail(ctx, ATT_E_START, 0, "the start function returned %d", (int)ret);
+	default:
+		return att_fail(ctx, ATT_E_MEMORY, 0, "loader state %u", state);
+	}
+}
+
+enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct att_inject_result *res)
+{
+	unsigned char page[ATT_LD_ERR + ATT_LD_ERRCAP];
+	uint64_t deadline, now;
+	enum att_reason why;
+	uint32_t state;
+	int got;
+
+	if (!ctx->ld.pending)
+		return att_fail(ctx, ATT_E_STATE, 0, "no loader started (att_inject_start first)");
+	if (!ctx->ld.threaded) {
+		why = ctx->ld.sync_why;
+		ctx->err = ctx->ld.sync_err;
+		snprintf(ctx->detail, sizeof(ctx->detail), "%s", ctx->ld.sync_detail);
+		goto out;
+	}
+	ctx->detail[0] = '\0';
+	ctx->err = 0;
+	deadline = att_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		now = att_now_ns();	/* before the read: t_ref must precede the outcome */
+		got = read_page(ctx, page, sizeof(page));
+		if (got < 0) {
+			why = att_process_alive(ctx->pid)
+				      ? att_fail(ctx, ATT_E_MEMORY, -got, "read the loader's page")
+				      : att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+			break;
+		}
+		if (got == 0) {
+			/*
+			 * Gone before we saw an outcome: the loader unmaps its
+			 * page without an ack only 5 s after its outcome, so
+			 * heaptap was not scheduled for that long. Unknown.
+			 */
+			why = att_process_alive(ctx->pid)
+				      ? att_fail(ctx, ATT_E_LOAD_TIMEOUT, 0,
+						 "it ended before its outcome was read")
+				      : att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+			break;
+		}
+		memcpy(&state, page + ATT_LD_STATE, sizeof(state));
+		if (state != ATT_LD_S_RUNNING) {
+			why = outcome(ctx, page, state);
+			ack(ctx);
+			break;
+		}
+		ctx->ld.t_ref = now;
+		if (now >= deadline) {
+			why = att_fail(ctx, ATT_E_LOAD_TIMEOUT, 0,
+				       "no outcome %u ms after pthread_create; it goes on alone",
+				       timeout_ms);
+			break;
+		}
+		usleep(POLL_US);
+	}
+	ctx->ld.res.load_ns = att_now_ns() - ctx->ld.t_spawn;
+out:
+	ctx->ld.pending = false;
+	att_unstage(ctx);
+	if (res)
+		*res = ctx->ld.res;
+	return why;
+}
