@@ -64,6 +64,9 @@ struct elfr_file;
 #define ATT_LD_ACK 164		/* u32 set by heaptap once it read a failure */
 #define ATT_LD_HANDLE 168	/* u64 dlopen's handle */
 #define ATT_LD_START 176	/* u64 the start function's address */
+#define ATT_LD_GO 184		/* u32 set by heaptap once the hijacked thread is released */
+#define ATT_LD_GO_WAITS 188	/* u32 polls of the go word before starting anyway */
+#define ATT_LD_GO_TS 192	/* struct timespec: one such poll's sleep */
 #define ATT_LD_ERR 256		/* dlerror() text */
 #define ATT_LD_ERRCAP 512
 #define ATT_LD_STRINGS 768	/* path, symbol, argument */
@@ -75,6 +78,8 @@ struct elfr_file;
 #define ATT_LD_WAIT_NS 2000000	/* the loader polls the ack every 2 ms ... */
 #define ATT_LD_WAIT_POLLS 2500	/* ... 5 s at least, then ends anyway */
 #define ATT_LD_ACK_MS 3000	/* heaptap writes the ack only this soon after the loader ran */
+#define ATT_LD_GO_NS 100000	/* the loader polls the go word every 0.1 ms ... */
+#define ATT_LD_GO_POLLS 1000	/* ... 100 ms at least, then starts anyway */
 
 /* What we know of one thread's ptrace state. */
 enum att_state {

@@ -79,7 +79,7 @@ static void build_data(const struct att_ctx *ctx, unsigned char *p, uint64_t cod
 {
 	size_t lp = strlen(path) + 1, ls = strlen(sym) + 1, la = strlen(arg) + 1;
 	uint64_t mask = ~0ULL;
-	int64_t ts[2] = { 0, ATT_LD_WAIT_NS };
+	int64_t ts[2] = { 0, ATT_LD_WAIT_NS }, go_ts[2] = { 0, ATT_LD_GO_NS };
 
 	memset(p, 0, PAGE);
 	put64(p, ATT_LD_FN_DLOPEN, ctx->fn_dlopen);
@@ -96,6 +96,8 @@ static void build_data(const struct att_ctx *ctx, unsigned char *p, uint64_t cod
 	put32(p, ATT_LD_FLAGS, RTLD_NOW_VALUE | (ctx->libc_mode ? 0x80000000u : 0));
 	put32(p, ATT_LD_WAITS, ATT_LD_WAIT_POLLS);
 	memcpy(p + ATT_LD_TS, ts, sizeof(ts));
+	put32(p, ATT_LD_GO_WAITS, ATT_LD_GO_POLLS);
+	memcpy(p + ATT_LD_GO_TS, go_ts, sizeof(go_ts));
 	/* as att_mask_block: the synchronous signals stay deliverable */
 	mask &= ~(1ULL << (SIGSEGV - 1) | 1ULL << (SIGBUS - 1) | 1ULL << (SIGILL - 1) |
 		  1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << (SIGSYS - 1));
@@ -253,12 +255,15 @@ static int read_page(struct att_ctx *ctx, unsigned char *buf, size_t len)
 	return cookie == ctx->ld.cookie ? 1 : 0;
 }
 
-/* Tell a failed loader it may end: only while its page is surely still its own. */
-static void ack(struct att_ctx *ctx)
+/*
+ * Set a word of the loader's page (ack: it may end; go: it may start),
+ * only while the page is surely still its own (see the top of the file).
+ */
+static void poke(struct att_ctx *ctx, unsigned off)
 {
 	uint32_t one = 1;
 	struct iovec l = { &one, sizeof(one) },
-		     r = { (void *)(uintptr_t)(ctx->ld.data + ATT_LD_ACK), sizeof(one) };
+		     r = { (void *)(uintptr_t)(ctx->ld.data + off), sizeof(one) };
 
 	if (att_now_ns() - ctx->ld.t_ref < (uint64_t)ATT_LD_ACK_MS * 1000000u)
 		(void)process_vm_writev(ctx->pid, &l, 1, &r, 1, 0);
@@ -313,6 +318,7 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 	ctx->detail[0] = '\0';
 	ctx->err = 0;
 	deadline = att_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	poke(ctx, ATT_LD_GO);	/* t_ref is still t_spawn: the loader has no outcome before go */
 	for (;;) {
 		now = att_now_ns();	/* before the read: t_ref must precede the outcome */
 		got = read_page(ctx, page, sizeof(page));
@@ -337,7 +343,7 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 		memcpy(&state, page + ATT_LD_STATE, sizeof(state));
 		if (state != ATT_LD_S_RUNNING) {
 			why = outcome(ctx, page, state);
-			ack(ctx);
+			poke(ctx, ATT_LD_ACK);
 			break;
 		}
 		ctx->ld.t_ref = now;

@@ -8,8 +8,12 @@
  * anywhere:
  *
  *   block every asynchronous signal (rt_sigprocmask; the synchronous ones
- *   stay open, see att_mask_block), name itself (PR_SET_NAME), store its
- *   tid, pthread_detach(pthread_self())
+ *   stay open, see att_mask_block)
+ *   wait, at most ATT_LD_GO_WAITS polls of ATT_LD_GO_TS, for heaptap's go
+ *   word: heaptap sets it once the hijacked thread is released, so that
+ *   the loader's CPU-heavy dlopen does not compete with the last remote
+ *   calls of the stopped thread on a busy machine
+ *   name itself (PR_SET_NAME), store its tid, pthread_detach(pthread_self())
  *   dlopen(path, flags) -> dlsym(handle, symbol) -> start(arg)
  *   success (start returned 0): state = 1
  *   failure: copy dlerror()'s text into the page, state = 2 (dlopen),
@@ -45,7 +49,19 @@ __asm__(".pushsection .rodata.att_loader,\"a\"\n"
 	"	xor %edx, %edx\n"
 	"	mov $8, %r10d\n"
 	"	syscall\n"
-	"	mov $157, %eax\n"		/* prctl(PR_SET_NAME, name) */
+	"	mov " S(ATT_LD_GO_WAITS) "(%rbx), %r12d\n"	/* wait for go: the hijacked thread is out */
+	"11:	mov " S(ATT_LD_GO) "(%rbx), %eax\n"
+	"	test %eax, %eax\n"
+	"	jnz 12f\n"
+	"	test %r12d, %r12d\n"
+	"	jz 12f\n"
+	"	dec %r12d\n"
+	"	mov $35, %eax\n"
+	"	lea " S(ATT_LD_GO_TS) "(%rbx), %rdi\n"
+	"	xor %esi, %esi\n"
+	"	syscall\n"
+	"	jmp 11b\n"
+	"12:	mov $157, %eax\n"		/* prctl(PR_SET_NAME, name) */
 	"	mov $15, %edi\n"
 	"	lea " S(ATT_LD_NAME) "(%rbx), %rsi\n"
 	"	syscall\n"

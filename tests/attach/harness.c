@@ -316,9 +316,19 @@ int maps_has_addr(pid_t pid, uint64_t addr)
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx-%llx", &s, &e) == 2 && addr >= s && addr < e)
+	/*
+	 * Only an anonymous mapping of at most three pages counts, as the
+	 * scratch mappings are: a library dlopen'ed after the page was
+	 * unmapped (the loader thread's) or a thread stack may take the
+	 * address again.
+	 */
+	while (fgets(line, sizeof(line), f)) {
+		char path[8] = "";
+
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %7s", &s, &e, path) >= 2 && addr >= s &&
+		    addr < e && !path[0] && e - s <= 3 * 4096)
 			found = 1;
+	}
 	fclose(f);
 	return found;
 }

@@ -67,7 +67,7 @@ int count_lines(const char *path, const char *needle);
 int tracer_pid(pid_t pid);
 /* State letter of pid from /proc/PID/stat, '?' if unreadable. */
 char proc_state(pid_t pid);
-/* Does /proc/PID/maps mention needle / contain addr? */
+/* Does /proc/PID/maps mention needle / hold addr in an anonymous mapping of <= 3 pages (a scratch one)? */
 int maps_contains(pid_t pid, const char *needle);
 int maps_has_addr(pid_t pid, uint64_t addr);
 /* preflight, prepare, seize, [hold], inject, release; the first failing reason. */
