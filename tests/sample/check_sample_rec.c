@@ -21,26 +21,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "check_interpret_wire.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
 
-static char tmpdir[64], outpath[160];
+static char outpath[160];
 static int nrun;
-
-static void setup(void)
-{
-	strcpy(tmpdir, "/tmp/check_sample_rec.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[160];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	(void)!system(cmd);
-}
 
 struct feeder {
 	int fd;
@@ -82,7 +69,7 @@ static int run(const struct sbuf *s, struct itp_options *opt, struct itp_result 
 	pthread_t th;
 	int sv[2], rc;
 
-	snprintf(outpath, sizeof(outpath), "%s/rec%d.htap", tmpdir, nrun++);
+	snprintf(outpath, sizeof(outpath), "%s/rec%d.htap", ck_tmpdir, nrun++);
 	opt->output = outpath;
 	opt->no_symbols = 1;
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -216,7 +203,7 @@ START_TEST(recfile_round_trip)
 	size_t n;
 	int err = 0;
 
-	snprintf(outpath, sizeof(outpath), "%s/direct.htap", tmpdir);
+	snprintf(outpath, sizeof(outpath), "%s/direct.htap", ck_tmpdir);
 	w = rec_writer_create(outpath, &err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_put_ip(w, 0x1000, &ip), 0);
@@ -243,17 +230,11 @@ int main(void)
 {
 	Suite *s = suite_create("sample_rec");
 	TCase *tc = tcase_create("sites");
-	SRunner *sr;
-	int failed;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, sites_summed_and_stored);
 	tcase_add_test(tc, sites_bad_count);
 	tcase_add_test(tc, recfile_round_trip);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(s);
 }

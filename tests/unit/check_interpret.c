@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "check_interpret_wire.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
@@ -80,23 +81,8 @@ static void *feed(void *arg)
 	return NULL;
 }
 
-static char tmpdir[64];
-static char outpath[128];
+static char outpath[160]; /* ck_tmpdir (128) and a file name */
 static int nrun;
-
-static void setup(void)
-{
-	strcpy(tmpdir, "/tmp/check_interpret.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[160];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	(void)!system(cmd);
-}
 
 /* run s through itp_run with opt (output filled in); f may set feeder options */
 static int run_feed(const struct sbuf *s, struct itp_options *opt, struct itp_result *res,
@@ -108,7 +94,7 @@ static int run_feed(const struct sbuf *s, struct itp_options *opt, struct itp_re
 
 	if (!f)
 		f = &local;
-	snprintf(outpath, sizeof(outpath), "%s/rec%d.htap", tmpdir, nrun++);
+	snprintf(outpath, sizeof(outpath), "%s/rec%d.htap", ck_tmpdir, nrun++);
 	opt->output = outpath;
 	opt->no_symbols = 1;
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -1066,7 +1052,7 @@ START_TEST(test_output_exists)
 	struct itp_result res;
 	FILE *fp;
 
-	snprintf(outpath, sizeof(outpath), "%s/exists.htap", tmpdir);
+	snprintf(outpath, sizeof(outpath), "%s/exists.htap", ck_tmpdir);
 	fp = fopen(outpath, "w");
 	ck_assert_ptr_nonnull(fp);
 	fclose(fp);
@@ -1204,7 +1190,7 @@ START_TEST(test_symbolize_self)
 		struct feeder fd = {0};
 		int sv[2];
 
-		snprintf(outpath, sizeof(outpath), "%s/sym.htap", tmpdir);
+		snprintf(outpath, sizeof(outpath), "%s/sym.htap", ck_tmpdir);
 		opt.output = outpath;
 		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 		fd.fd = sv[1];
@@ -1286,7 +1272,7 @@ START_TEST(test_symbolize_sysroot_and_build_id)
 	ck_node(&c, 4, 2, 0, m.addr + 1);
 	ck_end(&s, &c);
 	sb_end(&s, 5, WIRE_END_EXIT);
-	snprintf(outpath, sizeof(outpath), "%s/sysroot.htap", tmpdir);
+	snprintf(outpath, sizeof(outpath), "%s/sysroot.htap", ck_tmpdir);
 	opt.output = outpath;
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	fd.fd = sv[1];
@@ -1676,7 +1662,7 @@ static Suite *interpret_suite(void)
 	Suite *s = suite_create("interpret");
 	TCase *tc = tcase_create("stream");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_basic);
 	tcase_add_test(tc, test_reorder_across_chunks);
 	tcase_add_test(tc, test_reorder_many);
@@ -1720,9 +1706,6 @@ static Suite *interpret_suite(void)
 
 int main(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
-
 	if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
 		return write_seeds(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--bench"))
@@ -1733,9 +1716,5 @@ int main(int argc, char **argv)
 		return bench_file(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "--bench-symbols"))
 		return bench_symbols(strtoull(argv[2], NULL, 0), argc > 3 ? argv[3] : NULL);
-	sr = srunner_create(interpret_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(interpret_suite());
 }

@@ -1,5 +1,6 @@
 /* tests/unit/check_recfile.c - unit tests of the recording writer and reader */
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* program_invocation_short_name, nftw (tests/lib/check_fixture.h) */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "recfile/internal.h"
 #include "recfile/recfile.h"
 
@@ -28,28 +30,12 @@
 			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);        \
 	} while (0)
 
-static char tmpdir[64];
-
-static void setup(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_recfile.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 static char *tpath(const char *name)
 {
 	static char p[PATH_MAX + 64];
 
 	ck_assert_uint_lt(strlen(name), 64);
-	snprintf(p, sizeof(p), "%s/%s", tmpdir, name);
+	snprintf(p, sizeof(p), "%s/%s", ck_tmpdir, name);
 	return p;
 }
 
@@ -1178,7 +1164,7 @@ static Suite *recfile_suite(void)
 	Suite *s = suite_create("recfile");
 	TCase *tc = tcase_create("core");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_strerror);
 	tcase_add_loop_test(tc, test_round_trip, 0, 2);
@@ -1202,11 +1188,5 @@ static Suite *recfile_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(recfile_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(recfile_suite());
 }

@@ -11,32 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
+#include "tests/lib/check_recs.h"
 #include "recfile/recfile.h"
 #include "report/report.h"
 #include "track/wire.h"
-
-static char tmpdir[256];
-
-static void setup(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_report-XXXXXX", t && *t ? t : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
-static void tpath(char *buf, size_t len, const char *name)
-{
-	snprintf(buf, len, "%s/%s", tmpdir, name);
-}
 
 #define OK(x) ck_assert_int_eq((x), 0)
 
@@ -268,7 +247,7 @@ START_TEST(test_basic_numbers)
 	struct rec_reader *r;
 	struct rpt_data *d;
 
-	tpath(path, sizeof(path), "basic.htap");
+	ck_tmpdir_path(path, sizeof(path), "basic.htap");
 	write_basic(path, 0, 1);
 	r = open_rec(path);
 	ck_assert_int_eq(rec_truncated(r), 0);
@@ -286,7 +265,7 @@ START_TEST(test_parallel_ranges)
 	struct rec_reader *r;
 	unsigned th;
 
-	tpath(path, sizeof(path), "chunks.htap");
+	ck_tmpdir_path(path, sizeof(path), "chunks.htap");
 	write_basic(path, _i, 1);
 	r = open_rec(path);
 	if (_i == 1)
@@ -311,7 +290,7 @@ START_TEST(test_traces_and_backtrace)
 	uint32_t bt[4];
 	size_t n, m;
 
-	tpath(path, sizeof(path), "bt.htap");
+	ck_tmpdir_path(path, sizeof(path), "bt.htap");
 	write_basic(path, 0, 1);
 	r = open_rec(path);
 	d = analyze(r, 2);
@@ -478,7 +457,7 @@ START_TEST(test_json)
 	struct rpt_data *d;
 	char *js;
 
-	tpath(path, sizeof(path), "json.htap");
+	ck_tmpdir_path(path, sizeof(path), "json.htap");
 	write_basic(path, 3, 1);
 	r = open_rec(path);
 	d = analyze(r, 2);
@@ -529,7 +508,7 @@ START_TEST(test_text)
 	struct rpt_data *d;
 	char *tx;
 
-	tpath(path, sizeof(path), "text.htap");
+	ck_tmpdir_path(path, sizeof(path), "text.htap");
 	write_basic(path, 0, 1);
 	r = open_rec(path);
 	d = analyze(r, 1);
@@ -557,28 +536,12 @@ END_TEST
 START_TEST(test_sampled)
 {
 	char path[512];
-	struct rec_writer *w;
 	struct rec_reader *r;
 	struct rpt_data *d;
 	const struct rpt_summary *s;
-	uint32_t ip, t, info, mod;
-	int err = 0;
 
-	tpath(path, sizeof(path), "sampled.htap");
-	w = rec_writer_create(path, &err);
-	ck_assert_ptr_nonnull(w);
-	OK(rec_put_meta(w, "sample_bytes", "512"));
-	OK(rec_put_module(w, "/lib/x.so", 0x10000, 0x1000, NULL, 0, &mod));
-	OK(rec_put_ip(w, 0x10010, &ip));
-	OK(rec_put_symbol(w, ip, mod, NULL, 0));
-	OK(rec_put_trace(w, 0, ip, &t));
-	OK(rec_put_allocinfo(w, 10, t, WIRE_KIND_MALLOC, &info));
-	OK(rec_put_alloc(w, info, 1000));
-	OK(rec_put_alloc(w, info, 500));
-	OK(rec_put_free(w, info, 0));
-	OK(rec_put_tick(w, 5000, 0));
-	OK(rec_writer_close(w));
-
+	ck_tmpdir_path(path, sizeof(path), "sampled.htap");
+	ck_rec_sampled(path, 5000);
 	r = open_rec(path);
 	d = analyze(r, 2);
 	s = rpt_get_summary(d);
@@ -610,7 +573,7 @@ START_TEST(test_sampled_ranges)
 	unsigned th;
 	int err = 0;
 
-	tpath(path, sizeof(path), "sampled2.htap");
+	ck_tmpdir_path(path, sizeof(path), "sampled2.htap");
 	w = rec_writer_create(path, &err);
 	ck_assert_ptr_nonnull(w);
 	OK(rec_put_meta(w, "sample_bytes", "256"));
@@ -667,7 +630,7 @@ START_TEST(test_json_escaping)
 	int err = 0;
 	char *js;
 
-	tpath(path, sizeof(path), "esc.htap");
+	ck_tmpdir_path(path, sizeof(path), "esc.htap");
 	w = rec_writer_create(path, &err);
 	ck_assert_ptr_nonnull(w);
 	OK(rec_put_meta(w, "command", "prog \"arg\""));
@@ -705,7 +668,7 @@ START_TEST(test_empty)
 	int err = 0;
 	char *js, *tx;
 
-	tpath(path, sizeof(path), "empty.htap");
+	ck_tmpdir_path(path, sizeof(path), "empty.htap");
 	w = rec_writer_create(path, &err);
 	ck_assert_ptr_nonnull(w);
 	OK(rec_writer_close(w));
@@ -780,7 +743,7 @@ START_TEST(test_truncated)
 	size_t len, cut;
 	int truncated_seen = 0, refused = 0;
 
-	tpath(path, sizeof(path), "cut.htap");
+	ck_tmpdir_path(path, sizeof(path), "cut.htap");
 	write_basic(path, 2, 1);
 	buf = slurp(path, &len);
 	ck_assert_int_eq(try_buffer(buf, len), 0);
@@ -806,7 +769,7 @@ START_TEST(test_corrupt)
 	size_t len, i;
 	unsigned seed = 12345;
 
-	tpath(path, sizeof(path), "flip.htap");
+	ck_tmpdir_path(path, sizeof(path), "flip.htap");
 	write_basic(path, 2, 1);
 	buf = (unsigned char *)slurp(path, &len);
 	copy = malloc(len);
@@ -852,7 +815,7 @@ static Suite *report_suite(void)
 	Suite *s = suite_create("report");
 	TCase *tc = tcase_create("core");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_basic_numbers);
 	tcase_add_loop_test(tc, test_parallel_ranges, 1, 5);
 	tcase_add_test(tc, test_traces_and_backtrace);
@@ -872,11 +835,5 @@ static Suite *report_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(report_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(report_suite());
 }

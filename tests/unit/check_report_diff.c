@@ -12,29 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/lib/check_fixture.h"
 #include "recfile/recfile.h"
 #include "report/report.h"
 #include "track/wire.h"
 
 #define OK(x) ck_assert_int_eq((x), 0)
-
-static char tmpdir[256];
-
-static void setup(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_report_diff-XXXXXX", t && *t ? t : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-}
 
 /*
  * A recording of module /x/prog at base:
@@ -102,7 +85,7 @@ static void load(struct side *s, const char *name, uint64_t base, int n_grow, in
 	char path[512];
 	int err = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	snprintf(path, sizeof(path), "%s/%s", ck_tmpdir, name);
 	write_rec(path, base, n_grow, n_raw, only_old);
 	s->r = rec_open(path, &err);
 	ck_assert_ptr_nonnull(s->r);
@@ -224,7 +207,7 @@ static Suite *diff_suite(void)
 	Suite *s = suite_create("report_diff");
 	TCase *tc = tcase_create("diff");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_match_and_sort);
 	tcase_add_test(tc, test_write);
 	suite_add_tcase(s, tc);
@@ -233,11 +216,5 @@ static Suite *diff_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(diff_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(diff_suite());
 }

@@ -28,29 +28,12 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "recfile/recfile.h"
 #include "report/report.h"
 #include "track/wire.h"
 
 #define OK(x) ck_assert_int_eq((x), 0)
-
-static char tmpdir[256];
-
-static void setup(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_report_exports-XXXXXX", t && *t ? t : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-}
 
 static void write_rec(const char *path, int events)
 {
@@ -96,7 +79,7 @@ static void load(struct fixture *fx, int events)
 	char path[512];
 	int err = 0;
 
-	snprintf(path, sizeof(path), "%s/rec%d.htap", tmpdir, events);
+	snprintf(path, sizeof(path), "%s/rec%d.htap", ck_tmpdir, events);
 	write_rec(path, events);
 	fx->r = rec_open(path, &err);
 	ck_assert_ptr_nonnull(fx->r);
@@ -290,7 +273,7 @@ static Suite *exports_suite(void)
 	Suite *s = suite_create("report_exports");
 	TCase *tc = tcase_create("core");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_collapsed);
 	tcase_add_test(tc, test_massif);
 	tcase_add_test(tc, test_heaptrack);
@@ -301,11 +284,5 @@ static Suite *exports_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(exports_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(exports_suite());
 }

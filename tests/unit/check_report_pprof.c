@@ -14,6 +14,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "tests/lib/check_fixture.h"
+#include "tests/lib/check_recs.h"
 #include "recfile/recfile.h"
 #include "report/report.h"
 #include "track/wire.h"
@@ -477,24 +479,6 @@ END_TEST
 
 /* ---- the export of a recording ---- */
 
-static char tmpdir[256];
-
-static void setup(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_report_pprof-XXXXXX", t && *t ? t : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 /* analyze path and export it; the decoded profile in *t */
 static void export(const char *path, struct t_prof *t)
 {
@@ -551,7 +535,7 @@ START_TEST(test_export)
 	struct t_prof t;
 	int err = 0, seen = 0;
 
-	snprintf(path, sizeof(path), "%s/e.htap", tmpdir);
+	snprintf(path, sizeof(path), "%s/e.htap", ck_tmpdir);
 	w = rec_writer_create(path, &err);
 	ck_assert_ptr_nonnull(w);
 	OK(rec_put_meta(w, "command", "/usr/bin/prog --x"));
@@ -631,26 +615,12 @@ END_TEST
  */
 START_TEST(test_export_sampled)
 {
-	struct rec_writer *w;
-	uint32_t ip, tr, info, mod;
 	char path[512];
 	struct t_prof t;
-	int err = 0, said = 0;
+	int said = 0;
 
-	snprintf(path, sizeof(path), "%s/s.htap", tmpdir);
-	w = rec_writer_create(path, &err);
-	ck_assert_ptr_nonnull(w);
-	OK(rec_put_meta(w, "sample_bytes", "512"));
-	OK(rec_put_module(w, "/lib/x.so", 0x10000, 0x1000, NULL, 0, &mod));
-	OK(rec_put_ip(w, 0x10010, &ip));
-	OK(rec_put_symbol(w, ip, mod, NULL, 0));
-	OK(rec_put_trace(w, 0, ip, &tr));
-	OK(rec_put_allocinfo(w, 10, tr, WIRE_KIND_MALLOC, &info));
-	OK(rec_put_alloc(w, info, 1000));
-	OK(rec_put_alloc(w, info, 500));
-	OK(rec_put_free(w, info, 0));
-	OK(rec_writer_close(w));
-
+	ck_tmpdir_path(path, sizeof(path), "s.htap");
+	ck_rec_sampled(path, 0);
 	export(path, &t);
 	ck_assert_int_eq(t.period, 512);
 	ck_assert_str_eq(str(&t, t.period_type[0]), "space");
@@ -680,7 +650,7 @@ static Suite *pprof_suite(void)
 	tcase_add_test(tc, test_gzip);
 	tcase_add_test(tc, test_builder_errors);
 	suite_add_tcase(s, tc);
-	tcase_add_checked_fixture(te, setup, teardown);
+	tcase_add_checked_fixture(te, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(te, test_export);
 	tcase_add_test(te, test_export_sampled);
 	suite_add_tcase(s, te);
@@ -689,11 +659,5 @@ static Suite *pprof_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(pprof_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(pprof_suite());
 }
