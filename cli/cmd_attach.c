@@ -242,7 +242,7 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 
 	if (res->err == ITP_E_OUTPUT && lstat(out, &st) < 0) {
 		/* nothing written: the library saw the socket close and restored its slots */
-		cli_msg("attach: %s: %s%s%s", out, rec_strerror(res->rec_error),
+		cli_msg("attach: %s: %s%s%s", out[0] ? out : "snapshots", rec_strerror(res->rec_error),
 			res->detail[0] ? ": " : "", res->detail);
 		return CLI_EXIT_FAIL;
 	}
@@ -277,7 +277,12 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 			(unsigned long long)res->events_dropped);
 	if (res->end_reason == WIRE_END_EXIT)
 		cli_msg("attach: %d exited during the session", (int)pid);
-	cli_msg("recorded %llu allocations to %s", (unsigned long long)res->final.alloc_calls, out);
+	if (!out[0])
+		cli_msg("saw %llu allocations (no recording: snapshots only)",
+			(unsigned long long)res->final.alloc_calls);
+	else
+		cli_msg("recorded %llu allocations to %s", (unsigned long long)res->final.alloc_calls,
+			out);
 	if (res->end_reason == WIRE_END_STOP || res->end_reason == WIRE_END_ERROR) {
 		if (res->slots_left)
 			cli_msg("restored %llu GOT slots in %d; %llu no longer held heaptap's hook "
@@ -291,7 +296,8 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 		cli_msg("attach: warning: %d did not confirm that it restored its GOT slots (it "
 			"does so by itself when the connection closes)", (int)pid);
 	}
-	cli_msg("run \"heaptap report %s\"", out);
+	if (out[0])
+		cli_msg("run \"heaptap report %s\"", out);
 	return CLI_EXIT_OK;
 }
 
@@ -314,7 +320,6 @@ int cli_cmd_attach(int argc, char **argv)
 	uint64_t t[6];
 	struct duration dur;
 	struct cli_snap snap;
-	char snap_rec[PATH_MAX];
 	pid_t pid;
 
 	memset(&d, 0, sizeof(d));
@@ -488,13 +493,9 @@ int cli_cmd_attach(int argc, char **argv)
 	if (!same_view(pid))
 		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
 	if (a.out_dir) {
+		/* no recording unless -o names one: a session may run for days */
 		snap.dir = a.out_dir;
 		snap.pid = pid;
-		if (!a.output) {
-			/* the recording goes beside the snapshots */
-			snprintf(snap_rec, sizeof(snap_rec), "%s/heaptap.%d.htap", a.out_dir, (int)pid);
-			a.output = snap_rec;
-		}
 	}
 	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, a.sample,
 			a.out_dir ? &snap : NULL, a.snapshot_every, out, sizeof(out), &res);
@@ -513,7 +514,7 @@ int cli_cmd_attach(int argc, char **argv)
 	fin->allocs = res.final.alloc_calls;
 	fin->restored = res.slots_restored;
 	fin->left = res.slots_left;
-	if (code == CLI_EXIT_OK && !realpath(out, fin->out))
+	if (code == CLI_EXIT_OK && out[0] && !realpath(out, fin->out))
 		snprintf(fin->out, sizeof(fin->out), "%s", out);
 
 out_conn:
