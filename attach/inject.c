@@ -27,6 +27,29 @@
 #define RTLD_NOW_VALUE 2
 
 /*
+ * The loader thread's functions (loader.c): libc's, or with glibc < 2.34
+ * the pthread ones from libpthread.so.0 when the program loaded it.
+ * Without them (fn_pthread_create 0) dlopen runs in the hijacked thread.
+ */
+static void resolve_loader_funcs(struct att_ctx *ctx)
+{
+	static const char *const pt[] = { "pthread_create", "pthread_self", "pthread_detach" };
+	uint64_t a[3];
+
+	ctx->fn_pthread_create = 0;
+	if (att_libc_symbol(ctx, "mprotect", &ctx->fn_mprotect))
+		return;
+	if (att_libc_symbol(ctx, "pthread_create", &a[0]) || att_libc_symbol(ctx, "pthread_self", &a[1]) ||
+	    att_libc_symbol(ctx, "pthread_detach", &a[2])) {
+		if (att_module_symbols(ctx, "libpthread.so", pt, a, 3) != ATT_OK)
+			return;
+	}
+	ctx->fn_pthread_self = a[1];
+	ctx->fn_pthread_detach = a[2];
+	ctx->fn_pthread_create = a[0];
+}
+
+/*
  * Resolve, before anything is stopped, every function called in the
  * target. glibc >= 2.34 and musl export dlopen/dlsym/dlerror from libc;
  * older glibc has __libc_dlopen_mode/__libc_dlsym (and no dlerror there).
@@ -51,22 +74,31 @@ enum att_reason att_resolve_funcs(struct att_ctx *ctx)
 	why = att_libc_dlopen(ctx, &ctx->fn_dlopen, &ctx->libc_mode);
 	if (why)
 		return why;
-	if (!ctx->libc_mode) {
+	if (ctx->libc_mode) {
+		/*
+		 * glibc < 2.34: dlopen, dlsym and dlerror live in libdl.so.2.
+		 * When the program loaded it, use them (dlerror text, no
+		 * __RTLD_DLOPEN); else libc's private __libc_dlopen_mode.
+		 */
+		static const char *const dl[] = { "dlopen", "dlsym", "dlerror" };
+		uint64_t a[3];
+
+		if (att_module_symbols(ctx, "libdl.so", dl, a, 3) == ATT_OK) {
+			ctx->fn_dlopen = a[0];
+			ctx->fn_dlsym = a[1];
+			ctx->fn_dlerror = a[2];
+			ctx->libc_mode = false;
+		} else {
+			why = att_libc_symbol(ctx, "__libc_dlsym", &ctx->fn_dlsym);
+		}
+	} else {
 		why = att_libc_symbol(ctx, "dlsym", &ctx->fn_dlsym);
 		if (!why)
 			why = att_libc_symbol(ctx, "dlerror", &ctx->fn_dlerror);
-	} else {
-		/* FIXME(#4): glibc < 2.34 with libdl.so.2 loaded could use its dlopen/dlerror */
-		why = att_libc_symbol(ctx, "__libc_dlsym", &ctx->fn_dlsym);
 	}
 	if (why)
 		return why;
-	/* the loader thread's (loader.c); without them dlopen runs in the hijacked thread */
-	if (att_libc_symbol(ctx, "mprotect", &ctx->fn_mprotect) ||
-	    att_libc_symbol(ctx, "pthread_create", &ctx->fn_pthread_create) ||
-	    att_libc_symbol(ctx, "pthread_self", &ctx->fn_pthread_self) ||
-	    att_libc_symbol(ctx, "pthread_detach", &ctx->fn_pthread_detach))
-		ctx->fn_pthread_create = 0;
+	resolve_loader_funcs(ctx);
 	ctx->detail[0] = '\0';
 	ctx->funcs_known = true;
 	return ATT_OK;

@@ -301,24 +301,21 @@ enum att_reason att_libc_dlopen(struct att_ctx *ctx, uint64_t *addr, bool *libc_
 void att_libc_close(struct att_ctx *ctx);
 /* Address of an rt_sigreturn stub in the target's libc code. */
 enum att_reason att_libc_sigreturn(struct att_ctx *ctx, uint64_t *addr);
+/*
+ * Open a module of the target as elf/'s file view: path holds
+ * /proc/PID/map_files/START-END, else procdir/root/mpath is tried (path then
+ * holds that). *vaddr: its first PT_LOAD address. NULL if neither reads.
+ */
+struct elfr_file *att_elf_open_module(char *path, size_t cap, const char *procdir,
+				      const char *mpath, uint64_t *vaddr);
+/*
+ * Addresses of exported names[0..n) in the loaded module whose file name
+ * starts with prefix (e.g. "libdl.so"): all of them or ATT_E_NO_SYMBOL.
+ */
+enum att_reason att_module_symbols(struct att_ctx *ctx, const char *prefix, const char *const *names,
+				   uint64_t *addrs, size_t n);
 /* Is the ELF file at path native? ATT_OK, ATT_E_EXE or ATT_E_ARCH; what gets text. */
 enum att_reason att_check_exe(const char *path, char *what, size_t cap, int *err);
-
-/* ---- elfsym.c ---- */
-/* Page-aligned p_vaddr of the first PT_LOAD of the ELF file at path. Returns 0 or -errno. */
-int att_elf_load_vaddr(const char *path, uint64_t *vaddr);
-
-/* Call fn for every defined FUNC symbol with a size in .symtab and .dynsym. */
-typedef void (*att_elf_func_fn)(void *arg, const char *name, uint64_t value, uint64_t size);
-int att_elf_foreach_func(const char *path, att_elf_func_fn fn, void *arg, uint64_t *first_vaddr);
-
-/* .eh_frame_hdr search table of a file, in file addresses (add the load bias). */
-struct att_eh_table {
-	uint64_t lo_vaddr, hi_vaddr;	/* extent of the PT_LOAD segments */
-	uint64_t hdr_vaddr;		/* PT_GNU_EH_FRAME */
-	uint64_t fde_count;		/* table entries, 8 bytes each, at hdr + 12 */
-};
-int att_elf_eh_table(const char *path, struct att_eh_table *t);
 
 /* ---- symcache.c ---- */
 /* Address ranges of functions a hijacked thread must not be inside (see unwind.c). */

@@ -20,12 +20,30 @@
 #include "attach/internal.h"
 #include "elf/elfr.h"
 
+struct elfr_file *att_elf_open_module(char *path, size_t cap, const char *procdir,
+				      const char *mpath, uint64_t *vaddr)
+{
+	struct elfr_file *f = NULL;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (i == 1)	/* map_files needs CAP_SYS_ADMIN on older kernels */
+			snprintf(path, cap, "%s/root%s", procdir, mpath);
+		if (elfr_file_open(path, &f) != ELFR_OK)
+			continue;
+		if (elfr_file_first_load(f, vaddr) == ELFR_OK)
+			return f;
+		elfr_file_close(f);
+		f = NULL;
+	}
+	return NULL;
+}
+
 static enum att_reason libc_locate(struct att_ctx *ctx)
 {
 	struct att_maps maps;
 	const struct att_map *m;
 	uint64_t vaddr = 0;
-	enum elfr_reason er;
 	int ret;
 
 	if (ctx->libc)
@@ -47,19 +65,12 @@ static enum att_reason libc_locate(struct att_ctx *ctx)
 	snprintf(ctx->libc_path, sizeof(ctx->libc_path), "%s", m->path);
 	snprintf(ctx->libc_open, sizeof(ctx->libc_open), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 		 (int)ctx->pid, m->start, m->end);
-	ret = att_elf_load_vaddr(ctx->libc_open, &vaddr);
-	if (ret) {
-		snprintf(ctx->libc_open, sizeof(ctx->libc_open), "%s/root%s", ctx->procdir, m->path);
-		ret = att_elf_load_vaddr(ctx->libc_open, &vaddr);
-	}
+	ctx->libc = att_elf_open_module(ctx->libc_open, sizeof(ctx->libc_open), ctx->procdir, m->path,
+					&vaddr);
 	ctx->libc_bias = m->start - vaddr;
 	att_maps_free(&maps);
-	if (ret)
-		return att_fail(ctx, ATT_E_NO_SYMBOL, -ret, "read %s", ctx->libc_open);
-	er = elfr_file_open(ctx->libc_open, &ctx->libc);
-	if (er)
-		return att_fail(ctx, ATT_E_NO_SYMBOL, er == ELFR_E_OPEN ? errno : 0, "%s: %s",
-				ctx->libc_open, elfr_strerror(er));
+	if (!ctx->libc)
+		return att_fail(ctx, ATT_E_NO_SYMBOL, errno, "cannot read %s as ELF", ctx->libc_open);
 	return ATT_OK;
 }
 
@@ -78,6 +89,42 @@ enum att_reason att_libc_symbol(struct att_ctx *ctx, const char *name, uint64_t 
 				elfr_strerror(er));
 	*addr = a;
 	return ATT_OK;
+}
+
+enum att_reason att_module_symbols(struct att_ctx *ctx, const char *prefix, const char *const *names,
+				   uint64_t *addrs, size_t n)
+{
+	char path[PATH_MAX + 128];
+	struct att_maps maps;
+	const struct att_map *m;
+	struct elfr_file *f = NULL;
+	enum att_reason why = ATT_OK;
+	uint64_t vaddr = 0;
+	uintptr_t a;
+	size_t i;
+	int ret;
+
+	ret = att_maps_read_at(ctx->procdir, &maps);
+	if (ret)
+		return att_fail(ctx, ret == -ENOENT || ret == -ESRCH ? ATT_E_EXITED : ATT_E_NO_SYMBOL,
+				-ret, "read %s/maps", ctx->procdir);
+	m = att_maps_module(&maps, prefix);
+	if (m) {
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)ctx->pid,
+			 m->start, m->end);
+		f = att_elf_open_module(path, sizeof(path), ctx->procdir, m->path, &vaddr);
+	}
+	if (!f)
+		why = att_fail(ctx, ATT_E_NO_SYMBOL, 0, "no readable %s* module in the process", prefix);
+	for (i = 0; !why && i < n; i++) {
+		a = 0;
+		if (elfr_file_symbol(f, names[i], (uintptr_t)(m->start - vaddr), &a) != ELFR_OK || !a)
+			why = att_fail(ctx, ATT_E_NO_SYMBOL, 0, "%s in %s", names[i], m->path);
+		addrs[i] = a;
+	}
+	elfr_file_close(f);
+	att_maps_free(&maps);
+	return why;
 }
 
 enum att_reason att_libc_dlopen(struct att_ctx *ctx, uint64_t *addr, bool *libc_mode)

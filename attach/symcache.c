@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "attach/internal.h"
+#include "elf/elfr.h"
 
 bool att_name_forbidden(const char *n)
 {
@@ -71,9 +72,9 @@ static void add_range(void *arg, const char *name, uint64_t value, uint64_t size
 }
 
 static int add_scanned(struct att_ctx *ctx, uint64_t lo, uint64_t hi, uint64_t bias,
-		       const char *path)
+		       const struct elfr_file *f)
 {
-	struct att_eh_table t;
+	struct elfr_eh_table t;
 	struct att_scanned *v, *e;
 	size_t cap;
 
@@ -89,7 +90,7 @@ static int add_scanned(struct att_ctx *ctx, uint64_t lo, uint64_t hi, uint64_t b
 	memset(e, 0, sizeof(*e));
 	e->lo = lo;
 	e->hi = hi;
-	if (att_elf_eh_table(path, &t) == 0) {
+	if (elfr_file_eh_table(f, &t) == ELFR_OK) {
 		e->eh_ok = true;
 		e->ip_lo = bias + t.lo_vaddr;
 		e->ip_hi = bias + t.hi_vaddr;
@@ -118,6 +119,7 @@ enum att_reason att_forbidden_build(struct att_ctx *ctx)
 	struct att_maps maps;
 	struct scan sc = { .ctx = ctx };
 	char path[PATH_MAX + 128];
+	struct elfr_file *f;
 	uint64_t vaddr;
 	size_t i;
 	int ret;
@@ -137,17 +139,14 @@ enum att_reason att_forbidden_build(struct att_ctx *ctx)
 			 m->start, m->end);
 		vaddr = 0;
 		sc.bias = 0;
-		/* first pass only for the load address, cheap next to the symbol walk */
-		ret = att_elf_foreach_func(path, NULL, NULL, &vaddr);
-		if (ret) {
-			snprintf(path, sizeof(path), "%s/root%s", ctx->procdir, m->path);
-			ret = att_elf_foreach_func(path, NULL, NULL, &vaddr);
-		}
-		if (ret)
+		f = att_elf_open_module(path, sizeof(path), ctx->procdir, m->path, &vaddr);
+		if (!f)
 			continue;	/* not ELF or unreadable: its frames get unw_get_proc_name */
 		sc.bias = m->start - vaddr;
-		if (att_elf_foreach_func(path, add_range, &sc, &vaddr) == 0 && !sc.err)
-			ret = add_scanned(ctx, m->start, module_end(&maps, i), sc.bias, path);
+		ret = 0;
+		if (elfr_file_foreach_func(f, add_range, &sc) == ELFR_OK && !sc.err)
+			ret = add_scanned(ctx, m->start, module_end(&maps, i), sc.bias, f);
+		elfr_file_close(f);
 		if (sc.err || ret == -ENOMEM) {
 			att_maps_free(&maps);
 			att_forbidden_free(ctx);

@@ -87,6 +87,7 @@ enum elfr_reason {
 	ELFR_E_LIBELF,		    /* libelf failed (elf_errmsg(-1) tells why) */
 	ELFR_E_NOMEM,		    /* out of memory (file view only) */
 	ELFR_E_TOO_BIG,		    /* image larger than the caller allows */
+	ELFR_E_NO_EH_TABLE,	    /* no .eh_frame_hdr search table in the usual encoding */
 	ELFR_E_COUNT
 };
 
@@ -312,6 +313,35 @@ enum elfr_reason elfr_file_symbol(struct elfr_file *f, const char *name, uintptr
  */
 enum elfr_reason elfr_file_dlopen(struct elfr_file *f, uintptr_t bias, uintptr_t *addr,
 				  const char **which) ELFR_MUST_CHECK;
+
+/*
+ * Page-aligned p_vaddr of the first PT_LOAD: a mapping's start minus it is
+ * the load bias. Returns ELFR_OK, ELFR_E_ARG or ELFR_E_PHDR.
+ */
+enum elfr_reason elfr_file_first_load(const struct elfr_file *f, uint64_t *vaddr) ELFR_MUST_CHECK;
+
+/*
+ * Call fn for every defined FUNC symbol with a nonzero size in .symtab and
+ * .dynsym, local ones included (file addresses: add the load bias). A file
+ * without section headers has none. Returns ELFR_OK or ELFR_E_ARG.
+ */
+typedef void (*elfr_func_fn)(void *arg, const char *name, uint64_t value, uint64_t size);
+enum elfr_reason elfr_file_foreach_func(const struct elfr_file *f, elfr_func_fn fn,
+					void *arg) ELFR_MUST_CHECK;
+
+/* The .eh_frame_hdr binary search table of a file, in file addresses (add the load bias). */
+struct elfr_eh_table {
+	uint64_t lo_vaddr, hi_vaddr;	/* extent of the PT_LOAD segments */
+	uint64_t hdr_vaddr;		/* PT_GNU_EH_FRAME */
+	uint64_t fde_count;		/* table entries, 8 bytes each, at hdr + 12 */
+};
+/*
+ * Where that table lies, as libunwind's remote-table format wants it. Only
+ * the encodings GNU ld and lld write are accepted. Returns ELFR_OK,
+ * ELFR_E_ARG, ELFR_E_PHDR or ELFR_E_NO_EH_TABLE.
+ */
+enum elfr_reason elfr_file_eh_table(const struct elfr_file *f,
+				    struct elfr_eh_table *t) ELFR_MUST_CHECK;
 
 /*
  * Lay out the ELF file bytes file[0..flen) as the loader would map them:

@@ -17,11 +17,6 @@
 #define VERSYM_HIDDEN 0x8000
 #define LAYOUT_MAX ((size_t)1 << 30)
 
-struct elfr_file {
-	int fd;
-	Elf *elf;
-};
-
 enum elfr_reason elfr_file_open(const char *path, struct elfr_file **out)
 {
 	enum elfr_reason ret = ELFR_E_ARG;

@@ -151,4 +151,10 @@ enum elfr_reason elfr__find_slots(const struct elfr_mod *m, const char *const *n
 				  struct elfr_slot *slots, size_t cap, struct elfr_info *info,
 				  bool by_name);
 
+/* The file view (file.c, filefunc.c): heaptap only, never inside a target. */
+struct elfr_file {
+	int fd;
+	struct Elf *elf;
+};
+
 #endif /* HEAPTAP_ELF_INTERNAL_H */

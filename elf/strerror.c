@@ -51,6 +51,7 @@ static const char *const reasons[ELFR_E_COUNT] = {
     [ELFR_E_LIBELF] = "libelf failed to read the file",
     [ELFR_E_NOMEM] = "out of memory",
     [ELFR_E_TOO_BIG] = "image too large",
+    [ELFR_E_NO_EH_TABLE] = "no .eh_frame_hdr search table in the usual encoding",
 };
 
 const char *elfr_strerror(enum elfr_reason why)
