@@ -11,6 +11,22 @@
  *
  * Objects of a sampled allocation are its weight over its size (rounded,
  * at least 1): the estimate the report uses too.
+ *
+ * Calibration (sampled sessions; as report/calibrate.c does for a
+ * recording): the exact counts per immediate call site (interpret/sites.c,
+ * summed as WIRE_REC_SITES records come, about once a second) are
+ * auxiliary information. A view's trace whose weighted allocations sum to
+ * S bytes (since the start) at a leaf site with E exact bytes has its
+ * values multiplied by E / S summed over the site's traces (objects by the
+ * ratio of calls), so each site's estimates follow its exact counts and the
+ * samples only share them out over stacks and over live and freed. Traces
+ * that never had a weighted allocation (full tracing) are exact and left
+ * alone; samples at a site the counts do not name join the counts' "other"
+ * entry (ip 0), or stay as sampled when there is none. A site counted
+ * since the last snapshot but never sampled gets a trace of its own (the
+ * site alone) with its exact calls and bytes allocated since then and
+ * nothing in use (not known). The counts lag the samples by up to a
+ * second, so the first snapshots of a session read a little low.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -76,7 +92,8 @@ static int64_t objects(uint64_t size, uint64_t bytes)
 	return n > INT64_MAX ? INT64_MAX : (int64_t)n;
 }
 
-int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t size, uint64_t bytes)
+int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t size, uint64_t bytes,
+		  int weighted)
 {
 	struct itp_agg *g = &c->agg;
 	struct itp_snap_trace *t;
@@ -96,6 +113,12 @@ int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t siz
 	t->inuse_bytes += (int64_t)bytes;
 	t->alloc_objects += (uint64_t)n;
 	t->alloc_bytes += bytes;
+	if (weighted) {
+		if (grow((void **)&g->cum, &g->cap_cum, (size_t)trace + 1, sizeof(*g->cum)))
+			return itp_fail(c, ITP_E_NOMEM, "out of memory for snapshot sums");
+		g->cum[trace].bytes += bytes;
+		g->cum[trace].objects += (uint64_t)n;
+	}
 	return 0;
 }
 
@@ -111,11 +134,125 @@ void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes)
 	t->inuse_bytes -= (int64_t)bytes;
 }
 
+/* A view's traces and ips calibrated to the site counts (owned copies). */
+struct calib {
+	struct itp_snap_trace *t;
+	size_t nt;
+	uint64_t *ips;
+	size_t nips;
+};
+
+/* The site index of trace t's leaf, or other (UINT32_MAX: none). */
+static uint32_t site_of(const struct itp_ctx *c, size_t t, uint32_t other)
+{
+	const struct itp_agg *g = &c->agg;
+	uint32_t ip = g->t[t].ip, si;
+
+	if (t == 0 || ip >= g->nips)
+		return other;
+	return itp_map_get(&c->sites.idx, g->ips[ip], &si) ? si : other;
+}
+
+static int64_t times(int64_t x, long double f)
+{
+	long double v = (long double)x * f;
+
+	if (v >= 9.2e18L)
+		return INT64_MAX;
+	if (v <= -9.2e18L)
+		return -INT64_MAX;
+	return (int64_t)(v < 0 ? v - 0.5L : v + 0.5L);
+}
+
+/*
+ * calibrate - fill cal (see the file header); 0 with cal empty when there
+ * is nothing to calibrate, -ENOMEM. The sites seen now become "the last
+ * snapshot's" for the next one only when the caller says so (site_last_set).
+ */
+static int calibrate(struct itp_ctx *c, struct calib *cal)
+{
+	struct itp_agg *g = &c->agg;
+	const struct itp_sites *st = &c->sites;
+	long double *sb = NULL, *so = NULL;
+	uint32_t other = UINT32_MAX, si;
+	size_t t, i, nx = 0, x = 0;
+	int ret = -ENOMEM;
+
+	memset(cal, 0, sizeof(*cal));
+	if (!st->n || !g->cum)
+		return 0;
+	if (grow((void **)&g->site_last, &g->cap_site_last, st->n, sizeof(*g->site_last)))
+		return -ENOMEM;
+	if (!itp_map_get(&st->idx, 0, &other))
+		other = UINT32_MAX;
+	sb = calloc(st->n, sizeof(*sb));
+	so = calloc(st->n, sizeof(*so));
+	if (!sb || !so)
+		goto out;
+	for (t = 1; t < g->nt && t < g->cap_cum; t++) {
+		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX)
+			continue;
+		sb[si] += (long double)g->cum[t].bytes;
+		so[si] += (long double)g->cum[t].objects;
+	}
+	for (i = 0; i < st->n; i++)
+		if (sb[i] == 0 && st->v[i].calls != g->site_last[i].objects)
+			nx++;
+	cal->t = malloc((g->nt + nx + 1) * sizeof(*cal->t));
+	cal->ips = malloc((g->nips + nx + 1) * sizeof(*cal->ips));
+	if (!cal->t || !cal->ips)
+		goto out;
+	memcpy(cal->t, g->t, g->nt * sizeof(*cal->t));
+	memcpy(cal->ips, g->ips, g->nips * sizeof(*cal->ips));
+	for (t = 1; t < g->nt && t < g->cap_cum; t++) {
+		struct itp_snap_trace *tr = &cal->t[t];
+		long double fb, fo;
+
+		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX || sb[si] <= 0)
+			continue;
+		fb = (long double)st->v[si].bytes / sb[si];
+		fo = so[si] > 0 ? (long double)st->v[si].calls / so[si] : 1;
+		tr->inuse_bytes = times(tr->inuse_bytes, fb);
+		tr->alloc_bytes = (uint64_t)times((int64_t)(tr->alloc_bytes > INT64_MAX ? INT64_MAX
+										 : tr->alloc_bytes), fb);
+		tr->inuse_objects = times(tr->inuse_objects, fo);
+		tr->alloc_objects = (uint64_t)times((int64_t)(tr->alloc_objects > INT64_MAX
+								   ? INT64_MAX : tr->alloc_objects), fo);
+	}
+	for (i = 0; i < st->n; i++) {
+		struct itp_snap_trace *tr;
+
+		if (sb[i] != 0 || st->v[i].calls == g->site_last[i].objects)
+			continue;
+		tr = &cal->t[g->nt + x];
+		memset(tr, 0, sizeof(*tr));
+		tr->parent = 0;
+		tr->ip = (uint32_t)(g->nips + x);
+		tr->alloc_objects = st->v[i].calls - g->site_last[i].objects;
+		tr->alloc_bytes = st->v[i].bytes - g->site_last[i].bytes;
+		cal->ips[g->nips + x] = st->v[i].ip;
+		x++;
+	}
+	cal->nt = g->nt + nx;
+	cal->nips = g->nips + nx;
+	ret = 0;
+out:
+	free(sb);
+	free(so);
+	if (ret) {
+		free(cal->t);
+		free(cal->ips);
+		memset(cal, 0, sizeof(*cal));
+	}
+	return ret;
+}
+
 void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 {
 	struct itp_agg *g = &c->agg;
 	struct itp_snapshot s;
 	struct itp_snap_module *mods = NULL;
+	struct calib cal;
 	size_t i, n = 0;
 
 	if (!c->opt->snapshot || !c->have_header)
@@ -143,7 +280,20 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 	s.nips = g->nips;
 	s.mods = mods;
 	s.nmods = n;
+	/* out of memory for the calibrated copy: the raw estimates are still a profile */
+	if (!calibrate(c, &cal) && cal.t) {
+		s.traces = cal.t;
+		s.ntraces = cal.nt;
+		s.ips = cal.ips;
+		s.nips = cal.nips;
+		for (i = 0; i < c->sites.n; i++) {
+			g->site_last[i].objects = c->sites.v[i].calls;
+			g->site_last[i].bytes = c->sites.v[i].bytes;
+		}
+	}
 	c->opt->snapshot(&s, c->opt->snapshot_arg);
+	free(cal.t);
+	free(cal.ips);
 	free(mods);
 	/* "allocated since the last snapshot" starts again */
 	for (i = 0; i < g->nt; i++)
@@ -157,5 +307,7 @@ void itp_agg_free_all(struct itp_agg *g)
 	free(g->t);
 	free(g->ips);
 	free(g->info);
+	free(g->cum);
+	free(g->site_last);
 	memset(g, 0, sizeof(*g));
 }

@@ -56,7 +56,7 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 		return table_fail(c, rc, "live pointers");
 	if (replaced)
 		c->res->warn.reused_ptrs++;
-	rc = itp_agg_alloc(c, p.info, trace, e->a, p.bytes);
+	rc = itp_agg_alloc(c, p.info, trace, e->a, p.bytes, e->d != 0);
 	if (rc)
 		return rc;
 	rc = rec_put_alloc(c->w, p.info, e->d);

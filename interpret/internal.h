@@ -288,11 +288,20 @@ struct itp_agg {
 	} *info;		  /* by allocinfo index */
 	size_t cap_info;
 	uint64_t last_ns;	  /* elapsed_ns of the last snapshot */
+	/* calibration to the exact site counts (sampled sessions) */
+	struct itp_agg_cum {
+		uint64_t bytes, objects; /* weighted allocations since the start */
+	} *cum;			  /* by trace index */
+	size_t cap_cum;
+	struct itp_agg_cum *site_last; /* per site index: its exact counts at the last snapshot */
+	size_t cap_site_last;
 };
 
 int itp_agg_trace(struct itp_ctx *c, uint32_t idx, uint32_t parent, uint32_t ip);
 int itp_agg_ip(struct itp_ctx *c, uint32_t idx, uint64_t ip);
-int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t size, uint64_t bytes);
+/* itp_agg_alloc - bytes = weight (weighted != 0, a sample) or size. */
+int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t size, uint64_t bytes,
+		  int weighted);
 void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes);
 /* itp_agg_snapshot - call opt->snapshot with the sums, then restart "allocated since". */
 void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns);

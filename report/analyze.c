@@ -5,6 +5,8 @@
  *
  *   A  every range in parallel: counts per allocinfo, and the heap curve
  *      of the range relative to its start (a free takes its info's size);
+ *      then, for a sampled recording with exact site counts, the
+ *      calibration of every info's weights (report/calibrate.c);
  *   B  only for sampled recordings, every range in parallel again: the heap
  *      curve with a free taking the mean weight of its info (known only
  *      after A);
@@ -148,11 +150,10 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 
 	/* calloc(0) may give NULL: allocate at least one element everywhere. */
 	d->free_bytes = calloc(d->ninfos + 1, sizeof(*d->free_bytes));
-	d->trace_cost = calloc(d->ntraces + 1, sizeof(*d->trace_cost));
 	total = calloc(d->ninfos + 1, sizeof(*total));
 	live_b = calloc(d->ninfos + 1, sizeof(*live_b));
 	live_c = calloc(d->ninfos + 1, sizeof(*live_c));
-	if (!d->free_bytes || !d->trace_cost || !total || !live_b || !live_c)
+	if (!d->free_bytes || !total || !live_b || !live_c)
 		goto out_free;
 
 	nranges = d->nchunks ? pick_threads(opt, d->nchunks) : 0;
@@ -189,11 +190,21 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 			total[i].calls += acc[i].calls;
 			total[i].frees += acc[i].frees;
 			total[i].temps += acc[i].temps;
+			total[i].wbytes += acc[i].wbytes;
+			total[i].wcalls += acc[i].wcalls;
 		}
 		d->sum.events += ranges[k].events;
 		d->sum.frees += ranges[k].frees;
 		weighted += ranges[k].weighted;
 	}
+	/* Sampled: estimates calibrated to the exact site counts (may add trace nodes). */
+	ret = rpt_calibrate(d, total);
+	if (ret < 0)
+		goto out_free;
+	ret = -ENOMEM;
+	d->trace_cost = calloc(d->ntraces + 1, sizeof(*d->trace_cost));
+	if (!d->trace_cost)
+		goto out_free;
 	for (i = 0; i < d->ninfos; i++)
 		d->free_bytes[i] = total[i].allocs ? total[i].weight / total[i].allocs : d->infos[i].size;
 
@@ -209,6 +220,7 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 
 	d->sum.sampled = weighted != 0;
 	rpt_costs_compute(d, total, live_b, live_c);
+	rpt_calibrate_costs(d);
 	ret = rpt_summary_meta(d);
 	if (ret < 0)
 		goto out_free;
@@ -241,6 +253,10 @@ void rpt_free(struct rpt_data *d)
 	free(d->site_traces);
 	free(d->free_bytes);
 	free(d->trace_cost);
+	free(d->scale_bytes);
+	free(d->scale_calls);
+	free(d->own_traces);
+	free(d->extra_cost);
 	free(d->command);
 	free(d);
 }

@@ -7,6 +7,7 @@
  * more than was allocated: frees past the allocations of an info (a stream
  * that started late) are ignored.
  */
+#include <math.h>
 #include <string.h>
 
 #include "report/internal.h"
@@ -68,6 +69,28 @@ static void cut_counts(struct rpt_data *d)
 	}
 }
 
+/*
+ * peak_stderr - standard error of the estimated heap at the peak. Each
+ * block is sampled on its own with probability p = size / weight, so the
+ * estimate (a sum of weights) has the variance sum size^2 (1 - p) / p over
+ * the live blocks, estimated without bias by the sum of weight * (weight -
+ * size) over the live samples. Per info the mean (calibrated) weight stands
+ * for each live sample's; unsampled infos add nothing.
+ */
+static uint64_t peak_stderr(const struct rpt_data *d, const int64_t *live_c)
+{
+	long double var = 0;
+	size_t i;
+
+	for (i = 0; i < d->ninfos; i++) {
+		long double w = (long double)d->free_bytes[i], s = (long double)d->infos[i].size;
+
+		if (live_c[i] > 0 && w > s)
+			var += (long double)live_c[i] * w * (w - s);
+	}
+	return var > 0 ? (uint64_t)(sqrtl(var) + 0.5L) : 0;
+}
+
 void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int64_t *live_b,
 		       const int64_t *live_c)
 {
@@ -107,6 +130,7 @@ void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int6
 	/* The replay's peak is the reference; the per-info sums match it
 	 * exactly when nothing is sampled. */
 	d->sum.total.peak = peak;
+	d->sum.peak_stderr = peak_stderr(d, live_c);
 	cut_counts(d);
 }
 

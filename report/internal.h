@@ -17,6 +17,8 @@ struct rpt_acc {
 	uint64_t calls;	 /* calls they stand for (1 each, or weight/size) */
 	uint64_t frees;	 /* free events (both kinds) */
 	uint64_t temps;	 /* REC_EV_FREE_TEMP events */
+	uint64_t wbytes; /* the part of weight from weighted (sampled) events */
+	uint64_t wcalls; /* the part of calls from weighted events */
 };
 
 /* Where in the event stream: chunk index and position inside it. */
@@ -78,6 +80,18 @@ struct rpt_data {
 	char *command; /* owned; sum.command points here or into the reader */
 
 	uint64_t *free_bytes;	  /* per info: bytes one free takes away */
+	/*
+	 * Sampled recordings with exact site counts (report/calibrate.c): per
+	 * info, the factor a weighted allocation's bytes and calls are
+	 * multiplied by so each call site's estimate equals its exact totals;
+	 * NULL when there is nothing to calibrate. traces may then be an owned
+	 * copy (own_traces) with one extra node per call site that got no
+	 * sample (extra_cost, from trace index ntraces - nextra on).
+	 */
+	double *scale_bytes, *scale_calls;
+	struct rec_trace *own_traces;
+	size_t nextra;
+	struct rpt_costs *extra_cost;
 	struct rpt_costs *trace_cost; /* per trace */
 	struct rpt_costs funcs[WIRE_KIND_MAX + 1];
 	uint64_t cut_traces;	/* traces with calls whose stack ends in WIRE_IP_CUT */
@@ -99,6 +113,29 @@ void *rpt_replay_range(void *range);
 
 /* replay.c: run pass on every range, in threads when there are several. */
 void rpt_replay(struct rpt_range *ranges, size_t nranges, int pass);
+
+/*
+ * calibrate.c: from the merged counts of pass A (total, per info) and the
+ * exact site counts, set scale_bytes/scale_calls, rescale total's weighted
+ * parts and add the nodes of unsampled sites. Returns 0 or -ENOMEM.
+ */
+int rpt_calibrate(struct rpt_data *d, struct rpt_acc *total);
+
+/* calibrate.c: add the unsampled sites' exact totals to trace, function and total costs. */
+void rpt_calibrate_costs(struct rpt_data *d);
+
+/* The bytes an allocation event e adds to the heap: size, weight, or calibrated weight. */
+static inline uint64_t rpt_alloc_bytes(const struct rpt_data *d, const struct rec_event *e)
+{
+	double b;
+
+	if (!e->weight)
+		return e->info < d->ninfos ? d->infos[e->info].size : 0;
+	if (!d->scale_bytes || e->info >= d->ninfos)
+		return e->weight;
+	b = (double)e->weight * d->scale_bytes[e->info] + 0.5;
+	return b >= 1.8e19 ? UINT64_MAX / 2 : (uint64_t)b;
+}
 
 /* costs.c: per info, trace and function costs from the merged counts and the snapshot. */
 void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int64_t *live_bytes,

@@ -222,7 +222,8 @@ static void summary(FILE *f, const struct rpt_data *d)
 		fprintf(f, "%" PRIu64, s->peak_time_ns);
 	else
 		fputs("null", f);
-	fprintf(f, ", \"peak_rss\": %" PRIu64 ",\n", s->peak_rss);
+	fprintf(f, ", \"peak_heap_stderr\": %" PRIu64 ", \"peak_rss\": %" PRIu64 ",\n", s->peak_stderr,
+		s->peak_rss);
 	fprintf(f, "    \"attached\": %s, \"truncated\": %s, \"truncated_reason\": ",
 		s->attached ? "true" : "false", s->truncated ? "true" : "false");
 	rpt_json_string(f, s->truncated ? rec_strerror(s->truncated) : NULL);

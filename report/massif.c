@@ -277,7 +277,7 @@ static void replay_heap(const struct rpt_data *d, struct snap *s, size_t ns)
 			uint32_t i = e[k].info;
 
 			if (e[k].op == REC_EV_ALLOC)
-				heap += (int64_t)(e[k].weight ? e[k].weight : d->infos[i].size);
+				heap += (int64_t)rpt_alloc_bytes(d, &e[k]);
 			else
 				heap -= (int64_t)d->free_bytes[i];
 			ev++;

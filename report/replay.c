@@ -61,8 +61,12 @@ static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n
 			a->allocs++;
 			a->weight += w;
 			if (e->weight) {
+				uint64_t c = est_calls(w, size);
+
 				g->weighted++;
-				a->calls += est_calls(w, size);
+				a->calls += c;
+				a->wbytes += w;
+				a->wcalls += c;
 			} else {
 				a->calls++;
 			}
@@ -82,7 +86,6 @@ static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n
 static void pass_heap(struct rpt_range *g, const struct rec_event *ev, size_t n, size_t chunk,
 		      int64_t *heap)
 {
-	const struct rec_allocinfo *infos = g->d->infos;
 	const uint64_t *fb = g->d->free_bytes;
 	size_t ninfos = g->d->ninfos;
 	size_t i;
@@ -94,7 +97,7 @@ static void pass_heap(struct rpt_range *g, const struct rec_event *ev, size_t n,
 		if (e->info >= ninfos)
 			continue;
 		if (e->op == REC_EV_ALLOC) {
-			*heap += (int64_t)(e->weight ? e->weight : infos[e->info].size);
+			*heap += (int64_t)rpt_alloc_bytes(g->d, e);
 			note_heap(g, *heap, chunk, i);
 		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
 			*heap -= (int64_t)fb[e->info];
@@ -105,7 +108,6 @@ static void pass_heap(struct rpt_range *g, const struct rec_event *ev, size_t n,
 /* Pass C: live bytes and allocations per info, up to and including stop_at. */
 static int pass_snapshot(struct rpt_range *g, const struct rec_event *ev, size_t n, size_t chunk)
 {
-	const struct rec_allocinfo *infos = g->d->infos;
 	const uint64_t *fb = g->d->free_bytes;
 	size_t i;
 
@@ -115,7 +117,7 @@ static int pass_snapshot(struct rpt_range *g, const struct rec_event *ev, size_t
 		if (e->info >= g->d->ninfos)
 			goto next;
 		if (e->op == REC_EV_ALLOC) {
-			g->live_bytes[e->info] += (int64_t)(e->weight ? e->weight : infos[e->info].size);
+			g->live_bytes[e->info] += (int64_t)rpt_alloc_bytes(g->d, e);
 			g->live_count[e->info]++;
 		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
 			g->live_bytes[e->info] -= (int64_t)fb[e->info];

@@ -15,7 +15,10 @@
  * Sampled recordings: an allocation event may carry a weight (the bytes the
  * sample stands for). Bytes are then sums of weights, a free subtracts the
  * mean weight of its allocation info, and calls are estimated as weight/size
- * per event. rpt_summary.estimated says so.
+ * per event. rpt_summary.estimated says so. With exact per-call-site counts
+ * in the recording, every site's weights are calibrated so its calls and
+ * bytes equal the exact ones, and sites without a sample get a trace node
+ * of their own (report/calibrate.c).
  *
  * Nothing here prints on its own: the rpt_write_* functions write the report
  * to the stream the command layer hands in. Ownership: struct rpt_data owns
@@ -61,6 +64,7 @@ struct rpt_summary {
 	uint64_t dropped_events;  /* events the reader dropped as invalid */
 	uint64_t frees;		  /* free events */
 	struct rpt_costs total;	  /* totals over all allocations */
+	uint64_t peak_stderr;	  /* sampled: standard error of the peak heap estimate there; 0 = exact */
 	uint64_t peak_event;	  /* events applied when the peak was reached (0: none) */
 	uint64_t peak_time_ns;	  /* time of the first tick at or after the peak */
 	int peak_time_known;	  /* 0 when no tick followed the peak */

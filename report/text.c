@@ -66,6 +66,8 @@ static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 	fprintf(f, "peak heap              %s", rpt_format_size(s->total.peak, a, SZ));
 	if (s->peak_time_known)
 		fprintf(f, " at %.3f s", (double)s->peak_time_ns / 1e9);
+	if (s->peak_stderr)
+		fprintf(f, " (estimated, standard error %s)", rpt_format_size(s->peak_stderr, a, SZ));
 	fputs("\n", f);
 	fprintf(f, "peak RSS               %s\n", rpt_format_size(s->peak_rss, a, SZ));
 	fprintf(f, "total allocated        %s\n", rpt_format_size(s->total.bytes, a, SZ));

@@ -1,0 +1,268 @@
+/* tests/sample/check_sample_snap.c - snapshot sums of a sampled session calibrated to the exact site counts */
+/* SPDX-License-Identifier: MIT */
+/*
+ * A crafted stream (tests/unit/check_interpret_wire.c) goes through itp_run
+ * over a socketpair with opt.snapshot set; the callback sees the final view:
+ *   - two stacks end at site A (exact: 10000 calls, 131072 bytes); their
+ *     samples stand for 4 x 65536 bytes and 16384 objects, so every value of
+ *     both is scaled by 1/2 (bytes) and 10000/16384 (objects): the site's
+ *     alloc sums equal its exact counts, in use follows the samples;
+ *   - site B (exact 3 calls, 4096 bytes) got no sample: a trace of its own
+ *     with those exact values and nothing in use;
+ *   - a trace of unweighted allocations (full tracing) is left as it is;
+ *   - with no output path (snapshots only) no file is written and the view
+ *     is the same.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check_interpret_wire.h"
+#include "interpret/interpret.h"
+
+#define IP_A 0x401234u
+#define IP_B 0x405678u
+#define IP_MAIN 0x400100u
+#define IP_OTHER 0x400200u
+#define IP_FULL 0x407000u
+
+static char dir[64];
+
+/* What the last snapshot showed, by (leaf ip, parent's ip). */
+struct seen {
+	int views;
+	struct row {
+		uint64_t leaf, parent;
+		int64_t inuse_b, inuse_o;
+		uint64_t alloc_b, alloc_o;
+	} row[16];
+	size_t nrow;
+};
+
+static void on_snap(const struct itp_snapshot *s, void *arg)
+{
+	struct seen *v = arg;
+
+	v->views++;
+	v->nrow = 0;
+	for (size_t t = 1; t < s->ntraces && v->nrow < 16; t++) {
+		const struct itp_snap_trace *tr = &s->traces[t];
+		struct row *r;
+
+		if (!tr->alloc_bytes && !tr->inuse_bytes)
+			continue;
+		r = &v->row[v->nrow++];
+		ck_assert_uint_lt(tr->ip, s->nips);
+		r->leaf = s->ips[tr->ip];
+		r->parent = tr->parent && s->traces[tr->parent].ip < s->nips
+				    ? s->ips[s->traces[tr->parent].ip]
+				    : 0;
+		r->inuse_b = tr->inuse_bytes;
+		r->inuse_o = tr->inuse_objects;
+		r->alloc_b = tr->alloc_bytes;
+		r->alloc_o = tr->alloc_objects;
+	}
+}
+
+static const struct row *find(const struct seen *v, uint64_t leaf, uint64_t parent)
+{
+	for (size_t i = 0; i < v->nrow; i++)
+		if (v->row[i].leaf == leaf && v->row[i].parent == parent)
+			return &v->row[i];
+	return NULL;
+}
+
+struct feeder {
+	int fd;
+	struct sbuf s;
+};
+
+static void *feed(void *arg)
+{
+	struct feeder *f = arg;
+	const uint8_t *p = f->s.p;
+	size_t n = f->s.len;
+
+	while (n) {
+		ssize_t w = send(f->fd, p, n, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			break;
+		p += w;
+		n -= (size_t)w;
+	}
+	shutdown(f->fd, SHUT_WR);
+	return NULL;
+}
+
+static void stream(struct sbuf *s)
+{
+	static const char cmd[] = "prog";
+	struct chunkb c;
+	struct sbuf p = { 0 };
+	uint64_t sites[] = { IP_A, 10000, 131072, IP_B, 3, 4096 };
+
+	sb_header(s, 4242, WIRE_F_ATTACHED, "/usr/bin/prog", cmd, sizeof(cmd));
+	ck_begin(&c, 4242, 0);
+	ck_node(&c, 0, 1, 0, IP_MAIN);
+	ck_node(&c, 1, 2, 1, IP_A);	/* main -> A */
+	ck_node(&c, 2, 3, 0, IP_OTHER);
+	ck_node(&c, 3, 4, 3, IP_A);	/* other -> A */
+	ck_node(&c, 4, 5, 1, IP_FULL);	/* main -> full (unweighted) */
+	ck_alloc_w(&c, 5, 16, 2, 0x7f0000001000ull, 65536);
+	ck_alloc_w(&c, 6, 16, 4, 0x7f0000002000ull, 65536);
+	ck_alloc_w(&c, 7, 16, 4, 0x7f0000003000ull, 65536);
+	ck_alloc_w(&c, 8, 16, 4, 0x7f0000004000ull, 65536);
+	ck_free(&c, 9, 0x7f0000001000ull);
+	ck_free(&c, 10, 0x7f0000002000ull);
+	ck_alloc(&c, 11, WIRE_KIND_MALLOC, 100, 5, 0x7f0000005000ull);
+	ck_end(s, &c);
+	sb_var(&p, 2);
+	for (size_t i = 0; i < 6; i++)
+		sb_var(&p, sites[i]);
+	sb_record(s, WIRE_REC_SITES, &p);
+	sb_free(&p);
+	sb_end(s, 12, WIRE_END_STOP);
+}
+
+static int run(const char *output, struct seen *v)
+{
+	struct feeder f;
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	pthread_t th;
+	int sv[2], rc;
+
+	memset(&f, 0, sizeof(f));
+	stream(&f.s);
+	opt.output = output;
+	opt.no_symbols = 1;
+	opt.snapshot = on_snap;
+	opt.snapshot_arg = v;
+	opt.snapshot_ns = 3600ull * 1000000000u; /* only the final one */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.fd = sv[1];
+	ck_assert_int_eq(pthread_create(&th, NULL, feed, &f), 0);
+	rc = itp_run(sv[0], &opt, &res);
+	pthread_join(th, NULL);
+	close(sv[0]);
+	close(sv[1]);
+	sb_free(&f.s);
+	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
+	ck_assert_uint_eq(res.site_calls, 10003);
+	return rc;
+}
+
+static void check_view(const struct seen *v)
+{
+	const struct row *a1 = find(v, IP_A, IP_MAIN), *a2 = find(v, IP_A, IP_OTHER);
+	const struct row *b = find(v, IP_B, 0), *full = find(v, IP_FULL, IP_MAIN);
+
+	ck_assert_int_ge(v->views, 1);
+	ck_assert_ptr_nonnull(a1);
+	ck_assert_ptr_nonnull(a2);
+	/* bytes: 65536 x 1/2 per sample; objects: 4096 x 10000/16384 = 2500 */
+	ck_assert_uint_eq(a1->alloc_b, 32768);
+	ck_assert_uint_eq(a2->alloc_b, 98304);
+	ck_assert_uint_eq(a1->alloc_b + a2->alloc_b, 131072);
+	ck_assert_uint_eq(a1->alloc_o, 2500);
+	ck_assert_uint_eq(a2->alloc_o, 7500);
+	ck_assert_int_eq(a1->inuse_b, 0);
+	ck_assert_int_eq(a2->inuse_b, 65536);
+	ck_assert_int_eq(a2->inuse_o, 5000);
+	/* the site without a sample: its exact counts, alone */
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(b->alloc_b, 4096);
+	ck_assert_uint_eq(b->alloc_o, 3);
+	ck_assert_int_eq(b->inuse_b, 0);
+	/* full tracing: exact already */
+	ck_assert_ptr_nonnull(full);
+	ck_assert_uint_eq(full->alloc_b, 100);
+	ck_assert_int_eq(full->inuse_b, 100);
+	ck_assert_uint_eq(full->alloc_o, 1);
+}
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/check_sample_snap.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void)!system(cmd);
+}
+
+START_TEST(calibrated_with_recording)
+{
+	struct seen v = { 0 };
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/rec.htap", dir);
+	run(path, &v);
+	check_view(&v);
+	ck_assert_int_eq(access(path, F_OK), 0);
+}
+END_TEST
+
+START_TEST(calibrated_without_recording)
+{
+	struct seen v = { 0 };
+	char cwd[256];
+	DIR *d;
+	struct dirent *e;
+	int files = 0;
+
+	/* whatever a default name would be, it would land here */
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(dir), 0);
+	run(NULL, &v);
+	ck_assert_int_eq(chdir(cwd), 0);
+	check_view(&v);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			files++;
+	closedir(d);
+	ck_assert_int_eq(files, 0);
+}
+END_TEST
+
+START_TEST(no_output_needs_snapshots)
+{
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+
+	ck_assert_int_eq(itp_run(-1, &opt, &res), -ITP_E_OUTPUT);
+	ck_assert_ptr_nonnull(strstr(res.detail, "no output"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sample_snap");
+	TCase *tc = tcase_create("calibration");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, calibrated_with_recording);
+	tcase_add_test(tc, calibrated_without_recording);
+	tcase_add_test(tc, no_output_needs_snapshots);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
