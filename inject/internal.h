@@ -46,6 +46,7 @@
 #define INJ_POLL_MS 20	      /* how often dl_iterate_phdr's counters are read */
 #define INJ_PENDING_TRIES 100 /* passes a half-loaded module is waited for (2 s) */
 #define INJ_STACK (256 * 1024)
+#define INJ_DRAIN_MS 3000     /* longest wait for heaptap to read the header before patching */
 
 /* Where a session of the library is (inj_g.run). */
 enum inj_run {
@@ -99,6 +100,7 @@ struct inj_stats {
 	uint64_t left;		/* words not holding our hook any more at the end */
 	uint64_t start_ns;	/* start call to first pass done (monotonic) */
 	uint64_t first_pass_ns; /* duration of the first pass */
+	uint64_t drain_ns;	/* waited for heaptap to read the header before the first pass */
 };
 
 struct inj_global {

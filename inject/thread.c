@@ -120,6 +120,7 @@ static void poll_loop(void)
 void *inj_thread_main(void *arg)
 {
 	struct trk_config cfg = {.fd = -1};
+	uint64_t drain_ns;
 	int fd;
 
 	(void)arg;
@@ -156,8 +157,20 @@ void *inj_thread_main(void *arg)
 	if (trk_start(&cfg) < 0)
 		goto out_idle; /* track closed the fd; nothing was patched */
 	atomic_store(&inj_g.run, INJ_RUNNING);
+	/*
+	 * Patch only once heaptap reads: the first hooks fill the socket
+	 * within a millisecond, and until heaptap's read loop runs (it is
+	 * still accepting and opening its recording) they would all wait in
+	 * the send, one after the other under the socket lock (~25 ms seen
+	 * by every allocating thread). A heaptap that does not read within
+	 * INJ_DRAIN_MS gets the slots patched anyway.
+	 */
+	drain_ns = inj_now_ns();
+	(void)trk_wait_drained(INJ_DRAIN_MS);
+	drain_ns = inj_now_ns() - drain_ns;
 
 	pthread_mutex_lock(&inj_g.lock);
+	inj_g.st.drain_ns = drain_ns;
 	if (!inj_g.closing)
 		first_pass();
 	pthread_mutex_unlock(&inj_g.lock);

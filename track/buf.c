@@ -102,21 +102,30 @@ struct trk_thr *trk_thr_get_slow(void)
 	return t;
 }
 
-void trk_thr_flush_locked(struct trk_thr *t)
+/*
+ * flush_chunk - send t's events as one chunk (owner or claim holder). ctl:
+ * the timer's idle flush, which gives way to a control record from heaptap
+ * instead of waiting for room (false: nothing sent, the events stay).
+ */
+static bool flush_chunk(struct trk_thr *t, bool ctl)
 {
 	uint8_t hdr[2 * WIRE_VARINT_MAX];
 	struct iovec v[2];
 	size_t hl = 0;
 
 	if (t->len == 0)
-		return;
+		return true;
 	hl += wire_put_varint(hdr + hl, t->tid);
 	hl += wire_put_varint(hdr + hl, t->first_seq);
 	v[0].iov_base = hdr;
 	v[0].iov_len = hl;
 	v[1].iov_base = t->data;
 	v[1].iov_len = t->len;
-	pthread_mutex_lock(&trk_g.sock_lock);
+	/* a full socket is waited for without the lock */
+	if (!ctl)
+		trk_sock_lock_room();
+	else if (trk_sock_lock_room_ctl() == -EAGAIN)
+		return false;
 	/* events of an ended session never go into a later session's stream */
 	if (t->gen == atomic_load_explicit(&trk_g.sess_gen, memory_order_relaxed) &&
 	    trk_sock_send_locked(WIRE_REC_CHUNK, v, 2) < 0)
@@ -124,6 +133,12 @@ void trk_thr_flush_locked(struct trk_thr *t)
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	t->len = 0;
 	t->nev = 0;
+	return true;
+}
+
+void trk_thr_flush_locked(struct trk_thr *t)
+{
+	flush_chunk(t, false);
 }
 
 void trk_thr_wait_flusher(struct trk_thr *t)
@@ -157,8 +172,15 @@ static void unclaim(struct trk_thr *t)
 
 static void flush_one(struct trk_thr *t)
 {
-	while (!claim(t))
-		__builtin_ia32_pause();
+	unsigned spins = 0;
+
+	/* the owner may be waiting for heaptap to read: do not burn the CPU heaptap needs */
+	while (!claim(t)) {
+		if (++spins > 100)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+	}
 	trk_thr_flush_locked(t);
 	unclaim(t);
 }
@@ -223,7 +245,11 @@ void trk_thr_flush_idle(void)
 		}
 		if (!claim(t))
 			continue;
-		trk_thr_flush_locked(t);
+		if (!flush_chunk(t, true)) {
+			/* heaptap sent a control record: the timer reads it first */
+			unclaim(t);
+			break;
+		}
 		dead = atomic_load(&t->exiting) && tid_gone(t->tid);
 		unclaim(t);
 		if (dead)

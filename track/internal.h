@@ -411,6 +411,21 @@ bool trk_sock_ours(void) TRK_HIDDEN;
 void trk_sock_close_locked(void) TRK_HIDDEN;
 /* trk_sock_send - the same, taking the socket lock. */
 int trk_sock_send(uint8_t type, const void *payload, size_t len) TRK_HIDDEN;
+/*
+ * trk_sock_lock_room - take the socket lock once a chunk (TRK_BUF_SIZE) can
+ * be written without waiting; the wait for heaptap to read happens before,
+ * without the lock. Always returns with the lock held: 0, or -ETIMEDOUT
+ * when heaptap read nothing for TRK_SEND_STALL_MS (the socket is then dead).
+ */
+int trk_sock_lock_room(void) TRK_HIDDEN;
+/*
+ * trk_sock_lock_room_ctl - the same for the timer thread's own writes (TICK,
+ * idle flushes): gives up with -EAGAIN, without the lock, as soon as heaptap
+ * sent something to read (a STOP must not wait for room).
+ */
+int trk_sock_lock_room_ctl(void) TRK_HIDDEN;
+/* A write that makes no progress this long ends the session (SO_SNDTIMEO, sock.c). */
+#define TRK_SEND_STALL_MS 10000
 
 /* ---- tree.c --------------------------------------------------------------- */
 
@@ -592,8 +607,11 @@ void trk_end(int reason) TRK_HIDDEN;
  * session died with the socket and no END can be sent); counts in *restored, *left.
  */
 void trk_run_before_end(uint64_t *restored, uint64_t *left) TRK_HIDDEN;
-/* trk_send_tick - send WIRE_REC_TICK (time, RSS, sequence counter) now. */
-void trk_send_tick(void) TRK_HIDDEN;
+/*
+ * trk_send_tick - send WIRE_REC_TICK (time, RSS, sequence counter) now;
+ * from_timer: not if heaptap sent something meanwhile (trk_sock_lock_room_ctl).
+ */
+void trk_send_tick(bool from_timer) TRK_HIDDEN;
 /* trk_timer_start - start the timer thread; 0 or -errno. */
 int trk_timer_start(void) TRK_HIDDEN;
 /* trk_gettid - the calling thread's Linux tid. */

@@ -257,7 +257,7 @@ void trk_end(int reason)
 	trk_thr_flush_all();
 	trk_smp_send_sites();
 	/* a last RSS sample: a run shorter than one tick has one too */
-	trk_send_tick();
+	trk_send_tick(false);
 	total = atomic_load(&trk_g.seq) & TRK_SEQ_MASK;
 	n += wire_put_varint(p + n, total);
 	n += wire_put_varint(p + n, (uint64_t)reason);
@@ -265,7 +265,7 @@ void trk_end(int reason)
 	n += wire_put_varint(p + n, left);
 	n += wire_put_varint(p + n, atomic_load(&trk_g.dropped));
 
-	pthread_mutex_lock(&trk_g.sock_lock);
+	trk_sock_lock_room();
 	{
 		struct iovec v = { .iov_base = p, .iov_len = n };
 

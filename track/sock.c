@@ -9,17 +9,37 @@
  * socket (device and inode), because a daemonising program may close every
  * fd and open files that get the same number: then we let go silently
  * rather than write into its file (or close it).
+ *
+ * A full socket (heaptap reads slower than the target records) is waited
+ * for outside the socket lock: trk_sock_lock_room polls for room first and
+ * takes the lock only when a chunk fits, so the lock is held for a copy,
+ * never for heaptap's reading, and the timer thread's small writes (TICK,
+ * idle flushes) do not queue behind hooks that wait for heaptap.
+ *
+ * No thread of the target waits on heaptap forever: a wait for room, or a
+ * write (SO_SNDTIMEO), that sees no progress for TRK_SEND_STALL_MS
+ * (heaptap stopped, or another process holds the connection without
+ * reading) marks the socket dead like any other failed write: recording
+ * stops, every waiter returns, and the timer thread restores the slots
+ * (inject/).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <linux/sockios.h>
+
 #include "track/internal.h"
+
+#define TRK_SNDBUF (1 << 20) /* asked for; the kernel doubles it */
 
 /* Identity of our socket: programs that close every fd must not make us write into theirs. */
 static dev_t sock_dev;
@@ -86,6 +106,17 @@ int trk_sock_adopt(int fd)
 		}
 	}
 	fcntl(fd, F_SETFD, FD_CLOEXEC); /* also where it stayed: exec'd programs get none */
+	{
+		/* a peer that stops reading cannot hold a thread of the target forever */
+		struct timeval tv = { .tv_sec = TRK_SEND_STALL_MS / 1000,
+				      .tv_usec = (TRK_SEND_STALL_MS % 1000) * 1000 };
+
+		/* room for heaptap's scheduling hiccups (the kernel caps it at 2 x wmem_max) */
+		int sndbuf = TRK_SNDBUF;
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	}
 	errno = 0;
 	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
 		int e = errno ? errno : ENOTSOCK;
@@ -128,6 +159,9 @@ static int send_all(struct iovec *iov, int n)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			/* SO_SNDTIMEO ran out without a byte going out: the peer stopped reading */
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return -ETIMEDOUT;
 			return -errno;
 		}
 		/* skip what was written; a partial write resumes mid-iovec */
@@ -142,6 +176,20 @@ static int send_all(struct iovec *iov, int n)
 		}
 	}
 	return 0;
+}
+
+/*
+ * stalled_locked - heaptap read nothing for TRK_SEND_STALL_MS: the session
+ * is over. The shutdown wakes every other thread polling for room (and the
+ * timer, which then restores the slots) at once, instead of each waiting
+ * out its own limit; heaptap, if it ever looks again, sees the end.
+ */
+static void stalled_locked(void)
+{
+	trk_g.ended = 1;
+	atomic_store(&trk_g.state, TRK_DONE);
+	if (trk_sock_ours())
+		shutdown(trk_g.fd, SHUT_RDWR);
 }
 
 int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt)
@@ -173,7 +221,9 @@ int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt)
 	for (i = 0; i < iovcnt; i++)
 		v[i + 1] = iov[i];
 	ret = send_all(v, iovcnt + 1);
-	if (ret < 0) {
+	if (ret == -ETIMEDOUT) {
+		stalled_locked();
+	} else if (ret < 0) {
 		/* heaptap went away: nothing more can be said, stop recording */
 		trk_g.ended = 1;
 		atomic_store(&trk_g.state, TRK_DONE);
@@ -193,7 +243,7 @@ int trk_sock_send(uint8_t type, const void *payload, size_t len)
 	struct iovec v = { .iov_base = (void *)payload, .iov_len = len };
 	int ret;
 
-	pthread_mutex_lock(&trk_g.sock_lock);
+	trk_sock_lock_room();
 	ret = trk_sock_send_locked(type, &v, 1);
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	return ret;
@@ -220,4 +270,91 @@ int trk_connect(const char *path)
 		return -e;
 	}
 	return fd;
+}
+
+/*
+ * wait_room - poll until a chunk fits (a unix stream socket polls writable
+ * while at most a quarter of its send buffer is unread). 1: room (or fd < 0,
+ * closed, hung up: the locked path finds out); 0: no progress for
+ * TRK_SEND_STALL_MS; -1: with ctl, heaptap sent something to read first.
+ */
+static int wait_room(int fd, bool ctl, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT | (ctl ? POLLIN : 0) };
+	int r;
+
+	if (fd < 0)
+		return 1;
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return 0;
+	if (ctl && r > 0 && (pfd.revents & POLLIN) && !(pfd.revents & POLLOUT))
+		return -1;
+	return 1;
+}
+
+static int lock_room(bool ctl)
+{
+	int saved_errno = errno, ret = 0;
+
+	for (;;) {
+		/* unlocked peek at the fd: a stale number only costs a poll, the lock checks it */
+		int fd = trk_g.fd, r = wait_room(fd, ctl, TRK_SEND_STALL_MS);
+
+		if (r < 0) {
+			ret = -EAGAIN;
+			break;
+		}
+		pthread_mutex_lock(&trk_g.sock_lock);
+		if (r == 0) {
+			if (!trk_g.ended && trk_g.fd == fd) {
+				/* heaptap took no byte for TRK_SEND_STALL_MS: stop, write nothing more */
+				stalled_locked();
+				ret = -ETIMEDOUT;
+			}
+			break;
+		}
+		/* another writer may have filled it between the poll and the lock */
+		if (trk_g.ended || trk_g.fd != fd || wait_room(fd, false, 0))
+			break;
+		pthread_mutex_unlock(&trk_g.sock_lock);
+	}
+	errno = saved_errno;
+	return ret;
+}
+
+int trk_sock_lock_room(void)
+{
+	return lock_room(false);
+}
+
+int trk_sock_lock_room_ctl(void)
+{
+	return lock_room(true);
+}
+
+int trk_wait_drained(unsigned timeout_ms)
+{
+	struct timespec ms = { 0, 1000000 };
+	unsigned waited = 0;
+
+	for (;;) {
+		int unread = -1, ret = 0;
+
+		pthread_mutex_lock(&trk_g.sock_lock);
+		if (trk_g.ended || !trk_sock_ours())
+			ret = -EPIPE;
+		else if (ioctl(trk_g.fd, SIOCOUTQ, &unread) < 0)
+			ret = -errno;
+		pthread_mutex_unlock(&trk_g.sock_lock);
+		if (ret < 0)
+			return ret;
+		if (unread == 0)
+			return 0;
+		if (waited++ >= timeout_ms)
+			return -ETIMEDOUT;
+		nanosleep(&ms, NULL);
+	}
 }

@@ -9,6 +9,10 @@
  *   - flushes every thread buffer it can lock (so a sequence gap left by an
  *     idle thread closes within one tick),
  *   - sends WIRE_REC_TICK (time since start, RSS, sequence counter).
+ * When the socket is full (hooks wait for heaptap to read), the tick's
+ * writes wait for room too, but give up as soon as heaptap sends something
+ * (trk_sock_lock_room_ctl): a STOP is read at once, never queued behind
+ * the hooks' chunks.
  * In between it polls the socket for control records from heaptap:
  * WIRE_CTL_STOP ends the session (WIRE_END_STOP), so does EOF (heaptap
  * died: the END cannot arrive, but inject/'s restore still runs, as it
@@ -20,6 +24,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,7 +65,7 @@ static uint64_t rss_bytes(void)
 	return v * (uint64_t)trk_g.page_size;
 }
 
-void trk_send_tick(void)
+void trk_send_tick(bool from_timer)
 {
 	uint8_t p[3 * WIRE_VARINT_MAX];
 	size_t n = 0;
@@ -69,7 +74,18 @@ void trk_send_tick(void)
 	n += wire_put_varint(p + n, trk_now_ns(CLOCK_MONOTONIC) - trk_g.start_mono_ns);
 	n += wire_put_varint(p + n, rss_bytes());
 	n += wire_put_varint(p + n, seq);
-	trk_sock_send(WIRE_REC_TICK, p, n);
+	if (!from_timer) {
+		trk_sock_send(WIRE_REC_TICK, p, n);
+		return;
+	}
+	if (trk_sock_lock_room_ctl() == -EAGAIN)
+		return; /* a control record first; the next tick has the numbers */
+	{
+		struct iovec v = { .iov_base = p, .iov_len = n };
+
+		trk_sock_send_locked(WIRE_REC_TICK, &v, 1);
+	}
+	pthread_mutex_unlock(&trk_g.sock_lock);
 }
 
 static void tick(void)
@@ -77,7 +93,7 @@ static void tick(void)
 	trk_mod_check(trk_g.timer_thr);
 	trk_thr_flush_idle();
 	trk_smp_tick();
-	trk_send_tick();
+	trk_send_tick(true);
 }
 
 /*

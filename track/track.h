@@ -109,6 +109,15 @@ void trk_after_fork_child(void);
  */
 int trk_connect(const char *path) __attribute__((warn_unused_result));
 
+/*
+ * trk_wait_drained - wait until heaptap has read everything sent so far
+ * (SIOCOUTQ is 0), checking every millisecond, at most timeout_ms. 0, or
+ * -ETIMEDOUT, or -EPIPE when the session ended meanwhile. inject/ calls it
+ * between trk_start and patching: hooks that record before heaptap reads
+ * would fill the socket and wait in the send.
+ */
+int trk_wait_drained(unsigned timeout_ms);
+
 /* trk_active - nonzero while a session records. */
 int trk_active(void);
 
