@@ -16,6 +16,10 @@
  *
  * The global peak is found by adding the ranges' curves up in order:
  * peak = max over ranges k of (sum of deltas of ranges < k) + max_prefix(k).
+ *
+ * Passes A and B also keep each range's part of the heap curve the HTML
+ * report draws (curve.c); B, when it runs, starts it over, so the curve
+ * always has the arithmetic of the peak search. It is added up like the peak.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,8 +52,10 @@ static void free_ranges(struct rpt_range *ranges, size_t n)
 
 	if (!ranges)
 		return;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		free(ranges[i].acc);
+		rpt_curve_part_free(&ranges[i].curve);
+	}
 	free(ranges);
 }
 
@@ -165,7 +171,7 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 		ranges[k].first_chunk = k * d->nchunks / nranges;
 		ranges[k].end_chunk = (k + 1) * d->nchunks / nranges;
 		ranges[k].acc = calloc(d->ninfos + 1, sizeof(*ranges[k].acc));
-		if (!ranges[k].acc)
+		if (!ranges[k].acc || rpt_curve_part_init(&ranges[k].curve, rec_nevents(r)) < 0)
 			goto out_free;
 	}
 
@@ -212,6 +218,9 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 	if (weighted && nvalid)
 		rpt_replay(ranges, nvalid, RPT_PASS_HEAP);
 
+	/* the heap curve of the HTML report, made by pass A or B (curve.c) */
+	if (rpt_curve_merge(d, ranges, nvalid) < 0)
+		goto out_free;
 	at = find_peak(d, ranges, nvalid, &pos);
 	/* Pass C */
 	ret = snapshot(d, ranges, at, pos, live_b, live_c);
@@ -253,6 +262,8 @@ void rpt_free(struct rpt_data *d)
 	free(d->site_traces);
 	free(d->free_bytes);
 	free(d->trace_cost);
+	free(d->curve_event);
+	free(d->curve_heap);
 	free(d->scale_bytes);
 	free(d->scale_calls);
 	free(d->own_traces);

@@ -78,25 +78,21 @@ static void put_escaped_html(FILE *f, const char *s)
 static int make_data(const struct rpt_data *d, const struct rpt_print_options *p, char **buf,
 		     size_t *len)
 {
-	struct html_timeline t;
 	struct html_flame fl;
 	FILE *m;
 	int ret;
 
 	*buf = NULL;
 	*len = 0;
-	ret = html_timeline_build(d, &t);
-	if (ret < 0)
-		return ret;
 	ret = html_flame_build(d, FLAME_MAX_NODES, &fl);
 	if (ret < 0)
-		goto out_timeline;
+		return ret;
 	m = open_memstream(buf, len);
 	if (!m) {
 		ret = -ENOMEM;
 		goto out_flame;
 	}
-	ret = html_data_write(m, d, p, &t, &fl);
+	ret = html_data_write(m, d, p, &fl);
 	if (fclose(m) && !ret)
 		ret = -ENOMEM;
 	if (ret < 0) {
@@ -105,8 +101,6 @@ static int make_data(const struct rpt_data *d, const struct rpt_print_options *p
 	}
 out_flame:
 	html_flame_free(&fl);
-out_timeline:
-	html_timeline_free(&t);
 	return ret;
 }
 

@@ -117,7 +117,7 @@ static void functions(FILE *f, const struct rpt_data *d)
 	fputs("],\n", f);
 }
 
-static void timeline(FILE *f, const struct rpt_data *d, const struct html_timeline *t)
+static void timeline(FILE *f, const struct rpt_data *d)
 {
 	const struct rec_tick *tk;
 	size_t ntk = 0, i, n;
@@ -129,18 +129,18 @@ static void timeline(FILE *f, const struct rpt_data *d, const struct html_timeli
 	fputs("\"heap\": {\"t\": ", f);
 	if (ntk) {
 		fputc('[', f);
-		for (i = 0; i < t->n; i++)
-			fprintf(f, "%s%" PRIu64, i ? "," : "", event_time(tk, ntk, t->event[i] + 1));
+		for (i = 0; i < d->ncurve; i++)
+			fprintf(f, "%s%" PRIu64, i ? "," : "", event_time(tk, ntk, d->curve_event[i] + 1));
 		fputc(']', f);
 	} else {
 		fputs("null", f);
 	}
 	fputs(", \"e\": [", f);
-	for (i = 0; i < t->n; i++)
-		fprintf(f, "%s%" PRIu64, i ? "," : "", t->event[i]);
+	for (i = 0; i < d->ncurve; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", d->curve_event[i]);
 	fputs("], \"v\": [", f);
-	for (i = 0; i < t->n; i++)
-		fprintf(f, "%s%" PRIu64, i ? "," : "", t->heap[i]);
+	for (i = 0; i < d->ncurve; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", d->curve_heap[i]);
 	fputs("], \"peak_t\": ", f);
 	if (ntk && rpt_get_summary(d)->peak_event)
 		fprintf(f, "%" PRIu64, event_time(tk, ntk, rpt_get_summary(d)->peak_event));
@@ -305,7 +305,7 @@ static int list(FILE *f, const struct rpt_data *d, const char *key, enum rpt_cos
 }
 
 int html_data_write(FILE *f, const struct rpt_data *d, const struct rpt_print_options *p,
-		    const struct html_timeline *t, const struct html_flame *fl)
+		    const struct html_flame *fl)
 {
 	size_t top = p->top ? p->top : 10;
 	int ret;
@@ -315,7 +315,7 @@ int html_data_write(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 	fputs(",\n", f);
 	summary(f, d);
 	functions(f, d);
-	timeline(f, d, t);
+	timeline(f, d);
 	flame(f, fl);
 	fputs("\"top\": {", f);
 	ret = list(f, d, "calls", RPT_COST_CALLS, top, 0);

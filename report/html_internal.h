@@ -4,9 +4,9 @@
  * rpt_write_html() (html.c) writes the page template (report/html/
  * report.html, embedded at build time with the CSS and JS next to it) and
  * one JSON object the JS renders. The JSON is built by html_data.c from the
- * analysis plus two aggregates made here: the heap curve (html_timeline.c,
- * one more replay of the events, downsampled) and the flame tree
- * (html_flame.c, the trace tree merged by function and pruned).
+ * analysis (which includes the heap curve, made during its replay by
+ * curve.c) plus one aggregate made here: the flame tree (html_flame.c, the
+ * trace tree merged by function and pruned).
  */
 #ifndef HEAPTAP_REPORT_HTML_INTERNAL_H
 #define HEAPTAP_REPORT_HTML_INTERNAL_H
@@ -22,23 +22,8 @@ extern const char rpt_html_page[];
 extern const char rpt_html_css[];
 extern const char rpt_html_js[];
 
-/* Points of the heap curve at most (each the highest heap of its stretch of events). */
-#define HTML_POINTS 2000
-
-/* The heap curve: point k is the highest heap over events [first[k], first[k+1]). */
-struct html_timeline {
-	size_t n;	  /* points */
-	uint64_t *event;  /* per point: the event index that reached its highest heap */
-	uint64_t *heap;	  /* per point: that heap */
-};
-
-/*
- * html_timeline_build - replay the events (in parallel over ranges of
- * chunks, like the analysis) into at most HTML_POINTS points. A chunk that
- * does not decode ends the curve there. Returns 0 or -ENOMEM.
- */
-int html_timeline_build(const struct rpt_data *d, struct html_timeline *t);
-void html_timeline_free(struct html_timeline *t);
+/* Points of the RSS curve at most (the heap curve has as many: rpt_data.ncurve). */
+#define HTML_POINTS RPT_CURVE_POINTS
 
 /* One node of the flame tree: a function called from its parent's. */
 struct html_flame_node {
@@ -70,6 +55,6 @@ void html_flame_free(struct html_flame *fl);
  * RSS, flame tree, top lists, leaks) to f. Returns 0 or -ENOMEM.
  */
 int html_data_write(FILE *f, const struct rpt_data *d, const struct rpt_print_options *p,
-		    const struct html_timeline *t, const struct html_flame *fl);
+		    const struct html_flame *fl);
 
 #endif /* HEAPTAP_REPORT_HTML_INTERNAL_H */

@@ -27,6 +27,32 @@ struct rpt_pos {
 	size_t index;
 };
 
+/* Points of the heap curve at most (report/curve.c). */
+#define RPT_CURVE_POINTS 2000
+
+/* The stretch of the heap curve being filled (a replay keeps it in locals). */
+struct rpt_curve_fill {
+	uint64_t next; /* the stretch ends before this event index */
+	int64_t m;     /* its highest heap so far (INT64_MIN: none yet) */
+	uint64_t m_at; /* the event that reached m (UINT64_MAX: none yet) */
+};
+
+/*
+ * One range's part of the heap curve (report/curve.c). The stream of E
+ * events is cut into n = min(E, RPT_CURVE_POINTS) stretches of equal
+ * length; point k is the highest heap (relative to the range start) after
+ * an allocation or free of stretch k, and the first event that reached it.
+ */
+struct rpt_curve_part {
+	size_t n;	  /* points of the whole curve; 0: no curve */
+	uint64_t nevents; /* events of the whole stream */
+	int64_t *max;	  /* per point */
+	uint64_t *at;	  /* per point: the event that reached max */
+	uint8_t *has;	  /* per point: 1 once an event of it was applied here */
+	size_t k;	  /* the stretch being filled */
+	struct rpt_curve_fill fill;
+};
+
 /*
  * One worker's contiguous range of event chunks [first_chunk, end_chunk).
  * The heap numbers are relative: the range starts from heap 0, and the
@@ -54,6 +80,9 @@ struct rpt_range {
 	int64_t *live_bytes;
 	int64_t *live_count;
 	struct rpt_pos stop_at;
+	/* passes A and B: the range's part of the heap curve (curve.c) */
+	struct rpt_curve_part curve;
+	uint64_t chunk_first; /* event index of the first event of the chunk being replayed */
 };
 
 enum rpt_pass {
@@ -103,6 +132,11 @@ struct rpt_data {
 	uint32_t *site_traces;	/* trace indices grouped by site */
 	const struct rpt_site **top[RPT_COST_MAX];
 	size_t ntop[RPT_COST_MAX];
+
+	/* The heap curve (curve.c): point k is the highest heap of its stretch and the event reaching it. */
+	size_t ncurve;
+	uint64_t *curve_event;
+	uint64_t *curve_heap;
 };
 
 /* analyze.c: a new rpt_data with the reader's tables in place and no costs yet; NULL on ENOMEM. */
@@ -113,6 +147,36 @@ void *rpt_replay_range(void *range);
 
 /* replay.c: run pass on every range, in threads when there are several. */
 void rpt_replay(struct rpt_range *ranges, size_t nranges, int pass);
+
+/* curve.c: give range g its part of the heap curve of a stream of nevents events. Returns 0 or -ENOMEM. */
+int rpt_curve_part_init(struct rpt_curve_part *c, uint64_t nevents);
+void rpt_curve_part_free(struct rpt_curve_part *c);
+
+/*
+ * curve.c: start a pass; end it (replay.c, per range). In between, a chunk
+ * copies c->fill to a local f, calls rpt_curve_note(c, &f, ...) after each
+ * allocation and free, and stores f back (a local stays in registers).
+ */
+void rpt_curve_start(struct rpt_curve_part *c);
+void rpt_curve_end(struct rpt_curve_part *c);
+void rpt_curve_advance(struct rpt_curve_part *c, uint64_t idx);
+
+static inline void rpt_curve_note(struct rpt_curve_part *c, struct rpt_curve_fill *f, uint64_t idx,
+				  int64_t heap)
+{
+	if (idx >= f->next) {
+		c->fill = *f;
+		rpt_curve_advance(c, idx);
+		*f = c->fill;
+	}
+	if (heap > f->m) {
+		f->m = heap;
+		f->m_at = idx;
+	}
+}
+
+/* curve.c: add the first nvalid ranges' parts up in order into d's curve. Returns 0 or -ENOMEM. */
+int rpt_curve_merge(struct rpt_data *d, const struct rpt_range *ranges, size_t nvalid);
 
 /*
  * calibrate.c: from the merged counts of pass A (total, per info) and the

@@ -4,6 +4,8 @@
  * Each worker owns one struct rpt_range and writes only into it; the reader
  * allows concurrent rec_event_chunk() calls. A range stops at the first
  * chunk that does not decode (the analysis then ignores every later range).
+ * Passes A and B also note the heap after each allocation and free for the
+ * heap curve (rpt_curve_note, curve.c): the events are decoded once for it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,6 +42,9 @@ static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n
 		       int64_t *heap)
 {
 	const struct rec_allocinfo *infos = g->d->infos;
+	struct rpt_curve_part *cv = &g->curve;
+	struct rpt_curve_fill f = cv->fill;
+	uint64_t first = g->chunk_first;
 	size_t ninfos = g->d->ninfos;
 	size_t i;
 
@@ -72,14 +77,17 @@ static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n
 			}
 			*heap += (int64_t)w;
 			note_heap(g, *heap, chunk, i);
+			rpt_curve_note(cv, &f, first + i, *heap);
 		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
 			a->frees++;
 			if (e->op == REC_EV_FREE_TEMP)
 				a->temps++;
 			g->frees++;
 			*heap -= (int64_t)size;
+			rpt_curve_note(cv, &f, first + i, *heap);
 		}
 	}
+	cv->fill = f;
 }
 
 /* Pass B: the heap again, a free taking the mean weight of its info. */
@@ -87,6 +95,9 @@ static void pass_heap(struct rpt_range *g, const struct rec_event *ev, size_t n,
 		      int64_t *heap)
 {
 	const uint64_t *fb = g->d->free_bytes;
+	struct rpt_curve_part *cv = &g->curve;
+	struct rpt_curve_fill f = cv->fill;
+	uint64_t first = g->chunk_first;
 	size_t ninfos = g->d->ninfos;
 	size_t i;
 
@@ -99,10 +110,13 @@ static void pass_heap(struct rpt_range *g, const struct rec_event *ev, size_t n,
 		if (e->op == REC_EV_ALLOC) {
 			*heap += (int64_t)rpt_alloc_bytes(g->d, e);
 			note_heap(g, *heap, chunk, i);
+			rpt_curve_note(cv, &f, first + i, *heap);
 		} else if (e->op == REC_EV_FREE || e->op == REC_EV_FREE_TEMP) {
 			*heap -= (int64_t)fb[e->info];
+			rpt_curve_note(cv, &f, first + i, *heap);
 		}
 	}
+	cv->fill = f;
 }
 
 /* Pass C: live bytes and allocations per info, up to and including stop_at. */
@@ -143,6 +157,8 @@ void *rpt_replay_range(void *arg)
 	g->weighted = 0;
 	g->has_max = 0;
 	g->max_prefix = 0;
+	if (g->pass != RPT_PASS_SNAPSHOT)
+		rpt_curve_start(&g->curve);
 	for (c = g->first_chunk; c < g->end_chunk; c++) {
 		struct rec_event *ev = NULL;
 		size_t n = 0;
@@ -156,6 +172,7 @@ void *rpt_replay_range(void *arg)
 			g->err = -ret;
 			break;
 		}
+		g->chunk_first = first;
 		switch (g->pass) {
 		case RPT_PASS_COUNT:
 			pass_count(g, ev, n, c, &heap);
@@ -171,6 +188,8 @@ void *rpt_replay_range(void *arg)
 		if (done)
 			break;
 	}
+	if (g->pass != RPT_PASS_SNAPSHOT)
+		rpt_curve_end(&g->curve);
 	g->delta = heap;
 	return NULL;
 }

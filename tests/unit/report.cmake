@@ -7,3 +7,5 @@ heaptap_unit_test(report_pprof LIBS heaptap_report heaptap_recfile ZLIB::ZLIB)
 heaptap_unit_test(report_diff LIBS heaptap_report heaptap_recfile)
 # unit.report_exports: the heaptrack, folded-stack and massif writers, line by line
 heaptap_unit_test(report_exports LIBS heaptap_report heaptap_recfile)
+# unit.report_html: the heap curve (against a plain replay) and the flame tree's merging
+heaptap_unit_test(report_html LIBS heaptap_report heaptap_recfile)
