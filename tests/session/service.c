@@ -43,7 +43,10 @@
  *   reset              ok            (longest gaps and iteration counts from now)
  *   stats              stats t=NS since_ns=NS iters=N maxgap_us=N gap_<thread>=US ... eintr=N
  *                      regerr=N
- *   sig                sig sent=N recv=N err=N  (pauses the sender 50 ms to count)
+ *   sig                sig sent=N recv=N err=N  (pauses the sender; once it says it
+ *                      sends no more, waits up to 10 s for the receiver to
+ *                      take every queued signal: on a loaded machine it may
+ *                      not have run for a while; a lost signal stays missing)
  *   leak N             leaked calls=N bytes=B relro_calls=N relro_bytes=B
  *   slots [-v]         slots n=N hash=H      (malloc/free/calloc/realloc slots of
  *                      every module loaded at start, hash over address
@@ -109,7 +112,9 @@ static _Atomic uint64_t eintr, regerr, sigsent, sigrecv_n, sigerr;
 static _Atomic uint64_t iters[MAX_WORKERS];
 static _Atomic int leak_todo, relro_todo;
 static _Atomic uint64_t leak_done, relro_done;
-static _Atomic int sender_paused;
+static _Atomic unsigned sender_paused; /* 0: send; else the "sig" command's pause number */
+static _Atomic unsigned sender_ack;	/* the pause number sigsend last saw (it sends no more) */
+static int sender_started;
 static _Atomic uint64_t patched_ns, restored_ns;
 static int nworkers = 2;
 static unsigned work;		  /* WORK: arithmetic steps per worker iteration */
@@ -424,7 +429,11 @@ static void *sigsend(void *arg)
 
 	(void)arg;
 	for (;;) {
-		if (!atomic_load(&sender_paused)) {
+		unsigned paused = atomic_load(&sender_paused);
+
+		if (paused) {
+			atomic_store(&sender_ack, paused); /* any sigqueue of ours has been counted */
+		} else {
 			union sigval v = { .sival_ptr = (void *)seq };
 
 			if (sigqueue(getpid(), sig_no, v) == 0) {
@@ -812,10 +821,17 @@ static void command(char *line)
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
 	} else if (!strcmp(line, "sig")) {
-		struct timespec ts = { 0, 50000000 };
+		static unsigned pause_no;
+		struct timespec ts = { 0, 1000000 };
+		uint64_t end = now_ns() + 10000000000ull;
 
-		atomic_store(&sender_paused, 1);
-		nanosleep(&ts, NULL);
+		if (++pause_no == 0)
+			pause_no = 1;
+		atomic_store(&sender_paused, pause_no);
+		while (sender_started && atomic_load(&sender_ack) != pause_no && now_ns() < end)
+			nanosleep(&ts, NULL);
+		while (atomic_load(&sigrecv_n) < atomic_load(&sigsent) && now_ns() < end)
+			nanosleep(&ts, NULL);
 		answer("sig sent=%" PRIu64 " recv=%" PRIu64 " err=%" PRIu64, atomic_load(&sigsent),
 		       atomic_load(&sigrecv_n), atomic_load(&sigerr));
 		atomic_store(&sender_paused, 0);
@@ -945,8 +961,10 @@ int main(int argc, char **argv)
 	start(epoller, NULL);
 	start(busy, NULL);
 	start(sigrecv, NULL);
-	if (!getenv("SVC_NO_SIGNALS") || strcmp(getenv("SVC_NO_SIGNALS"), "1"))
+	if (!getenv("SVC_NO_SIGNALS") || strcmp(getenv("SVC_NO_SIGNALS"), "1")) {
 		start(sigsend, NULL);
+		sender_started = 1;
+	}
 	start(watcher, NULL);
 	start(ticker, NULL);
 	atomic_store(&reset_ns, now_ns());
