@@ -19,18 +19,36 @@
 
 #include "tests/attach/harness.h"
 
+/* SIGSTOP the victim and wait (1 s at most) until /proc says it is stopped. */
+static void stop_victim(pid_t pid)
+{
+	int i;
+
+	kill(pid, SIGSTOP);
+	for (i = 0; i < 200 && proc_state(pid) != 'T'; i++)
+		usleep(5000);
+}
+
+/* After a refused attach: still stopped 50 ms later and not traced; then SIGCONT, it works; reap it. */
+static void stays_stopped(struct victim *v)
+{
+	usleep(50000);
+	check(proc_state(v->pid) == 'T', "it stays stopped (state %c)", proc_state(v->pid));
+	check(tracer_pid(v->pid) == 0, "not traced");
+	kill(v->pid, SIGCONT);
+	victim_check_jc(v, "after SIGCONT", 1);
+	victim_stop(v);
+}
+
 int case_stopped(void)
 {
 	struct victim v;
 	struct att_ctx *ctx;
 	enum att_reason why;
-	int i;
 
 	if (victim_start(&v))
 		return 1;
-	kill(v.pid, SIGSTOP);
-	for (i = 0; i < 200 && proc_state(v.pid) != 'T'; i++)
-		usleep(5000);
+	stop_victim(v.pid);
 	ctx = att_new(v.pid);
 	why = att_preflight(ctx);
 	report_reason("stopped target", ctx, why);
@@ -38,11 +56,7 @@ int case_stopped(void)
 	why = att_seize(ctx);
 	check(why == ATT_E_STATE, "seize refuses without a passed preflight");
 	att_free(ctx);
-	usleep(50000);
-	check(proc_state(v.pid) == 'T', "it stays stopped (state %c)", proc_state(v.pid));
-	kill(v.pid, SIGCONT);
-	victim_check_jc(&v, "after SIGCONT", 1);
-	victim_stop(&v);
+	stays_stopped(&v);
 	return failed;
 }
 
@@ -52,26 +66,18 @@ int case_stopped_late(void)
 	struct victim v;
 	struct att_ctx *ctx;
 	enum att_reason why;
-	int i;
 
 	if (victim_start(&v))
 		return 1;
 	ctx = att_new(v.pid);
 	why = att_preflight(ctx);
 	check(why == ATT_OK, "preflight passes while running");
-	kill(v.pid, SIGSTOP);
-	for (i = 0; i < 200 && proc_state(v.pid) != 'T'; i++)
-		usleep(5000);
+	stop_victim(v.pid);
 	why = att_seize(ctx);
 	report_reason("stopped after preflight", ctx, why);
 	check(why == ATT_E_STOPPED || why == ATT_E_NO_THREAD, "seize gives up on a stopped target");
 	att_free(ctx);
-	usleep(50000);
-	check(proc_state(v.pid) == 'T', "it stays stopped (state %c)", proc_state(v.pid));
-	check(tracer_pid(v.pid) == 0, "not traced");
-	kill(v.pid, SIGCONT);
-	victim_check_jc(&v, "after SIGCONT", 1);
-	victim_stop(&v);
+	stays_stopped(&v);
 	return failed;
 }
 
