@@ -305,7 +305,7 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 	uint64_t deadline, now;
 	enum att_reason why;
 	uint32_t state;
-	int got;
+	int got, i;
 
 	if (!ctx->ld.pending)
 		return att_fail(ctx, ATT_E_STATE, 0, "no loader started (att_inject_start first)");
@@ -323,7 +323,10 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 		now = att_now_ns();	/* before the read: t_ref must precede the outcome */
 		got = read_page(ctx, page, sizeof(page));
 		if (got < 0) {
-			why = att_process_alive(ctx->pid)
+			/* a dying process: its threads take a moment to be gone */
+			for (i = 0; i < 20 && got != -ESRCH && att_process_alive(ctx->pid); i++)
+				att_sleep_ms(10);
+			why = got != -ESRCH && att_process_alive(ctx->pid)
 				      ? att_fail(ctx, ATT_E_MEMORY, -got, "read the loader's page")
 				      : att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
 			break;
