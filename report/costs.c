@@ -8,6 +8,7 @@
  * that started late) are ignored.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report/internal.h"
@@ -69,25 +70,70 @@ static void cut_counts(struct rpt_data *d)
 	}
 }
 
+/* Leaf ip index of info i's trace (nips: none): the call site the calibration groups by. */
+static size_t leaf_key(const struct rpt_data *d, size_t i)
+{
+	uint32_t t = d->infos[i].trace, ip;
+
+	if (t == 0 || t >= d->ntraces)
+		return d->nips;
+	ip = d->traces[t].ip;
+	return ip < d->nips ? ip : d->nips;
+}
+
 /*
  * peak_stderr - standard error of the estimated heap at the peak. Each
- * block is sampled on its own with probability p = size / weight, so the
- * estimate (a sum of weights) has the variance sum size^2 (1 - p) / p over
- * the live blocks, estimated without bias by the sum of weight * (weight -
- * size) over the live samples. Per info the mean (calibrated) weight stands
- * for each live sample's; unsampled infos add nothing.
+ * block is sampled on its own with probability p = size / weight. Without
+ * calibration the estimate is a sum of weights (Horvitz-Thompson); its
+ * variance, sum size^2 (1 - p) / p over the live blocks, is estimated by the
+ * sum of w (w - size) over the live samples. With calibration each site's
+ * live bytes are a ratio estimate, exact bytes x R with R = live / all of
+ * the site's weights; its (linearized) variance is estimated by the sum over
+ * all of the site's samples of w (w - size) (live - R)^2, live being 1 for
+ * a sample live at the peak, else 0. So a site whose samples are all live
+ * (or all freed) at the peak adds nothing: its exact bytes say it all. Per
+ * info the mean (calibrated) weight stands for each sample's; unsampled
+ * infos add nothing.
  */
-static uint64_t peak_stderr(const struct rpt_data *d, const int64_t *live_c)
+static uint64_t peak_stderr(const struct rpt_data *d, const struct rpt_acc *acc, const int64_t *live_b,
+			    const int64_t *live_c)
 {
-	long double var = 0;
+	long double var = 0, *lb = NULL, *wt = NULL;
 	size_t i;
 
+	if (d->scale_bytes) {
+		lb = calloc(d->nips + 1, sizeof(*lb));
+		wt = calloc(d->nips + 1, sizeof(*wt));
+		if (lb && wt) {
+			for (i = 0; i < d->ninfos; i++) {
+				size_t k = leaf_key(d, i);
+
+				lb[k] += live_b[i] > 0 ? (long double)live_b[i] : 0;
+				wt[k] += (long double)acc[i].weight;
+			}
+		} else {
+			free(lb);
+			free(wt);
+			lb = wt = NULL; /* out of memory: the plain estimate's error, larger */
+		}
+	}
 	for (i = 0; i < d->ninfos; i++) {
 		long double w = (long double)d->free_bytes[i], s = (long double)d->infos[i].size;
+		long double r = 0, nl = live_c[i] > 0 ? (long double)live_c[i] : 0, nd;
 
-		if (live_c[i] > 0 && w > s)
-			var += (long double)live_c[i] * w * (w - s);
+		if (w <= s)
+			continue;
+		if (lb) {
+			size_t k = leaf_key(d, i);
+
+			r = wt[k] > 0 ? lb[k] / wt[k] : 0;
+			r = r > 1 ? 1 : r;
+		}
+		nd = (long double)acc[i].allocs > nl ? (long double)acc[i].allocs - nl : 0;
+		var += w * (w - s) * (nl * (1 - r) * (1 - r) + (lb ? nd * r * r : 0));
 	}
+	free(lb);
+	free(wt);
 	return var > 0 ? (uint64_t)(sqrtl(var) + 0.5L) : 0;
 }
 
@@ -130,7 +176,7 @@ void rpt_costs_compute(struct rpt_data *d, const struct rpt_acc *acc, const int6
 	/* The replay's peak is the reference; the per-info sums match it
 	 * exactly when nothing is sampled. */
 	d->sum.total.peak = peak;
-	d->sum.peak_stderr = peak_stderr(d, live_c);
+	d->sum.peak_stderr = peak_stderr(d, acc, live_b, live_c);
 	cut_counts(d);
 }
 

@@ -10,8 +10,8 @@
  *   - site B is a site with one trace of its own (parent: the root) and its
  *     exact calls and bytes, nothing at the peak;
  *   - the unweighted allocation is unchanged;
- *   - the heap curve uses the calibrated weights (peak 131072, not 262144),
- *     and the peak carries its standard error;
+ *   - the heap curve uses the calibrated weights (peak 98304, not 196608),
+ *     and the peak carries the ratio estimate's standard error;
  *   - the same recording without site counts keeps the raw estimates.
  */
 #define _GNU_SOURCE
@@ -55,10 +55,10 @@ static void write_rec(int with_sites)
 	OK(rec_put_allocinfo(w, 16, t4, 1, &i1));
 	OK(rec_put_allocinfo(w, 100, t5, 1, &i2));
 	OK(rec_put_alloc(w, i0, 65536));
-	OK(rec_put_alloc(w, i1, 65536));
-	OK(rec_put_alloc(w, i1, 65536));
-	OK(rec_put_alloc(w, i1, 65536));
 	OK(rec_put_free(w, i0, 0));
+	OK(rec_put_alloc(w, i1, 65536));
+	OK(rec_put_alloc(w, i1, 65536));
+	OK(rec_put_alloc(w, i1, 65536));
 	OK(rec_put_free(w, i1, 0));
 	OK(rec_put_alloc(w, i2, 0));
 	if (with_sites) {
@@ -160,9 +160,13 @@ START_TEST(calibrated)
 
 	ck_assert_uint_eq(s->total.bytes, 131072 + 4096 + 100);
 	ck_assert_uint_eq(s->total.calls, 10000 + 3 + 1);
-	ck_assert_uint_eq(s->total.peak, 131072);
-	/* four live samples of 32768 calibrated bytes (16 each): sqrt(4 w (w - 16)) */
-	se = sqrt(4.0 * 32768 * (32768 - 16));
+	ck_assert_uint_eq(s->total.peak, 3 * 32768);
+	/*
+	 * the ratio estimate's error: site A has 3 of its 4 samples (32768
+	 * calibrated bytes, 16 each) live at the peak, R = 3/4:
+	 * sqrt(w (w - 16) (3 (1 - R)^2 + 1 R^2))
+	 */
+	se = sqrt(32768.0 * (32768 - 16) * (3 * 0.0625 + 0.5625));
 	ck_assert_uint_ge(s->peak_stderr, (uint64_t)(se - 2));
 	ck_assert_uint_le(s->peak_stderr, (uint64_t)(se + 2));
 	rpt_free(d);
@@ -185,7 +189,9 @@ START_TEST(raw_without_site_counts)
 	ck_assert_uint_eq(a->cost.bytes, 4 * 65536);
 	ck_assert_uint_eq(a->cost.calls, 4 * 4096);
 	ck_assert_ptr_null(site_at(d, 0x405678));
-	ck_assert_uint_eq(s->total.peak, 4 * 65536);
+	ck_assert_uint_eq(s->total.peak, 3 * 65536);
+	/* the plain estimate's error: three live samples, sqrt(3 w (w - 16)) */
+	ck_assert_uint_eq(s->peak_stderr, (uint64_t)(sqrt(3.0 * 65536 * (65536 - 16)) + 0.5));
 	rpt_free(d);
 	rec_close(r);
 }
