@@ -123,8 +123,8 @@ static bool flush_chunk(struct trk_thr *t, bool ctl)
 	v[1].iov_len = t->len;
 	/* a full socket is waited for without the lock */
 	if (!ctl)
-		trk_sock_lock_room();
-	else if (trk_sock_lock_room_ctl() == -EAGAIN)
+		trk_sock_lock_room(hl + t->len + 1 + WIRE_VARINT_MAX);
+	else if (trk_sock_lock_room_ctl(hl + t->len + 1 + WIRE_VARINT_MAX) == -EAGAIN)
 		return false;
 	/* events of an ended session never go into a later session's stream */
 	if (t->gen == atomic_load_explicit(&trk_g.sess_gen, memory_order_relaxed) &&

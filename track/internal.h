@@ -412,18 +412,18 @@ void trk_sock_close_locked(void) TRK_HIDDEN;
 /* trk_sock_send - the same, taking the socket lock. */
 int trk_sock_send(uint8_t type, const void *payload, size_t len) TRK_HIDDEN;
 /*
- * trk_sock_lock_room - take the socket lock once a chunk (TRK_BUF_SIZE) can
- * be written without waiting; the wait for heaptap to read happens before,
- * without the lock. Always returns with the lock held: 0, or -ETIMEDOUT
- * when heaptap read nothing for TRK_SEND_STALL_MS (the socket is then dead).
+ * trk_sock_lock_room - take the socket lock once need bytes can be written
+ * without waiting; the wait for heaptap to read happens before, without the
+ * lock. Always returns with the lock held: 0, or -ETIMEDOUT when heaptap
+ * read nothing for TRK_SEND_STALL_MS (the socket is then dead).
  */
-int trk_sock_lock_room(void) TRK_HIDDEN;
+int trk_sock_lock_room(size_t need) TRK_HIDDEN;
 /*
  * trk_sock_lock_room_ctl - the same for the timer thread's own writes (TICK,
  * idle flushes): gives up with -EAGAIN, without the lock, as soon as heaptap
  * sent something to read (a STOP must not wait for room).
  */
-int trk_sock_lock_room_ctl(void) TRK_HIDDEN;
+int trk_sock_lock_room_ctl(size_t need) TRK_HIDDEN;
 /* A write that makes no progress this long ends the session (SO_SNDTIMEO, sock.c). */
 #define TRK_SEND_STALL_MS 10000
 

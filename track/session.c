@@ -265,7 +265,7 @@ void trk_end(int reason)
 	n += wire_put_varint(p + n, left);
 	n += wire_put_varint(p + n, atomic_load(&trk_g.dropped));
 
-	trk_sock_lock_room();
+	trk_sock_lock_room(n + 1 + WIRE_VARINT_MAX);
 	{
 		struct iovec v = { .iov_base = p, .iov_len = n };
 

@@ -11,10 +11,13 @@
  * rather than write into its file (or close it).
  *
  * A full socket (heaptap reads slower than the target records) is waited
- * for outside the socket lock: trk_sock_lock_room polls for room first and
- * takes the lock only when a chunk fits, so the lock is held for a copy,
- * never for heaptap's reading, and the timer thread's small writes (TICK,
- * idle flushes) do not queue behind hooks that wait for heaptap.
+ * for outside the socket lock: trk_sock_lock_room waits until the record
+ * fits (SIOCOUTQ against the send buffer, looked at every millisecond) and
+ * takes the lock only then, so the lock is held for a copy, never for
+ * heaptap's reading, a writer goes on as soon as one chunk fits (not when
+ * the kernel would wake it, after three quarters of the buffer were read),
+ * and the timer thread's small writes (TICK, idle flushes) do not queue
+ * behind hooks that wait for heaptap.
  *
  * No thread of the target waits on heaptap forever: a wait for room, or a
  * write (SO_SNDTIMEO), that sees no progress for TRK_SEND_STALL_MS
@@ -40,6 +43,10 @@
 #include "track/internal.h"
 
 #define TRK_SNDBUF (1 << 20) /* asked for; the kernel doubles it */
+#define ROOM_MARGIN (16 * 1024) /* kernel overhead of the buffers a record becomes */
+#define ROOM_SLICE_MS 1	     /* a writer waiting for room looks again this often */
+
+static int sock_sndbuf; /* SO_SNDBUF as the kernel set it (bytes it counts against SIOCOUTQ) */
 
 /* Identity of our socket: programs that close every fd must not make us write into theirs. */
 static dev_t sock_dev;
@@ -115,7 +122,11 @@ int trk_sock_adopt(int fd)
 		int sndbuf = TRK_SNDBUF;
 
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		socklen_t sl = sizeof(sock_sndbuf);
+
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+		if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sock_sndbuf, &sl) < 0)
+			sock_sndbuf = 0;
 	}
 	errno = 0;
 	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
@@ -243,7 +254,7 @@ int trk_sock_send(uint8_t type, const void *payload, size_t len)
 	struct iovec v = { .iov_base = (void *)payload, .iov_len = len };
 	int ret;
 
-	trk_sock_lock_room();
+	trk_sock_lock_room(len + 1 + WIRE_VARINT_MAX);
 	ret = trk_sock_send_locked(type, &v, 1);
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	return ret;
@@ -273,35 +284,66 @@ int trk_connect(const char *path)
 }
 
 /*
- * wait_room - poll until a chunk fits (a unix stream socket polls writable
- * while at most a quarter of its send buffer is unread). 1: room (or fd < 0,
- * closed, hung up: the locked path finds out); 0: no progress for
- * TRK_SEND_STALL_MS; -1: with ctl, heaptap sent something to read first.
+ * has_room - whether need more bytes can be written without blocking: the
+ * unread bytes (SIOCOUTQ, counted like the send buffer, with the kernel's
+ * per-buffer overhead) plus need and a margin for that overhead stay below
+ * the send buffer. fd < 0 or an error: true (the locked path finds out).
+ * *unread gets the unread count (for progress).
  */
-static int wait_room(int fd, bool ctl, int timeout_ms)
+static bool has_room(int fd, size_t need, int *unread)
+{
+	*unread = 0;
+	if (fd < 0 || ioctl(fd, SIOCOUTQ, unread) < 0 || sock_sndbuf <= 0)
+		return true;
+	if (need + ROOM_MARGIN > (size_t)sock_sndbuf)
+		return *unread == 0; /* bigger than the buffer: once heaptap read everything */
+	return (size_t)*unread + need + ROOM_MARGIN <= (size_t)sock_sndbuf;
+}
+
+/*
+ * wait_room - wait until need bytes fit. The kernel wakes a writer of a
+ * unix stream socket only once three quarters of its buffer were read, so
+ * a thread that sleeps in sendmsg (or in poll for POLLOUT) waits for
+ * heaptap to read about 1.5 MB: tens of ms when heaptap is slower than the
+ * target. This waits in poll slices of ROOM_SLICE_MS and goes on as soon as
+ * one chunk fits, so a writer waits about as long as heaptap takes to read
+ * one chunk. 1: room (or fd < 0, closed, hung up: the locked path finds
+ * out); 0: heaptap read nothing for TRK_SEND_STALL_MS; -1: with ctl,
+ * heaptap sent something to read first.
+ */
+static int wait_room(int fd, size_t need, bool ctl)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLOUT | (ctl ? POLLIN : 0) };
-	int r;
+	uint64_t last = 0;
+	int unread, prev = -1;
 
-	if (fd < 0)
-		return 1;
-	do
-		r = poll(&pfd, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
-	if (r == 0)
-		return 0;
-	if (ctl && r > 0 && (pfd.revents & POLLIN) && !(pfd.revents & POLLOUT))
-		return -1;
+	while (!has_room(fd, need, &unread)) {
+		uint64_t now = trk_now_ns(CLOCK_MONOTONIC);
+		int r;
+
+		if (prev < 0 || unread < prev)
+			last = now; /* heaptap read something */
+		else if (now - last >= (uint64_t)TRK_SEND_STALL_MS * 1000000u)
+			return 0;
+		prev = unread;
+		do
+			r = poll(&pfd, 1, ROOM_SLICE_MS);
+		while (r < 0 && errno == EINTR);
+		if (r > 0 && (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+			return 1;
+		if (ctl && r > 0 && (pfd.revents & POLLIN))
+			return -1;
+	}
 	return 1;
 }
 
-static int lock_room(bool ctl)
+static int lock_room(size_t need, bool ctl)
 {
-	int saved_errno = errno, ret = 0;
+	int saved_errno = errno, ret = 0, unread;
 
 	for (;;) {
-		/* unlocked peek at the fd: a stale number only costs a poll, the lock checks it */
-		int fd = trk_g.fd, r = wait_room(fd, ctl, TRK_SEND_STALL_MS);
+		/* unlocked peek at the fd: a stale number only costs an ioctl, the lock checks it */
+		int fd = trk_g.fd, r = wait_room(fd, need, ctl);
 
 		if (r < 0) {
 			ret = -EAGAIN;
@@ -316,8 +358,8 @@ static int lock_room(bool ctl)
 			}
 			break;
 		}
-		/* another writer may have filled it between the poll and the lock */
-		if (trk_g.ended || trk_g.fd != fd || wait_room(fd, false, 0))
+		/* another writer may have filled it between the check and the lock */
+		if (trk_g.ended || trk_g.fd != fd || has_room(fd, need, &unread))
 			break;
 		pthread_mutex_unlock(&trk_g.sock_lock);
 	}
@@ -325,14 +367,14 @@ static int lock_room(bool ctl)
 	return ret;
 }
 
-int trk_sock_lock_room(void)
+int trk_sock_lock_room(size_t need)
 {
-	return lock_room(false);
+	return lock_room(need, false);
 }
 
-int trk_sock_lock_room_ctl(void)
+int trk_sock_lock_room_ctl(size_t need)
 {
-	return lock_room(true);
+	return lock_room(need, true);
 }
 
 int trk_wait_drained(unsigned timeout_ms)

@@ -78,7 +78,7 @@ void trk_send_tick(bool from_timer)
 		trk_sock_send(WIRE_REC_TICK, p, n);
 		return;
 	}
-	if (trk_sock_lock_room_ctl() == -EAGAIN)
+	if (trk_sock_lock_room_ctl(n + 1 + WIRE_VARINT_MAX) == -EAGAIN)
 		return; /* a control record first; the next tick has the numbers */
 	{
 		struct iovec v = { .iov_base = p, .iov_len = n };
