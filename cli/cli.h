@@ -139,8 +139,10 @@ uint64_t cli_sample_seed(void);
 /*
  * cli_sample_start - send the library its start rate (WIRE_CTL_SAMPLE, 0 =
  * full tracing, seed from HEAPTAP_SAMPLE_SEED) on the accepted event socket,
- * at once: its trk_start waits for it (TRK_SMP_START_WAIT_MS) so no
- * allocation is recorded in the wrong mode.
+ * at once: an attached library's trk_start waits for it (TRK_SAMPLE_WAIT_MS,
+ * before its hooks are installed) so no allocation is recorded in the wrong
+ * mode. record's library has the rate from HEAPTAP_SAMPLE already; the
+ * record, read again by its timer, then changes nothing.
  */
 void cli_sample_start(int conn, uint64_t sample);
 /* cli_sample_options - the rate for the recording's metadata (itp_run sends nothing more). */

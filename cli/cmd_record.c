@@ -285,9 +285,9 @@ int cli_cmd_record(int argc, char **argv)
 	struct saved_signals old;
 	struct itp_result res;
 	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], preload[PATH_MAX * 2];
-	char env_preload[PATH_MAX * 2 + 16], env_sock[256], env_depth[64];
+	char env_preload[PATH_MAX * 2 + 16], env_sock[256], env_depth[64], env_sample[64];
 	char out[PATH_MAX];
-	char *overrides[4];
+	char *overrides[5];
 	const char *prog;
 	struct stat st;
 	int ret, conn = -1, exited = 0, status = 0, n = 0, code = CLI_EXIT_FAIL;
@@ -343,6 +343,11 @@ int cli_cmd_record(int argc, char **argv)
 		snprintf(env_depth, sizeof(env_depth), "HEAPTAP_DEPTH=%u", a.depth);
 		overrides[n++] = env_depth;
 	}
+	/* the library starts with the rate at once (no wait for cli_sample_start's record) */
+	snprintf(env_sample, sizeof(env_sample), "HEAPTAP_SAMPLE=%llu,%llu",
+		 (unsigned long long)a.sample,
+		 (unsigned long long)(a.sample ? cli_sample_seed() : 0));
+	overrides[n++] = env_sample;
 	overrides[n] = NULL;
 
 	stop_flag = 0;

@@ -75,7 +75,7 @@ uint64_t cli_sample_seed(void)
 
 void cli_sample_start(int conn, uint64_t sample)
 {
-	/* at once after accept: the library waits for it before its hooks record */
+	/* at once after accept: an attached library waits for it before its hooks are installed */
 	(void)itp_send_sample(conn, sample, sample ? cli_sample_seed() : 0);
 }
 

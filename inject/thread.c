@@ -151,6 +151,7 @@ void *inj_thread_main(void *arg)
 
 	cfg.fd = fd;
 	cfg.flags = WIRE_F_ATTACHED;
+	cfg.sample_wait_ms = TRK_SAMPLE_WAIT_MS; /* heaptap's rate: no hook is installed yet */
 	cfg.before_end = inj_before_end;
 	cfg.before_end_arg = NULL;
 	/* not under inj_g.lock: a failing trk_start ends the session, calling before_end */

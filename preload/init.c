@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Runs in the target. The constructor resolves the real allocator, reads
- * HEAPTAP_SOCKET / HEAPTAP_DEPTH, cleans the environment (exec'd children
+ * HEAPTAP_SOCKET / HEAPTAP_DEPTH / HEAPTAP_SAMPLE, cleans the environment (exec'd children
  * are not recorded), connects and starts the session; any failure leaves
  * the library inert (everything passes through). The destructor ends the
  * session with WIRE_END_EXIT: .fini_array of an LD_PRELOAD library runs
@@ -28,6 +28,34 @@
 
 extern char **environ;
 
+/*
+ * parse_sample - HEAPTAP_SAMPLE=RATE[,SEED] (decimal; heaptap record sets it,
+ * RATE 0 = full tracing): the session starts with it at once instead of
+ * waiting for heaptap's first WIRE_CTL_SAMPLE. Unset or malformed: not given.
+ */
+static void parse_sample(const char *v, struct trk_config *cfg)
+{
+	unsigned long long rate, seed = 0;
+	char *end;
+
+	if (!v || *v < '0' || *v > '9')
+		return;
+	errno = 0;
+	rate = strtoull(v, &end, 10);
+	if (*end == ',') {
+		const char *s = end + 1;
+
+		if (*s < '0' || *s > '9')
+			return;
+		seed = strtoull(s, &end, 10);
+	}
+	if (*end || errno)
+		return;
+	cfg->sample_given = 1;
+	cfg->sample_rate = rate;
+	cfg->sample_seed = seed;
+}
+
 static void on_fork_child(void)
 {
 	trk_after_fork_child();
@@ -49,6 +77,7 @@ __attribute__((constructor)) static void pld_init(void)
 
 		cfg.libunwind_only = u && strcmp(u, "libunwind") == 0;
 	}
+	parse_sample(getenv("HEAPTAP_SAMPLE"), &cfg);
 	if (d) {
 		char *end;
 		unsigned long v = strtoul(d, &end, 10);

@@ -81,13 +81,22 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 	put_alloc_sent(t, trk_thr_enter_seq(t), gen, kind, size, leaf, p, weight);
 }
 
-void *trk_malloc_ra(size_t size, const void *ra)
+/*
+ * The sampled fast path (trk_smp_fast: sampling, no sample reached) only
+ * counts the call for its site and forwards, counting before the call so
+ * the real function is a tail call: no frame, no guard, no errno save (a
+ * failing call is counted too: it asked for the bytes). Everything else
+ * goes to the *_full functions, out of line so the fast path needs no
+ * frame, and reached by tail calls: their frame is then the hook's and
+ * trk_capture's frame-pointer start (fp[1] == ra) holds. Were a call left
+ * in place (no sibling-call optimisation, e.g. -O0), the capture falls back
+ * to libunwind, slower, with the same stack.
+ */
+static __attribute__((noinline)) void *malloc_full(size_t size, const void *ra)
 {
 	void *p;
 	int e;
 
-	if (!hook_on())
-		return trk_g.real.malloc(size);
 	trk_tls_guard = 1;
 	p = trk_g.real.malloc(size);
 	e = errno;
@@ -98,17 +107,29 @@ void *trk_malloc_ra(size_t size, const void *ra)
 	return p;
 }
 
-void trk_free_ra(void *ptr, const void *ra)
+void *trk_malloc_ra(size_t size, const void *ra)
+{
+	struct trk_smp_thr *s;
+
+	if (!hook_on())
+		return trk_g.real.malloc(size);
+	/* sampling, no sample reached: counted for its call site, nothing sent */
+	if (likely((s = trk_smp_fast(size)) != NULL) && likely(trk_smp_count(s, ra, size)))
+		return trk_g.real.malloc(size);
+	return malloc_full(size, ra);
+}
+
+/*
+ * free_record - trk_free_ra's recording path: FREE, then the real free.
+ * Out of line, so the paths that only forward (sampling: a pointer that was
+ * not sampled) need no frame of their own and tail-call the real free.
+ */
+static __attribute__((noinline)) void free_record(void *ptr)
 {
 	struct trk_thr *t;
 	uint8_t *q;
 	int e;
 
-	(void)ra;
-	if (!ptr || !hook_on() || (unlikely(trk_smp_filtering()) && !trk_smp_free_sent(ptr))) {
-		trk_g.real.free(ptr);
-		return;
-	}
 	trk_tls_guard = 1;
 	e = errno;
 	t = trk_thr_get();
@@ -127,13 +148,40 @@ void trk_free_ra(void *ptr, const void *ra)
 	trk_tls_guard = 0;
 }
 
-void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
+/* free_filtered - sampling, ptr passed the filter: FREE if it was sampled (now out of the set). */
+static __attribute__((noinline)) void free_filtered(void *ptr)
+{
+	if (trk_smp_free_take(ptr))
+		free_record(ptr);
+	else
+		trk_g.real.free(ptr);
+}
+
+void trk_free_ra(void *ptr, const void *ra)
+{
+	(void)ra;
+	if (!ptr || !hook_on()) {
+		trk_g.real.free(ptr);
+		return;
+	}
+	if (trk_smp_filtering()) {
+		/* sampling: a pointer that was not sampled costs one bitmap load */
+		if (likely(!trk_smp_maybe(ptr))) {
+			trk_g.real.free(ptr);
+			return;
+		}
+		free_filtered(ptr);
+		return;
+	}
+	free_record(ptr);
+}
+
+/* calloc_full - trk_calloc_ra past the sampled fast path (see malloc_full). */
+static __attribute__((noinline)) void *calloc_full(size_t nmemb, size_t size, const void *ra)
 {
 	void *p;
 	int e;
 
-	if (!hook_on())
-		return trk_g.real.calloc(nmemb, size);
 	trk_tls_guard = 1;
 	p = trk_g.real.calloc(nmemb, size);
 	e = errno;
@@ -142,6 +190,20 @@ void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
 	trk_tls_guard = 0;
 	errno = e;
 	return p;
+}
+
+void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
+{
+	struct trk_smp_thr *s;
+	size_t bytes;
+
+	if (!hook_on())
+		return trk_g.real.calloc(nmemb, size);
+	/* sampling, no sample reached (see malloc_full) */
+	if (!__builtin_mul_overflow(nmemb, size, &bytes) && likely((s = trk_smp_fast(bytes)) != NULL) &&
+	    likely(trk_smp_count(s, ra, bytes)))
+		return trk_g.real.calloc(nmemb, size);
+	return calloc_full(nmemb, size, ra);
 }
 
 /*
@@ -218,11 +280,23 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 	return q;
 }
 
+/* realloc_full - trk_realloc_ra past the sampled fast path (see malloc_full). */
+static __attribute__((noinline)) void *realloc_full(void *ptr, size_t size, const void *ra)
+{
+	return do_realloc(ptr, 1, size, WIRE_KIND_REALLOC, ra);
+}
+
 void *trk_realloc_ra(void *ptr, size_t size, const void *ra)
 {
+	struct trk_smp_thr *s;
+
 	if (!hook_on())
 		return trk_g.real.realloc(ptr, size);
-	return do_realloc(ptr, 1, size, WIRE_KIND_REALLOC, ra);
+	/* sampling, no sample reached, ptr not sampled: nothing to send (see malloc_full) */
+	if (likely((s = trk_smp_fast(size)) != NULL) &&
+	    (!ptr || (trk_smp_filtering() && !trk_smp_maybe(ptr))) && likely(trk_smp_count(s, ra, size)))
+		return trk_g.real.realloc(ptr, size);
+	return realloc_full(ptr, size, ra);
 }
 
 void *trk_reallocarray_ra(void *ptr, size_t nmemb, size_t size, const void *ra)

@@ -619,29 +619,59 @@ uint32_t trk_gettid(void) TRK_HIDDEN;
 
 /* ---- sample.c: sampling mode (docs/track.md "Sampling") ------------------ */
 
-#define TRK_SMP_SITES 1024	  /* call-site slots per thread (then "other") */
+#define TRK_SMP_SITES_BITS 10
+#define TRK_SMP_SITES (1u << TRK_SMP_SITES_BITS) /* call-site slots per thread (then "other") */
 #define TRK_SMP_SITES_TICKS 100	  /* site counts are sent every this many ticks */
-#define TRK_SMP_START_WAIT_MS 50  /* trk_start waits this long for heaptap's first CTL_SAMPLE */
+#define TRK_SMP_FILTER_BITS 16	  /* the free filter: 64 Ki counters, a bitmap of 8 KiB */
 
-/* Exact counts of one call site (return address - 1); written by the owner only. */
+/*
+ * Exact counts of one call site (return address - 1); written by the owner
+ * only. 32 bytes: a slot never straddles a cache line.
+ */
 struct trk_smp_site {
 	_Atomic uintptr_t ip;	      /* 0 = free slot */
 	_Atomic uint64_t calls, bytes;
-	uint64_t sent_calls, sent_bytes; /* what the timer sent already (under its lock) */
+	uint64_t pad;
 };
 
-/* One thread's sampling state, mmap'd, on a global list, kept with its trk_thr. */
+/* What the timer sent already of one site (under its lock). */
+struct trk_smp_sent {
+	uint64_t calls, bytes;
+};
+
+/*
+ * One thread's sampling state, mmap'd, on a global list, kept with its
+ * trk_thr (a later thread reusing the buffer reuses it). The distance to
+ * the next sample lives in thread-local storage (struct trk_smp_tls).
+ */
 struct trk_smp_thr {
-	int64_t left;		      /* bytes until the next sample */
+	_Atomic int dirty;	      /* counts changed since the timer's last look */
+	uint32_t seed_gen;	      /* trk_smp.seed_gen rng was seeded for */
 	uint64_t rng;		      /* xorshift64* state */
 	uint64_t rate;		      /* the mean left was drawn for */
-	uint32_t gen;		      /* trk_smp.gen left was drawn for */
-	uint32_t seed_gen;	      /* trk_smp.seed_gen rng was seeded for */
-	_Atomic int dirty;	      /* counts changed since the timer's last look */
 	struct trk_smp_thr *next;
-	struct trk_smp_site other;    /* sites that found no slot */
-	struct trk_smp_site site[TRK_SMP_SITES];
+	struct trk_smp_site site[TRK_SMP_SITES + 1]; /* the last: sites that found no slot */
+	struct trk_smp_sent sent[TRK_SMP_SITES + 1];
 };
+
+/*
+ * What the hot path needs of its thread, in one thread-local block (initial-
+ * exec like trk_tls_thr: one %fs-relative load, no pointer chase):
+ * gen == trk_smp.gen means "sampling at the current rate, left drawn for
+ * it, s set". Set by trk_smp_alloc only while the rate is not 0 (a rate
+ * change bumps trk_smp.gen after storing the rate), so the fast path needs
+ * no check of the rate.
+ */
+struct trk_smp_tls {
+	int64_t left;		      /* bytes until the next sample, >= 1 */
+	uint32_t gen;		      /* trk_smp.gen left was drawn for, 0 = none */
+	struct trk_smp_thr *s;	      /* this thread's state (its trk_thr's smp) */
+};
+
+extern __thread struct trk_smp_tls trk_smp_tls __attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
+
+/* The free filter: bit h(p) set while a sampled block may live at p (sample.c); 8 KiB. */
+extern _Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)] TRK_HIDDEN;
 
 struct trk_smp_global {
 	_Atomic uint64_t rate;	      /* mean bytes between samples; 0 = full tracing */
@@ -666,17 +696,97 @@ static inline bool trk_smp_filtering(void)
 }
 
 /*
+ * trk_smp_fast - the sampled hot path (hooks.c): sampling is on, this
+ * thread's distance was drawn for the current rate, and an allocation of
+ * size bytes does not reach its next sample. Returns the state to count it
+ * with (trk_smp_count) once it succeeded; NULL: the hook takes the full
+ * path, where trk_smp_alloc decides (first use, a new rate, full tracing,
+ * or a sample). Only reads: one global, three thread-local words, no
+ * dependent load.
+ */
+static inline struct trk_smp_thr *trk_smp_fast(size_t size)
+{
+	if (trk_smp_tls.gen != atomic_load_explicit(&trk_smp.gen, memory_order_acquire))
+		return NULL;
+	return likely((uint64_t)trk_smp_tls.left > size) ? trk_smp_tls.s : NULL;
+}
+
+/* trk_smp_site_at - the home slot of call site ip in a thread's site table. */
+static inline size_t trk_smp_site_at(uintptr_t ip)
+{
+	return (size_t)((ip * 0x9e3779b97f4a7c15ULL) >> (64 - TRK_SMP_SITES_BITS));
+}
+
+/*
+ * trk_smp_count - after trk_smp_fast(size) gave s: when the call site ra
+ * has its home slot (the usual case), take size from the distance and add
+ * 1 and size to the site's exact counts (owner only: plain loads and
+ * stores, no lock instruction), true. False: nothing done; the full path
+ * (trk_smp_alloc) counts it (probing, a new site, the "other" slot).
+ */
+static inline bool trk_smp_count(struct trk_smp_thr *s, const void *ra, size_t size)
+{
+	uintptr_t ip = (uintptr_t)ra - 1;
+	struct trk_smp_site *e = &s->site[trk_smp_site_at(ip)];
+
+	if (unlikely(atomic_load_explicit(&e->ip, memory_order_relaxed) != ip))
+		return false;
+	trk_smp_tls.left -= (int64_t)size;
+	atomic_store_explicit(&e->calls, atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_store_explicit(&e->bytes, atomic_load_explicit(&e->bytes, memory_order_relaxed) + size,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->dirty, 1, memory_order_release);
+	return true;
+}
+
+/*
  * trk_smp_alloc - sampling mode, guard held, p allocated (size bytes) at
  * call site ra: count it for the site, decide. Returns 0 when it is not
  * sampled, else its weight (>= size) with p put into the sampled set.
  */
 uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void *ra) TRK_HIDDEN;
-/* trk_smp_free_sent - filtering: whether a free of ptr must be sent (a sampled ptr, now removed). */
-bool trk_smp_free_sent(const void *ptr) TRK_HIDDEN;
+
+/* trk_smp_filter_at - the free filter's index of a pointer (counter and bit). */
+static inline uint32_t trk_smp_filter_at(uintptr_t p)
+{
+	return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - TRK_SMP_FILTER_BITS));
+}
+
+/*
+ * trk_smp_maybe - filtering on: whether ptr may be a live sampled block
+ * (its bit in the 8 KiB bitmap; false: certainly not).
+ */
+static inline bool trk_smp_maybe(const void *ptr)
+{
+	uint32_t h = trk_smp_filter_at((uintptr_t)ptr);
+
+	return (atomic_load_explicit(&trk_smp_bits[h >> 6], memory_order_relaxed) >> (h & 63)) & 1;
+}
+
+/* trk_smp_free_take - ptr passed the filter: remove it from the sampled set; whether it was there. */
+bool trk_smp_free_take(const void *ptr) TRK_HIDDEN;
+
+/*
+ * trk_smp_free_sent - filtering on: whether a free of ptr must be sent (a
+ * sampled ptr, now removed from the set). The usual case, not sampled, is
+ * one load from an 8 KiB bitmap.
+ */
+static inline bool trk_smp_free_sent(const void *ptr)
+{
+	if (likely(!trk_smp_maybe(ptr)))
+		return false;
+	return trk_smp_free_take(ptr);
+}
 /* trk_smp_keep - put ptr back into the sampled set (realloc failed after its free was taken). */
 void trk_smp_keep(const void *ptr) TRK_HIDDEN;
-/* trk_smp_start - trk_start, before the hooks record: reset, take heaptap's first rate from fd. */
-void trk_smp_start(int fd) TRK_HIDDEN;
+/*
+ * trk_smp_start - trk_start, before the hooks record: reset, then the
+ * first rate: cfg's when it has one (sample_given), else heaptap's first
+ * CTL_SAMPLE if it arrives on fd within cfg->sample_wait_ms (0: only if it
+ * is there already).
+ */
+void trk_smp_start(int fd, const struct trk_config *cfg) TRK_HIDDEN;
 /* trk_smp_ctl - a WIRE_CTL_SAMPLE payload (varint rate, [varint seed]); 0 or -EINVAL. */
 int trk_smp_ctl(const uint8_t *p, size_t len) TRK_HIDDEN;
 /* trk_smp_set_rate - change the mean (0 = full tracing); seed 0 keeps the seed. */

@@ -18,9 +18,24 @@
  * tcmalloc's profiles use. Only sampled allocations are unwound and sent
  * (WIRE_EV_ALLOC_W).
  *
+ * The hot path
+ * ------------
+ * Every allocation and free of the program passes the hooks, so the usual
+ * case is inlined there (internal.h) and kept to a few loads and stores:
+ *
+ *   malloc(n) --> trk_smp_fast(n): sampling, thread set up, left > n?
+ *                   |yes                              |no: full path,
+ *                   v                                 v    trk_smp_alloc
+ *                 real malloc; left -= n;           (first use, new rate,
+ *                 site[h(ra)] += (1, n)              or a sample)
+ *
+ * no errno save, no clock, no lock instruction, no call besides the real
+ * function; the site's home slot of a direct-mapped per-thread table holds
+ * it in the usual case (probing and the "other" slot are out of line).
+ *
  * Frees of sampled pointers only
  * ------------------------------
- *   free(p) --> filter[h(p)] == 0 ?  --yes--> not sampled: nothing sent (a few ns)
+ *   free(p) --> bits[h(p)] == 0 ?  --yes--> not sampled: nothing sent (one load)
  *                     | no (maybe)
  *                     v
  *               lock; p in set? --> remove, FREE sent; else nothing sent
@@ -29,11 +44,13 @@
  * deletion by backward shift, under a spin lock: it changes only at samples
  * and at their frees, a few thousand times a second at 512K). In front of it
  * sits a counting filter, 64 Ki one-byte counters indexed by a hash of the
- * pointer, read without a lock: a counter is raised before the sampled
- * allocation returns to the program, so any free of that pointer (which the
- * program orders after the allocation) sees it non-zero. An unsampled free
- * costs a hash and one byte load from a 64 KiB table; a false "maybe" (about
- * live samples / 65536 of the frees) costs the lock and a probe.
+ * pointer, changed under the lock, and a bitmap of the same index (8 KiB,
+ * stays in L1) whose bit is set while the counter is non-zero, read without
+ * a lock: the bit is set before the sampled allocation returns to the
+ * program, so any free of that pointer (which the program orders after the
+ * allocation) sees it. An unsampled free costs a multiply and one load; a
+ * false "maybe" (about live samples / 65536 of the frees) costs the lock
+ * and a probe.
  *
  * When exact frees cannot be promised the filter is switched off
  * (trk_smp.filter = 0) and every free is sent, as in full tracing: after the
@@ -45,8 +62,9 @@
  * Exact counts per call site
  * --------------------------
  * While sampling, every allocation also adds 1 and its size to a per-thread
- * table keyed by its return address (no unwind): 1024 slots, 8 probes, then
- * an "other" slot, so the totals stay exact. Only the owner writes its
+ * table keyed by its return address (no unwind): 1024 slots of 32 bytes,
+ * direct-mapped by a multiplicative hash, 8 probes on a collision, then an
+ * "other" slot, so the totals stay exact. Only the owner writes its
  * table (relaxed atomic stores, no lock instruction); the timer thread sends
  * what changed since its last look as WIRE_REC_SITES every TRK_SMP_SITES_TICKS
  * ticks and once more before END.
@@ -54,6 +72,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -62,9 +81,10 @@
 #include "track/internal.h"
 
 struct trk_smp_global trk_smp TRK_HIDDEN;
+__thread struct trk_smp_tls trk_smp_tls __attribute__((tls_model("initial-exec")));
+_Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)];
 
-#define FILTER_BITS 16
-#define FILTER_SIZE (1u << FILTER_BITS)
+#define FILTER_SIZE (1u << TRK_SMP_FILTER_BITS)
 #define SET_BITS 17
 #define SET_CAP (1u << SET_BITS)	/* 1 MiB of pointers, touched as it fills */
 #define SET_MAX (SET_CAP / 4 * 3)
@@ -75,7 +95,8 @@ struct trk_smp_global trk_smp TRK_HIDDEN;
 static struct {
 	atomic_flag lock;
 	uintptr_t *slot;		/* SET_CAP pointers, 0 = empty */
-	_Atomic uint8_t *filter;	/* FILTER_SIZE counters, 255 = stuck (never lowered) */
+	_Atomic uint8_t *filter;	/* FILTER_SIZE counters, 255 = stuck (never lowered);
+					   trk_smp_bits mirrors counter != 0 */
 	size_t n;
 } pset = { .lock = ATOMIC_FLAG_INIT };
 
@@ -94,11 +115,6 @@ static inline uint64_t mix64(uint64_t k)
 	return k;
 }
 
-static inline uint32_t filter_at(uintptr_t p)
-{
-	return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - FILTER_BITS));
-}
-
 static inline size_t set_at(uintptr_t p)
 {
 	return (size_t)(mix64(p) & (SET_CAP - 1));
@@ -111,10 +127,59 @@ static void *map_zero(size_t len)
 	return m == MAP_FAILED ? NULL : m;
 }
 
+/*
+ * set_lock - the set's spin lock. Held for a probe or two, but its holder
+ * may be preempted (more threads than cores): after a short spin the
+ * waiter yields instead of burning its time slice.
+ */
 static void set_lock(void)
 {
-	while (atomic_flag_test_and_set_explicit(&pset.lock, memory_order_acquire))
-		__builtin_ia32_pause();
+	unsigned n = 0;
+
+	while (atomic_flag_test_and_set_explicit(&pset.lock, memory_order_acquire)) {
+		if (++n < 100) {
+			__builtin_ia32_pause();
+		} else {
+			sched_yield();
+			n = 0;
+		}
+	}
+}
+
+/* filter_raise / filter_lower - a counter of the filter and its bit (lock held). */
+static void filter_raise(uintptr_t p)
+{
+	uint32_t f = trk_smp_filter_at(p);
+	uint8_t v = atomic_load_explicit(&pset.filter[f], memory_order_relaxed);
+
+	if (v == 255)
+		return;
+	atomic_store_explicit(&pset.filter[f], v + 1, memory_order_relaxed);
+	if (!v) {
+		_Atomic uint64_t *w = &trk_smp_bits[f >> 6];
+
+		/* only lock holders write the bitmap: a plain read-modify-write */
+		atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) |
+					     (1ull << (f & 63)),
+				      memory_order_relaxed);
+	}
+}
+
+static void filter_lower(uintptr_t p)
+{
+	uint32_t f = trk_smp_filter_at(p);
+	uint8_t v = atomic_load_explicit(&pset.filter[f], memory_order_relaxed);
+
+	if (!v || v == 255)
+		return;
+	atomic_store_explicit(&pset.filter[f], v - 1, memory_order_relaxed);
+	if (v == 1) {
+		_Atomic uint64_t *w = &trk_smp_bits[f >> 6];
+
+		atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) &
+					     ~(1ull << (f & 63)),
+				      memory_order_relaxed);
+	}
 }
 
 static void set_unlock(void)
@@ -126,7 +191,6 @@ static void set_unlock(void)
 static int set_insert(uintptr_t p)
 {
 	size_t i;
-	uint32_t f;
 
 	if (pset.n >= SET_MAX)
 		return -ENOSPC;
@@ -135,11 +199,7 @@ static int set_insert(uintptr_t p)
 			return 0; /* already there (a block the program leaked into reuse) */
 	pset.slot[i] = p;
 	pset.n++;
-	f = filter_at(p);
-	if (atomic_load_explicit(&pset.filter[f], memory_order_relaxed) < 255)
-		atomic_store_explicit(&pset.filter[f],
-				      atomic_load_explicit(&pset.filter[f], memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+	filter_raise(p);
 	return 0;
 }
 
@@ -147,8 +207,6 @@ static int set_insert(uintptr_t p)
 static bool set_take(uintptr_t p)
 {
 	size_t i, j, home;
-	uint32_t f;
-	uint8_t v;
 
 	for (i = set_at(p);; i = (i + 1) & (SET_CAP - 1)) {
 		if (!pset.slot[i])
@@ -167,22 +225,16 @@ static bool set_take(uintptr_t p)
 	}
 	pset.slot[i] = 0;
 	pset.n--;
-	f = filter_at(p);
-	v = atomic_load_explicit(&pset.filter[f], memory_order_relaxed);
-	if (v && v < 255)
-		atomic_store_explicit(&pset.filter[f], v - 1, memory_order_relaxed);
+	filter_lower(p);
 	return true;
 }
 
-bool trk_smp_free_sent(const void *ptr)
+bool trk_smp_free_take(const void *ptr)
 {
-	uintptr_t p = (uintptr_t)ptr;
 	bool found;
 
-	if (likely(!atomic_load_explicit(&pset.filter[filter_at(p)], memory_order_relaxed)))
-		return false;
 	set_lock();
-	found = set_take(p);
+	found = set_take((uintptr_t)ptr);
 	set_unlock();
 	return found;
 }
@@ -253,12 +305,11 @@ static struct trk_smp_thr *thr_new(struct trk_thr *t)
 	return s;
 }
 
-/* count_site - exact calls and bytes of the call site ra (owner only). */
-static inline void count_site(struct trk_smp_thr *s, const void *ra, size_t size)
+/* count_site - exact calls and bytes of the call site ip (owner only): probe, insert, "other". */
+static void count_site(struct trk_smp_thr *s, uintptr_t ip, size_t size)
 {
-	uintptr_t ip = (uintptr_t)ra - 1;
-	size_t i = (size_t)mix64(ip) & (TRK_SMP_SITES - 1), k;
-	struct trk_smp_site *e = &s->other;
+	size_t i = trk_smp_site_at(ip), k;
+	struct trk_smp_site *e = &s->site[TRK_SMP_SITES]; /* "other" */
 
 	for (k = 0; k < SITE_PROBES; k++) {
 		struct trk_smp_site *c = &s->site[(i + k) & (TRK_SMP_SITES - 1)];
@@ -284,6 +335,7 @@ static inline void count_site(struct trk_smp_thr *s, const void *ra, size_t size
 
 uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void *ra)
 {
+	struct trk_smp_tls *l = &trk_smp_tls;
 	struct trk_smp_thr *s = t->smp;
 	uint32_t gen = atomic_load_explicit(&trk_smp.gen, memory_order_acquire);
 	double w;
@@ -297,10 +349,11 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 		s->seed_gen = trk_smp.seed_gen;
 		seed_thread(s, t->tid);
 	}
-	count_site(s, ra, size);
-	if (unlikely(s->gen != gen)) {
-		/* a new rate (or session): a new distance with its mean */
-		s->gen = gen;
+	count_site(s, (uintptr_t)ra - 1, size);
+	if (unlikely(l->gen != gen || l->s != s)) {
+		/* a new rate (or session, or thread): a new distance with its mean */
+		l->gen = 0; /* the fast path stays off until it is drawn, and with rate 0 */
+		l->s = s;
 		if (s->seed_gen != trk_smp.seed_gen) {
 			s->seed_gen = trk_smp.seed_gen;
 			seed_thread(s, t->tid);
@@ -308,13 +361,14 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 		s->rate = atomic_load_explicit(&trk_smp.rate, memory_order_relaxed);
 		if (!s->rate)
 			return 0;
-		s->left = draw(s, s->rate);
+		l->left = draw(s, s->rate);
+		l->gen = gen;
 	}
-	if (likely((uint64_t)s->left > size)) {
-		s->left -= (int64_t)size;
+	if (likely((uint64_t)l->left > size)) {
+		l->left -= (int64_t)size;
 		return 0;
 	}
-	s->left = draw(s, s->rate);
+	l->left = draw(s, s->rate);
 	/* weight = size / P(sampled), P = 1 - exp(-size/rate) */
 	w = (double)size / -expm1(-(double)size / (double)s->rate);
 	if (p)
@@ -365,10 +419,13 @@ int trk_smp_ctl(const uint8_t *p, size_t len)
 
 /*
  * peek_start_rate - heaptap sends WIRE_CTL_SAMPLE right after it accepted
- * the connection; if it is already there, start sampling with it (the timer
- * reads the same record again later, which then changes nothing).
+ * the connection; if it arrives within wait_ms, start with it (the timer
+ * reads the same record again later, which then changes nothing). Only
+ * inject/ waits (in its own thread, before any GOT slot points at the
+ * hooks, so the target does not wait); preload/ is given the rate in
+ * HEAPTAP_SAMPLE and never gets here.
  */
-static void peek_start_rate(int fd)
+static void peek_start_rate(int fd, unsigned wait_ms)
 {
 	uint8_t b[2 + 2 * WIRE_VARINT_MAX];
 	const uint8_t *p = b + 1;
@@ -376,7 +433,8 @@ static void peek_start_rate(int fd)
 	uint64_t len;
 	ssize_t n;
 
-	if (poll(&pfd, 1, TRK_SMP_START_WAIT_MS) <= 0)
+	if (poll(&pfd, 1, wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms) <= 0 ||
+	    !(pfd.revents & POLLIN))
 		return;
 	n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
 	if (n < 2 || b[0] != WIRE_CTL_SAMPLE)
@@ -386,11 +444,11 @@ static void peek_start_rate(int fd)
 	trk_smp_ctl(p, (size_t)len);
 }
 
-void trk_smp_start(int fd)
+void trk_smp_start(int fd, const struct trk_config *cfg)
 {
 	struct trk_smp_thr *s;
 
-	/* a new session starts fully tracing with an empty set, unless heaptap asked already */
+	/* a new session starts fully tracing with an empty set, unless asked otherwise (below) */
 	atomic_store(&trk_smp.rate, 0);
 	atomic_store(&trk_smp.filter, 0);
 	trk_smp.seed = 0;
@@ -407,6 +465,7 @@ void trk_smp_start(int fd)
 		set_lock();
 		memset(pset.slot, 0, SET_CAP * sizeof(*pset.slot));
 		memset((void *)pset.filter, 0, FILTER_SIZE);
+		memset((void *)trk_smp_bits, 0, sizeof(trk_smp_bits));
 		pset.n = 0;
 		set_unlock();
 		atomic_store(&trk_smp.filter, 1);
@@ -417,14 +476,15 @@ void trk_smp_start(int fd)
 		size_t i;
 
 		for (i = 0; i <= TRK_SMP_SITES; i++) {
-			struct trk_smp_site *e = i < TRK_SMP_SITES ? &s->site[i] : &s->other;
-
-			e->sent_calls = atomic_load_explicit(&e->calls, memory_order_relaxed);
-			e->sent_bytes = atomic_load_explicit(&e->bytes, memory_order_relaxed);
+			s->sent[i].calls = atomic_load_explicit(&s->site[i].calls, memory_order_relaxed);
+			s->sent[i].bytes = atomic_load_explicit(&s->site[i].bytes, memory_order_relaxed);
 		}
 	}
 	pthread_mutex_unlock(&sites_lock);
-	peek_start_rate(fd);
+	if (cfg->sample_given)
+		trk_smp_set_rate(cfg->sample_rate, cfg->sample_seed);
+	else
+		peek_start_rate(fd, cfg->sample_wait_ms);
 	if (!atomic_load(&trk_smp.rate))
 		atomic_store(&trk_smp.filter, 0);
 }
@@ -461,7 +521,8 @@ void trk_smp_send_sites(void)
 		if (!atomic_exchange_explicit(&s->dirty, 0, memory_order_acq_rel))
 			continue;
 		for (i = 0; i <= TRK_SMP_SITES; i++) {
-			struct trk_smp_site *e = i < TRK_SMP_SITES ? &s->site[i] : &s->other;
+			struct trk_smp_site *e = &s->site[i];
+			struct trk_smp_sent *d = &s->sent[i];
 			uintptr_t ip = atomic_load_explicit(&e->ip, memory_order_acquire);
 			uint64_t c, b;
 			uint8_t *q;
@@ -470,16 +531,16 @@ void trk_smp_send_sites(void)
 				continue;
 			c = atomic_load_explicit(&e->calls, memory_order_relaxed);
 			b = atomic_load_explicit(&e->bytes, memory_order_relaxed);
-			if (c == e->sent_calls && b == e->sent_bytes)
+			if (c == d->calls && b == d->bytes)
 				continue;
 			q = sites_buf + WIRE_VARINT_MAX + len;
 			q += wire_put_varint(q, i < TRK_SMP_SITES ? ip : 0);
-			q += wire_put_varint(q, c - e->sent_calls);
-			q += wire_put_varint(q, b - e->sent_bytes);
+			q += wire_put_varint(q, c - d->calls);
+			q += wire_put_varint(q, b - d->bytes);
 			len = (size_t)(q - sites_buf) - WIRE_VARINT_MAX;
 			n++;
-			e->sent_calls = c;
-			e->sent_bytes = b;
+			d->calls = c;
+			d->bytes = b;
 			if (len + 3 * WIRE_VARINT_MAX > SITES_BUF - WIRE_VARINT_MAX)
 				sites_flush(&len, &n);
 		}

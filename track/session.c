@@ -213,7 +213,7 @@ int trk_start(const struct trk_config *cfg)
 		ret = -EPIPE;
 		goto out_close;
 	}
-	trk_smp_start(fd); /* sampling asked for from the start: before the first hook records */
+	trk_smp_start(fd, cfg); /* sampling asked for from the start: before the first hook records */
 	atomic_store(&trk_g.state, TRK_ON);
 	ret = trk_timer_start();
 	if (ret < 0) {

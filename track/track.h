@@ -36,6 +36,12 @@
 
 #define TRK_DEPTH_DEFAULT 64 /* frames kept per stack (HEAPTAP_DEPTH) */
 #define TRK_DEPTH_MAX 256
+/*
+ * How long inject/'s trk_start waits for heaptap's first WIRE_CTL_SAMPLE
+ * (cfg.sample_wait_ms): in the library's own thread, before any hook is
+ * installed, so only the attach waits, never the target.
+ */
+#define TRK_SAMPLE_WAIT_MS 2000
 
 /* The allocator functions the hooks forward to; every member must be set. */
 struct trk_real {
@@ -67,6 +73,17 @@ struct trk_config {
 	 */
 	void (*before_end)(void *arg, uint64_t *slots_restored, uint64_t *slots_left);
 	void *before_end_arg;
+	/*
+	 * How the session starts (docs/track.md "Sampling"). sample_given
+	 * nonzero: with sample_rate (mean bytes between samples, 0 = full
+	 * tracing) and sample_seed (0 = from the clock), at once; heaptap's
+	 * WIRE_CTL_SAMPLE records change them later. Else trk_start waits up
+	 * to sample_wait_ms for heaptap's first WIRE_CTL_SAMPLE on fd (0: takes
+	 * it only if it is there already) and traces fully without one.
+	 */
+	int sample_given;
+	uint64_t sample_rate, sample_seed;
+	unsigned sample_wait_ms;
 };
 
 /*

@@ -8,7 +8,12 @@
  *     sampled pointers, SITES totals exact;
  *   - switched to full tracing and back on the live session;
  *   - the sampled-pointer set against a reference under churn;
- *   - a session without sampling is unchanged (plain ALLOC, every free).
+ *   - a session without sampling is unchanged (plain ALLOC, every free);
+ *   - the start rate from trk_config (preload/'s HEAPTAP_SAMPLE) gives the
+ *     same samples as the same rate and seed sent as CTL_SAMPLE; an attach
+ *     start (sample_wait_ms) waits for a CTL_SAMPLE that comes late;
+ *   - the hot path's counts stay exact with more call sites than slots
+ *     (probing, the "other" slot) and through realloc.
  */
 #include <check.h>
 #include <errno.h>
@@ -260,6 +265,54 @@ static void start(struct reader *r, uint64_t rate, uint64_t seed)
 	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
 }
 
+/*
+ * start_cfg - a session whose start rate is in trk_config (nothing waits in
+ * the socket), or, with wait_ms, comes as CTL_SAMPLE from a thread after
+ * late_ms while trk_start waits for it.
+ */
+struct late_ctl {
+	int fd;
+	unsigned late_ms;
+	uint64_t rate, seed;
+};
+
+static void *late_main(void *arg)
+{
+	struct late_ctl *l = arg;
+
+	usleep(l->late_ms * 1000);
+	send_sample(l->fd, l->rate, l->seed);
+	return NULL;
+}
+
+static void start_cfg(struct reader *r, uint64_t rate, uint64_t seed, unsigned wait_ms,
+		      unsigned late_ms)
+{
+	struct trk_config cfg = { 0 };
+	struct late_ctl l = { 0 };
+	pthread_t th;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(r, 0, sizeof(*r));
+	r->fd = sv[1];
+	trk_set_real(&libc_real);
+	cfg.fd = sv[0];
+	if (wait_ms) {
+		cfg.sample_wait_ms = wait_ms;
+		l = (struct late_ctl){ .fd = r->fd, .late_ms = late_ms, .rate = rate, .seed = seed };
+		ck_assert_int_eq(pthread_create(&th, NULL, late_main, &l), 0);
+	} else {
+		cfg.sample_given = 1;
+		cfg.sample_rate = rate;
+		cfg.sample_seed = seed;
+	}
+	ck_assert_int_eq(trk_start(&cfg), 0);
+	if (wait_ms)
+		pthread_join(th, NULL);
+	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
+}
+
 static void finish(struct reader *r, struct sstream *s)
 {
 	trk_stop(WIRE_END_STOP);
@@ -426,6 +479,150 @@ START_TEST(fixed_seed_repeats)
 }
 END_TEST
 
+/* the start rate from trk_config: sampling from the first allocation, the same samples as CTL_SAMPLE */
+START_TEST(rate_from_config)
+{
+	uint64_t sum[2] = { 0 }, n[2] = { 0 }, frees[2] = { 0 };
+
+	for (int run = 0; run < 2; run++) {
+		struct reader r;
+		struct sstream s;
+
+		if (run == 0) {
+			start_cfg(&r, 4096, 777, 0, 0);
+			/* no control record was sent: the rate is there at once */
+			ck_assert_uint_eq(atomic_load(&trk_smp.rate), 4096);
+			ck_assert_int_eq(trk_smp_filtering(), 1);
+		} else {
+			start(&r, 4096, 777);
+		}
+		for (int i = 0; i < 20000; i++)
+			trk_free(site_mid(100 + (size_t)(i % 50)));
+		finish(&r, &s);
+		for (size_t i = 0; i < s.nev; i++) {
+			ck_assert_int_ne(s.ev[i].op, WIRE_EV_ALLOC);
+			if (s.ev[i].op == WIRE_EV_ALLOC_W) {
+				n[run]++;
+				sum[run] += s.ev[i].size * 1000003u + s.ev[i].weight;
+			}
+			frees[run] += s.ev[i].op == WIRE_EV_FREE;
+		}
+		ck_assert_uint_eq(frees[run], n[run]);
+		free(s.ev);
+	}
+	ck_assert_uint_gt(n[0], 100);
+	ck_assert_uint_eq(n[0], n[1]);
+	ck_assert_uint_eq(sum[0], sum[1]);
+}
+END_TEST
+
+/* an attach start waits for heaptap's first CTL_SAMPLE, which comes late: sampling from the start */
+START_TEST(attach_waits_for_rate)
+{
+	struct reader r;
+	struct sstream s;
+	uint64_t w = 0, f = 0;
+
+	start_cfg(&r, 8192, 3, 10000, 200);
+	/* set before trk_start returned (so before any hook is installed) */
+	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 8192);
+	ck_assert_int_eq(trk_smp_filtering(), 1);
+	for (int i = 0; i < 5000; i++)
+		trk_free(site_mid(300));
+	finish(&r, &s);
+	for (size_t i = 0; i < s.nev; i++) {
+		ck_assert_int_ne(s.ev[i].op, WIRE_EV_ALLOC);
+		w += s.ev[i].op == WIRE_EV_ALLOC_W;
+		f += s.ev[i].op == WIRE_EV_FREE;
+	}
+	ck_assert_uint_gt(w, 50);
+	ck_assert_uint_eq(f, w);
+	free(s.ev);
+}
+END_TEST
+
+/* 1500 call sites (more than the 1024 slots): totals exact, the rest in "other" (ip 0) */
+#define SITE1 trk_free(trk_malloc(24 + k));
+#define SITE10 SITE1 SITE1 SITE1 SITE1 SITE1 SITE1 SITE1 SITE1 SITE1 SITE1
+#define SITE100 SITE10 SITE10 SITE10 SITE10 SITE10 SITE10 SITE10 SITE10 SITE10 SITE10
+__attribute__((noinline)) static void many_sites(size_t k)
+{
+	SITE100 SITE100 SITE100 SITE100 SITE100 SITE100 SITE100 SITE100 SITE100 SITE100
+	SITE100 SITE100 SITE100 SITE100 SITE100
+	__asm__ volatile("" ::: "memory");
+}
+
+START_TEST(many_sites_exact)
+{
+	struct reader r;
+	struct sstream s;
+	uint64_t calls = 0, bytes = 0, want_bytes = 0, other = 0;
+
+	start(&r, 1 << 20, 11);
+	for (size_t k = 0; k < 40; k++) {
+		many_sites(k);
+		want_bytes += 1500 * (24 + k);
+	}
+	finish(&r, &s);
+	for (size_t i = 0; i < s.nsites; i++) {
+		calls += s.sites[i].calls;
+		bytes += s.sites[i].bytes;
+		if (!s.sites[i].ip)
+			other = s.sites[i].calls;
+		else
+			ck_assert_uint_eq(s.sites[i].calls, 40); /* a site of its own: all its calls */
+	}
+	ck_assert_uint_eq(calls, 1500 * 40);
+	ck_assert_uint_eq(bytes, want_bytes);
+	/* nearly every slot taken (a site gives up after 8 probes), plus "other" */
+	ck_assert_uint_ge(s.nsites, 900);
+	ck_assert_uint_le(s.nsites, 1025);
+	ck_assert_uint_ge(other, (1500 - 1024) * 40);
+	free(s.ev);
+}
+END_TEST
+
+/* realloc through the fast path: exact site totals, every sampled block freed once */
+__attribute__((noinline)) static void *site_realloc(void *p, size_t n)
+{
+	void *q = trk_realloc(p, n);
+
+	__asm__ volatile("" ::: "memory");
+	return q;
+}
+
+START_TEST(realloc_counts_exact)
+{
+	struct reader r;
+	struct sstream s;
+	uint64_t calls = 0, bytes = 0, want = 0, w = 0, f = 0;
+
+	start(&r, 64 * 1024, 21);
+	for (int i = 0; i < 50000; i++) {
+		void *p = site_realloc(NULL, 100);
+
+		p = site_realloc(p, 700 + (size_t)(i % 3));
+		trk_free(p);
+		want += 800 + (size_t)(i % 3);
+	}
+	finish(&r, &s);
+	for (size_t i = 0; i < s.nsites; i++) {
+		calls += s.sites[i].calls;
+		bytes += s.sites[i].bytes;
+	}
+	ck_assert_uint_eq(calls, 100000);
+	ck_assert_uint_eq(bytes, want);
+	for (size_t i = 0; i < s.nev; i++) {
+		w += s.ev[i].op == WIRE_EV_ALLOC_W;
+		f += s.ev[i].op == WIRE_EV_FREE;
+	}
+	ck_assert_uint_gt(w, 100);
+	/* a sampled block is freed by the next realloc or the free: exactly once each */
+	ck_assert_uint_eq(f, w);
+	free(s.ev);
+}
+END_TEST
+
 START_TEST(switch_full_and_back)
 {
 	struct reader r;
@@ -574,6 +771,10 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, sampled_from_start);
 	tcase_add_test(tc, fixed_seed_repeats);
+	tcase_add_test(tc, rate_from_config);
+	tcase_add_test(tc, attach_waits_for_rate);
+	tcase_add_test(tc, many_sites_exact);
+	tcase_add_test(tc, realloc_counts_exact);
 	tcase_add_test(tc, switch_full_and_back);
 	tcase_add_test(tc, set_under_churn);
 	tcase_add_test(tc, full_session_unchanged);
