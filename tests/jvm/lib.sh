@@ -35,7 +35,7 @@ suite_cleanup()
 	[ -n "$HW_PID" ] && kill -KILL "$HW_PID" 2>/dev/null
 }
 
-# at exit (lib_cleanup): ask the Java program to quit, then kill it
+# at exit (cleanup): ask the Java program to quit, then kill it
 target_stop()
 {
 	[ -n "${JVM[1]:-}" ] && { echo quit >&"${JVM[1]}"; } 2>/dev/null

@@ -43,7 +43,7 @@ show()
 command -v python3 >/dev/null || fail "python3 is needed to read JSON reports"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-${LIB_TAG:-test}.XXXXXX") || fail "mktemp"
-lib_cleanup()
+cleanup()
 {
 	[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
 	declare -F suite_cleanup >/dev/null && suite_cleanup
@@ -54,7 +54,7 @@ lib_cleanup()
 	[ -n "${LIB_KEEP:-}" ] && { echo "keeping $tmp" >&2; return; }
 	rm -rf "$tmp"
 }
-trap lib_cleanup EXIT
+trap cleanup EXIT
 ulimit -c 0
 
 # ptrace must be allowed: Yama scope 3 forbids it, and a scope >= 1 needs root

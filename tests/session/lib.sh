@@ -18,7 +18,7 @@ SESSION_SRC=${SESSION_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 
 [ -x "${SESSION_SERVICE:-}" ] || fail "SESSION_SERVICE is not an executable: ${SESSION_SERVICE:-unset}"
 
-# at exit (lib_cleanup): let the service go on if stopped, ask it to quit, then kill it
+# at exit (cleanup): let the service go on if stopped, ask it to quit, then kill it
 target_stop()
 {
 	kill -CONT "$TPID" 2>/dev/null
