@@ -67,6 +67,8 @@ struct elfr_file;
 #define ATT_LD_GO 184		/* u32 set by heaptap once the hijacked thread is released */
 #define ATT_LD_GO_WAITS 188	/* u32 polls of the go word before starting anyway */
 #define ATT_LD_GO_TS 192	/* struct timespec: one such poll's sleep */
+#define ATT_LD_BASE_GO 208	/* what it unmaps when go was set: the trampoline page too */
+#define ATT_LD_SIZE_GO 216
 #define ATT_LD_ERR 256		/* dlerror() text */
 #define ATT_LD_ERRCAP 512
 #define ATT_LD_STRINGS 768	/* path, symbol, argument */

@@ -9,12 +9,13 @@
  *   att_inject_start (thread stopped)          undo on failure
  *     stage                                    att_unstage (att_inject_wait, att_free)
  *     att_call_begin: 3 pages r-x, errno       att_call_end: munmap, errno, mask, regs
- *     mprotect data page rw
+ *     mprotect data page rw (via the trampoline)
  *     write loader code and data
  *     pthread_create(&t, NULL, code, data)     -- (fails: no thread, all 3 pages go)
- *     att_call_end unmaps the trampoline page only; the loader owns the other two
+ *     att_call_end: errno, mask, regs; no munmap (the loader owns the pages)
  *   att_release
- *   att_inject_wait (nothing stopped)          reads the data page (process_vm_readv)
+ *   att_inject_wait (nothing stopped)          sets go, reads the data page (process_vm_readv)
+ *   the loader unmaps all 3 pages after go, only its 2 without (heaptap died)
  *
  * The loader runs with every asynchronous signal blocked (inherited: the
  * hijacked thread's mask is blocked during the calls, and the loader
@@ -90,6 +91,8 @@ static void build_data(const struct att_ctx *ctx, unsigned char *p, uint64_t cod
 	put64(p, ATT_LD_FN_DETACH, ctx->fn_pthread_detach);
 	put64(p, ATT_LD_BASE, code);
 	put64(p, ATT_LD_SIZE, 2 * PAGE);
+	put64(p, ATT_LD_BASE_GO, code - PAGE);
+	put64(p, ATT_LD_SIZE_GO, 3 * PAGE);
 	put64(p, ATT_LD_PATH, data + ATT_LD_STRINGS);
 	put64(p, ATT_LD_SYM, data + ATT_LD_STRINGS + lp);
 	put64(p, ATT_LD_ARG, data + ATT_LD_STRINGS + lp + ls);
@@ -143,12 +146,12 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 	args[0] = data_at;
 	args[1] = PAGE;
 	args[2] = PROT_READ | PROT_WRITE;
-	why = att_call_sys(ctx, ctx->fn_mprotect, args, 3, SYS_mprotect, &ret);
+	/* through the trampoline (one stop), which exists from here */
+	why = att_call_raw(ctx, ctx->fn_mprotect, args, 3, &ret);
 	if (why)
 		return why;
-	if (ret != 0)
-		return att_fail(ctx, ATT_E_REMOTE_MMAP, (int)-(int64_t)ret,
-				"mprotect of the loader's data page");
+	if ((int)ret != 0)
+		return att_fail(ctx, ATT_E_REMOTE_MMAP, 0, "mprotect of the loader's data page");
 	code = att_arch_loader(&len);
 	page = malloc(PAGE);
 	if (!page)
@@ -166,8 +169,10 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 
 	/*
 	 * From here the loader may exist and own pages 2-3: only the
-	 * trampoline page is unmapped, unless pthread_create says for sure
-	 * that no thread was made.
+	 * trampoline page is unmapped here, unless pthread_create says for
+	 * sure that no thread was made; after a success nothing is: the
+	 * loader unmaps all three pages once heaptap's go says the hijacked
+	 * thread has left the trampoline for good (only its own two without).
 	 */
 	ctx->scratch_size = PAGE;
 	ctx->ld.t_spawn = ctx->ld.t_ref = att_now_ns();
@@ -183,6 +188,7 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 		return att_fail(ctx, ATT_E_THREAD_CREATE, (int)ret, "pthread_create returned %d",
 				(int)ret);
 	}
+	ctx->scratch = 0;	/* att_call_end: no munmap, the loader does it */
 	ctx->ld.data = data_at;
 	ctx->ld.pending = true;
 	ctx->ld.threaded = true;

@@ -20,7 +20,10 @@
  *            3 (dlsym) or 4 (start returned nonzero)
  *   wait, at most ATT_LD_WAITS polls of ATT_LD_TS, for heaptap to set the
  *   ack word once it has read the outcome (heaptap polls every 0.2 ms)
- *   tail call munmap(code page, 2 pages) with the stack as at entry, so
+ *   tail call munmap of its pages, with the trampoline page before them if
+ *   heaptap's go came (the hijacked thread is released and never returns
+ *   there; without go, heaptap may have died mid-call and the page must
+ *   stay), with the stack as at entry, so
  *   munmap returns straight into libc's thread start code, which ends the
  *   thread as if the routine had returned (value 0): nothing of ours runs
  *   after the pages are gone.
@@ -125,6 +128,12 @@ __asm__(".pushsection .rodata.att_loader,\"a\"\n"
 	"	jmp 10b\n"
 	"9:	mov " S(ATT_LD_BASE) "(%rbx), %rdi\n"
 	"	mov " S(ATT_LD_SIZE) "(%rbx), %rsi\n"
+	"	mov " S(ATT_LD_GO) "(%rbx), %eax\n"	/* released: the trampoline page goes too */
+	"	test %eax, %eax\n"
+	"	jz 13f\n"
+	"	mov " S(ATT_LD_BASE_GO) "(%rbx), %rdi\n"
+	"	mov " S(ATT_LD_SIZE_GO) "(%rbx), %rsi\n"
+	"13:\n"
 	"	mov " S(ATT_LD_FN_MUNMAP) "(%rbx), %rax\n"
 	"	add $8, %rsp\n"
 	"	pop %r12\n"

@@ -105,10 +105,9 @@ echo "killed: heaptap SIGKILLed mid-attach"
 start_victim
 n=0
 # the command's calls (attach/loader.c): 1 mmap, 2 __errno_location, 3 mprotect,
-# 4 pthread_create (from here a loader thread loads the library on its own),
-# 5 munmap of the trampoline page
+# 4 pthread_create (from here a loader thread loads the library on its own)
 for step in stopped masked resumed@2:kill end@2 resumed@3:kill end@3 resumed@4:kill end@4 \
-	resumed@5:kill end@5 restore-fp restored random random random random random; do
+	restore-fp restored random random random random random; do
 	hang=$step
 	[ "$step" = random ] && hang=stopped
 	HEAPTAP_HANG=$hang "$HEAPTAP" attach -o "$tmp/k$n.htap" "$VPID" 2>"$tmp/k$n.err" </dev/null &
@@ -131,7 +130,7 @@ wait "$VPID" 2>/dev/null
 VPID=
 
 echo "exited: the process SIGKILLed while heaptap is inside the attach"
-for step in stopped saved end@1 end@3 end@5 restore-fp; do
+for step in stopped saved end@1 end@3 end@4 restore-fp; do
 	start_victim
 	HEAPTAP_HANG=$step "$HEAPTAP" attach -o "$tmp/e.htap" "$VPID" 2>"$tmp/e.err" </dev/null &
 	ht=$!
