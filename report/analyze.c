@@ -209,6 +209,7 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 		goto out_free;
 	ret = -ENOMEM;
 	d->trace_cost = calloc(d->ntraces + 1, sizeof(*d->trace_cost));
+	rpt_want_huge_pages(d->trace_cost, (d->ntraces + 1) * sizeof(*d->trace_cost));
 	if (!d->trace_cost)
 		goto out_free;
 	for (i = 0; i < d->ninfos; i++)

@@ -373,9 +373,12 @@ int html_flame_build(const struct rpt_data *d, size_t max_nodes, struct html_fla
 	memset(fl, 0, sizeof(*fl));
 	fl->nodes = malloc(b.cap * sizeof(*fl->nodes));
 	b.links = malloc(b.cap * sizeof(*b.links));
-	tnode = calloc(d->ntraces + 1, sizeof(*tnode));
+	tnode = malloc((d->ntraces + 1) * sizeof(*tnode));
 	if (!fl->nodes || !b.links || !tnode || !max_nodes)
 		goto out;
+	/* their page faults cost more than the work on them (deep: 384 k nodes) */
+	rpt_want_huge_pages(fl->nodes, b.cap * sizeof(*fl->nodes));
+	rpt_want_huge_pages(b.links, b.cap * sizeof(*b.links));
 	/* the root */
 	if (new_node(&b, 0, KEY_ROOT) != 0)
 		goto out;
