@@ -46,7 +46,7 @@
 #include "elf/elfr.h"
 #include "track/wire.h"
 
-#define STOP_MS 2000	     /* STOP read and slot restored while heaptap reads nothing */
+#define STOP_MS 5000	     /* STOP read and slot restored while heaptap reads nothing */
 #define STALL_LIMIT_MS 10000 /* the library's TRK_SEND_STALL_MS */
 #define MAX_SLOTS 256
 
