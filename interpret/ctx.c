@@ -22,6 +22,7 @@ void itp_ctx_free(struct itp_ctx *c)
 	for (i = 0; i < c->heap.n; i++)
 		itp_chunk_free(c->heap.v[i]);
 	free(c->heap.v);
+	itp_chunks_free_spare(c);
 	free(c->scratch);
 	free(c->ticks);
 	free(c->exe);

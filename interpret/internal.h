@@ -215,9 +215,18 @@ struct itp_ev {
 struct itp_chunk {
 	struct itp_ev *ev;
 	size_t n, pos;
+	size_t cap;    /* events ev has room for */
 	uint32_t slot; /* thread slot of the chunk's tid */
 	size_t bytes;  /* accounted in itp_ctx.pending_bytes */
+	struct itp_chunk *next_spare; /* on itp_ctx.spare once drained */
 };
+
+/*
+ * Drained chunks kept for the next park (order.c): a busy two-thread stream
+ * parks about every other chunk, and a fresh malloc of a few hundred KiB
+ * each time made the heap grow and shrink (brk, page faults) per chunk.
+ */
+#define ITP_SPARE_CHUNKS 8
 
 struct itp_heap {
 	struct itp_chunk **v; /* min-heap by v[i]->ev[v[i]->pos].seq */
@@ -234,6 +243,9 @@ static inline uint64_t itp_heap_min(const struct itp_heap *h)
 }
 /* itp_chunk_free - free a chunk and any module it still owns. Accepts NULL. */
 void itp_chunk_free(struct itp_chunk *c);
+struct itp_ctx;
+/* itp_chunks_free_spare - free the drained chunks kept for reuse. */
+void itp_chunks_free_spare(struct itp_ctx *c);
 
 struct itp_tick {
 	uint64_t time_ns, rss, seq;
@@ -328,6 +340,8 @@ struct itp_ctx {
 	/* ordering */
 	uint64_t next_seq; /* every smaller seq is applied or skipped */
 	struct itp_heap heap;
+	struct itp_chunk *spare; /* drained chunks for reuse, at most ITP_SPARE_CHUNKS */
+	size_t nspare;
 	size_t pending_bytes, reorder_limit;
 	struct itp_tick *ticks; /* FIFO ring */
 	size_t tick_head, tick_n, tick_cap;

@@ -108,6 +108,30 @@ void itp_chunk_free(struct itp_chunk *ch)
 	free(ch);
 }
 
+/* recycle - keep a drained chunk (no module left in it) for the next park, or free it */
+static void recycle(struct itp_ctx *c, struct itp_chunk *ch)
+{
+	if (c->nspare >= ITP_SPARE_CHUNKS) {
+		itp_chunk_free(ch);
+		return;
+	}
+	ch->next_spare = c->spare;
+	c->spare = ch;
+	c->nspare++;
+}
+
+void itp_chunks_free_spare(struct itp_ctx *c)
+{
+	while (c->spare) {
+		struct itp_chunk *ch = c->spare;
+
+		c->spare = ch->next_spare;
+		free(ch->ev);
+		free(ch);
+	}
+	c->nspare = 0;
+}
+
 /* ---- threads ------------------------------------------------------- */
 
 int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot)
@@ -275,7 +299,10 @@ int itp_order_drain(struct itp_ctx *c, int skip_gaps)
 	out_pop:
 		itp_heap_pop(h);
 		c->pending_bytes -= ch->bytes;
-		itp_chunk_free(ch);
+		if (ch->pos == ch->n)
+			recycle(c, ch);
+		else
+			itp_chunk_free(ch);
 		if (rc)
 			return rc;
 	}
@@ -284,24 +311,60 @@ int itp_order_drain(struct itp_ctx *c, int skip_gaps)
 	return 0;
 }
 
+/*
+ * new_chunk - a pending chunk with room for n events: a spare one big
+ * enough (the first that is, else the first grown), or a new one.
+ */
+static struct itp_chunk *new_chunk(struct itp_ctx *c, size_t n)
+{
+	struct itp_chunk *ch = c->spare, **pp = &c->spare;
+
+	while (ch && ch->cap < n) {
+		pp = &ch->next_spare;
+		ch = ch->next_spare;
+	}
+	if (!ch && c->spare) {
+		/* none big enough: grow the first */
+		struct itp_ev *v;
+
+		ch = c->spare;
+		pp = &c->spare;
+		v = realloc(ch->ev, n * sizeof(*v));
+		if (!v)
+			return NULL;
+		ch->ev = v;
+		ch->cap = n;
+	}
+	if (ch) {
+		*pp = ch->next_spare;
+		c->nspare--;
+		return ch;
+	}
+	ch = malloc(sizeof(*ch));
+	if (!ch)
+		return NULL;
+	ch->ev = malloc(n * sizeof(*ch->ev));
+	if (!ch->ev) {
+		free(ch);
+		return NULL;
+	}
+	ch->cap = n;
+	return ch;
+}
+
 /* copy ev[0..n) into a new pending chunk (taking the module pointers) */
 static int park(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev, size_t n)
 {
-	struct itp_chunk *ch = malloc(sizeof(*ch));
+	struct itp_chunk *ch = new_chunk(c, n);
 	int rc;
 
 	if (!ch)
 		goto out_nomem;
-	ch->ev = malloc(n * sizeof(*ch->ev));
-	if (!ch->ev) {
-		free(ch);
-		goto out_nomem;
-	}
 	memcpy(ch->ev, ev, n * sizeof(*ev));
 	ch->n = n;
 	ch->pos = 0;
 	ch->slot = slot;
-	ch->bytes = sizeof(*ch) + n * sizeof(*ev);
+	ch->bytes = sizeof(*ch) + ch->cap * sizeof(*ev);
 	if (itp_heap_push(&c->heap, ch)) {
 		itp_chunk_free(ch);
 		return itp_fail(c, ITP_E_NOMEM, "out of memory reordering events");
