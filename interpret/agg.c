@@ -15,18 +15,22 @@
  * Calibration (sampled sessions; as report/calibrate.c does for a
  * recording): the exact counts per immediate call site (interpret/sites.c,
  * summed as WIRE_REC_SITES records come, about once a second) are
- * auxiliary information. A view's trace whose weighted allocations sum to
- * S bytes (since the start) at a leaf site with E exact bytes has its
- * values multiplied by E / S summed over the site's traces (objects by the
- * ratio of calls), so each site's estimates follow its exact counts and the
- * samples only share them out over stacks and over live and freed. Traces
- * that never had a weighted allocation (full tracing) are exact and left
- * alone; samples at a site the counts do not name join the counts' "other"
- * entry (ip 0), or stay as sampled when there is none. A site counted
- * since the last snapshot but never sampled gets a trace of its own (the
- * site alone) with its exact calls and bytes allocated since then and
- * nothing in use (not known). The counts lag the samples by up to a
- * second, so the first snapshots of a session read a little low.
+ * auxiliary information. Traces that never had a weighted allocation (full
+ * tracing) are exact and left alone; samples at a site the counts do not
+ * name join the counts' "other" entry (ip 0), or stay as sampled when there
+ * is none. For a site with counts:
+ *   - in use: the ratio estimate, each trace's values times the site's
+ *     exact bytes (calls) over its samples' sums when those counts came
+ *     (itp_agg_sites notes them), so the counts' lag does not bias it;
+ *   - allocated since the last snapshot: the growth of the site's exact
+ *     counts since then, brought to now (the samples that came after the
+ *     last counts are added at that ratio), shared by the site's traces as
+ *     their samples since then (as all their samples when none came). The
+ *     snapshots then add up to the exact counts; the first snapshots before
+ *     and at the first counts use the raw samples and the ratio.
+ * A site counted since the last snapshot but never sampled gets a trace of
+ * its own (the site alone) with its exact calls and bytes allocated since
+ * then and nothing in use (not known).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -134,12 +138,18 @@ void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes)
 	t->inuse_bytes -= (int64_t)bytes;
 }
 
+/* A site's exact counts brought to the moment of a snapshot (see calibrate). */
+struct est_sums {
+	long double bytes, objects;
+};
+
 /* A view's traces and ips calibrated to the site counts (owned copies). */
 struct calib {
 	struct itp_snap_trace *t;
 	size_t nt;
 	uint64_t *ips;
 	size_t nips;
+	struct est_sums *est; /* per site index */
 };
 
 /* The site index of trace t's leaf, or other (UINT32_MAX: none). */
@@ -164,6 +174,54 @@ static int64_t times(int64_t x, long double f)
 	return (int64_t)(v < 0 ? v - 0.5L : v + 0.5L);
 }
 
+/* sums - per site index, the sums of its traces' weighted allocations so far. */
+static void sums(struct itp_ctx *c, long double *sb, long double *so, uint32_t other)
+{
+	struct itp_agg *g = &c->agg;
+	uint32_t si;
+
+	for (size_t t = 1; t < g->nt && t < g->cap_cum; t++) {
+		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX)
+			continue;
+		sb[si] += (long double)g->cum[t].bytes;
+		so[si] += (long double)g->cum[t].objects;
+	}
+}
+
+static uint32_t other_site(const struct itp_ctx *c)
+{
+	uint32_t other;
+
+	return itp_map_get(&c->sites.idx, 0, &other) ? other : UINT32_MAX;
+}
+
+int itp_agg_sites(struct itp_ctx *c)
+{
+	struct itp_agg *g = &c->agg;
+	const struct itp_sites *st = &c->sites;
+	long double *sb, *so;
+
+	if (!c->opt->snapshot || !st->n || !g->cum)
+		return 0;
+	if (grow((void **)&g->site_s, &g->cap_site_s, st->n, sizeof(*g->site_s)))
+		return itp_fail(c, ITP_E_NOMEM, "out of memory for snapshot sums");
+	sb = calloc(st->n, sizeof(*sb));
+	so = calloc(st->n, sizeof(*so));
+	if (!sb || !so) {
+		free(sb);
+		free(so);
+		return itp_fail(c, ITP_E_NOMEM, "out of memory for snapshot sums");
+	}
+	sums(c, sb, so, other_site(c));
+	for (size_t i = 0; i < st->n; i++) {
+		g->site_s[i].bytes = (uint64_t)sb[i];
+		g->site_s[i].objects = (uint64_t)so[i];
+	}
+	free(sb);
+	free(so);
+	return 0;
+}
+
 /*
  * calibrate - fill cal (see the file header); 0 with cal empty when there
  * is nothing to calibrate, -ENOMEM. The sites seen now become "the last
@@ -173,7 +231,8 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 {
 	struct itp_agg *g = &c->agg;
 	const struct itp_sites *st = &c->sites;
-	long double *sb = NULL, *so = NULL;
+	long double *sb = NULL, *so = NULL, *db = NULL, *dob = NULL;
+	struct est_sums *est = NULL;
 	uint32_t other = UINT32_MAX, si;
 	size_t t, i, nx = 0, x = 0;
 	int ret = -ENOMEM;
@@ -183,17 +242,40 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 		return 0;
 	if (grow((void **)&g->site_last, &g->cap_site_last, st->n, sizeof(*g->site_last)))
 		return -ENOMEM;
-	if (!itp_map_get(&st->idx, 0, &other))
-		other = UINT32_MAX;
+	other = other_site(c);
 	sb = calloc(st->n, sizeof(*sb));
 	so = calloc(st->n, sizeof(*so));
 	if (!sb || !so)
 		goto out;
+	sums(c, sb, so, other);
+	/* the samples' sums since the last snapshot, per site */
+	db = calloc(st->n, sizeof(*db));
+	dob = calloc(st->n, sizeof(*dob));
+	est = calloc(st->n, sizeof(*est));
+	if (!db || !dob || !est)
+		goto out;
 	for (t = 1; t < g->nt && t < g->cap_cum; t++) {
 		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX)
 			continue;
-		sb[si] += (long double)g->cum[t].bytes;
-		so[si] += (long double)g->cum[t].objects;
+		db[si] += (long double)g->t[t].alloc_bytes;
+		dob[si] += (long double)g->t[t].alloc_objects;
+	}
+	/*
+	 * Each site's exact counts brought to now: the counts came with its
+	 * samples' sums at that moment (site_s); the samples since then are
+	 * added at the ratio of the two. When the last counts came after every
+	 * sample (the end of a session) this is the counts themselves.
+	 */
+	for (i = 0; i < st->n; i++) {
+		long double at = i < g->cap_site_s ? (long double)g->site_s[i].bytes : 0;
+		long double ato = i < g->cap_site_s ? (long double)g->site_s[i].objects : 0;
+
+		est[i].bytes = (long double)st->v[i].bytes;
+		est[i].objects = (long double)st->v[i].calls;
+		if (at > 0 && sb[i] > at)
+			est[i].bytes += (sb[i] - at) * (long double)st->v[i].bytes / at;
+		if (ato > 0 && so[i] > ato)
+			est[i].objects += (so[i] - ato) * (long double)st->v[i].calls / ato;
 	}
 	for (i = 0; i < st->n; i++)
 		if (sb[i] == 0 && st->v[i].calls != g->site_last[i].objects)
@@ -210,12 +292,38 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 
 		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX || sb[si] <= 0)
 			continue;
-		fb = (long double)st->v[si].bytes / sb[si];
-		fo = so[si] > 0 ? (long double)st->v[si].calls / so[si] : 1;
+		/* the samples' sums as they were when the counts came, if any then */
+		if (si < g->cap_site_s && g->site_s[si].bytes) {
+			fb = (long double)st->v[si].bytes / (long double)g->site_s[si].bytes;
+			fo = g->site_s[si].objects ? (long double)st->v[si].calls /
+							 (long double)g->site_s[si].objects
+						   : 1;
+		} else {
+			fb = (long double)st->v[si].bytes / sb[si];
+			fo = so[si] > 0 ? (long double)st->v[si].calls / so[si] : 1;
+		}
 		tr->inuse_bytes = times(tr->inuse_bytes, fb);
+		tr->inuse_objects = times(tr->inuse_objects, fo);
+		if (si < g->nsite_last) {
+			/*
+			 * A site the last snapshot calibrated: what it allocated
+			 * since then is the growth of its exact counts, brought
+			 * to now (est_now), shared by its stacks as their samples
+			 * since then (or, with none, as all their samples).
+			 */
+			long double eb = est[si].bytes - (long double)g->site_last[si].bytes;
+			long double ec = est[si].objects - (long double)g->site_last[si].objects;
+			long double wb = db[si] > 0 ? (long double)tr->alloc_bytes / db[si]
+						     : (long double)g->cum[t].bytes / sb[si];
+			long double wo = dob[si] > 0 ? (long double)tr->alloc_objects / dob[si]
+						      : so[si] > 0 ? (long double)g->cum[t].objects / so[si] : 0;
+
+			tr->alloc_bytes = eb > 0 ? (uint64_t)times(1, eb * wb) : 0;
+			tr->alloc_objects = ec > 0 ? (uint64_t)times(1, ec * wo) : 0;
+			continue;
+		}
 		tr->alloc_bytes = (uint64_t)times((int64_t)(tr->alloc_bytes > INT64_MAX ? INT64_MAX
 										 : tr->alloc_bytes), fb);
-		tr->inuse_objects = times(tr->inuse_objects, fo);
 		tr->alloc_objects = (uint64_t)times((int64_t)(tr->alloc_objects > INT64_MAX
 								   ? INT64_MAX : tr->alloc_objects), fo);
 	}
@@ -235,11 +343,15 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 	}
 	cal->nt = g->nt + nx;
 	cal->nips = g->nips + nx;
+	cal->est = est;
 	ret = 0;
 out:
 	free(sb);
 	free(so);
+	free(db);
+	free(dob);
 	if (ret) {
+		free(est);
 		free(cal->t);
 		free(cal->ips);
 		memset(cal, 0, sizeof(*cal));
@@ -287,13 +399,21 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 		s.ips = cal.ips;
 		s.nips = cal.nips;
 		for (i = 0; i < c->sites.n; i++) {
-			g->site_last[i].objects = c->sites.v[i].calls;
-			g->site_last[i].bytes = c->sites.v[i].bytes;
+			uint64_t eb = (uint64_t)(cal.est[i].bytes + 0.5L);
+			uint64_t eo = (uint64_t)(cal.est[i].objects + 0.5L);
+
+			/* an estimate that went too far last time is not counted twice */
+			if (eb > g->site_last[i].bytes || i >= g->nsite_last)
+				g->site_last[i].bytes = eb;
+			if (eo > g->site_last[i].objects || i >= g->nsite_last)
+				g->site_last[i].objects = eo;
 		}
+		g->nsite_last = c->sites.n;
 	}
 	c->opt->snapshot(&s, c->opt->snapshot_arg);
 	free(cal.t);
 	free(cal.ips);
+	free(cal.est);
 	free(mods);
 	/* "allocated since the last snapshot" starts again */
 	for (i = 0; i < g->nt; i++)
@@ -309,5 +429,6 @@ void itp_agg_free_all(struct itp_agg *g)
 	free(g->info);
 	free(g->cum);
 	free(g->site_last);
+	free(g->site_s);
 	memset(g, 0, sizeof(*g));
 }

@@ -307,6 +307,9 @@ struct itp_agg {
 	size_t cap_cum;
 	struct itp_agg_cum *site_last; /* per site index: its exact counts at the last snapshot */
 	size_t cap_site_last;
+	size_t nsite_last;	  /* sites (indices below) the last snapshot calibrated */
+	struct itp_agg_cum *site_s; /* per site index: its samples' sums when its counts last came */
+	size_t cap_site_s;
 };
 
 int itp_agg_trace(struct itp_ctx *c, uint32_t idx, uint32_t parent, uint32_t ip);
@@ -315,6 +318,8 @@ int itp_agg_ip(struct itp_ctx *c, uint32_t idx, uint64_t ip);
 int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t size, uint64_t bytes,
 		  int weighted);
 void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes);
+/* itp_agg_sites - a SITES record was added: note each site's sample sums of this moment. */
+int itp_agg_sites(struct itp_ctx *c);
 /* itp_agg_snapshot - call opt->snapshot with the sums, then restart "allocated since". */
 void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns);
 void itp_agg_free_all(struct itp_agg *g);

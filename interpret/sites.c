@@ -63,7 +63,7 @@ int itp_sites_parse(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			return itp_fail(c, ITP_E_NOMEM, "out of memory adding site counts");
 	}
 	c->sites.records++;
-	return 0;
+	return itp_agg_sites(c);
 }
 
 int itp_sites_write(struct itp_ctx *c)
