@@ -147,6 +147,9 @@ START_TEST(test_attach_session)
 	stop = 0;
 	ck_assert_int_eq(pthread_create(&t, NULL, stop_later, NULL), 0);
 	opt.output = out;
+	/* as heaptap attach does: the library installs no hook before heaptap's first CTL_SAMPLE */
+	opt.sample_ctl = 1;
+	opt.sample_bytes = 0;
 	opt.stop = &stop;
 	opt.stop_timeout_ms = 10000;
 	memset(&res, 0, sizeof(res));
