@@ -131,6 +131,35 @@ struct trk_rule {
 
 #define TRK_RULES 1024 /* entries of the per-thread rule cache (16 KiB) */
 
+/*
+ * One frame of a CFI walk, kept so that the thread's next walk can take
+ * over the outer frames it shares (unwind.c): the frame's state, and the
+ * stack slots the step out of it read, with what they held.
+ */
+struct trk_wstep {
+	uintptr_t ra, sp, rbp; /* the frame's return address, sp and rbp */
+	uintptr_t rslot, rval; /* caller's return address read at rslot (0: outermost frame) */
+	uintptr_t bslot, bval; /* caller's rbp read at bslot (0: rbp unchanged) */
+};
+
+#define TRK_WALK_KEEP 64 /* a walk of at most this many frames is kept (2 x 3.5 KiB) */
+
+/*
+ * The per-thread recent-stack cache (tree.c): a stack seen lately by this
+ * thread -> its leaf, checked by comparing the frames themselves, so a hit
+ * costs neither the whole-stack hash nor the shared table's cache line.
+ */
+#define TRK_RS_BITS 6	  /* 64 entries */
+#define TRK_RS_FRAMES 32  /* stacks up to this deep (17 KiB in all) */
+
+struct trk_rstack {
+	uint32_t n;	  /* frames; 0 = empty */
+	uint32_t leaf;
+	uint32_t gen;	  /* the session leaf was announced in */
+	uint32_t pad;
+	uintptr_t f[TRK_RS_FRAMES];
+};
+
 /* An entry of the per-thread child cache. */
 struct trk_tcache {
 	uintptr_t ip;
@@ -187,6 +216,10 @@ struct trk_thr {
 	uintptr_t stack_lo, stack_hi; /* the owner's stack; hi 0 = unknown (no fast unwind) */
 	uint32_t rules_gen;	    /* trk_g.code_gen the rule cache belongs to */
 	struct trk_rule rules[TRK_RULES];
+	/* the last complete walk (wstep[wcur][0 .. walk_n)) and room for the next */
+	uint32_t walk_n, wcur;
+	struct trk_wstep wstep[2][TRK_WALK_KEEP];
+	struct trk_rstack rstack[1u << TRK_RS_BITS];
 	uint8_t data[TRK_BUF_SIZE];
 };
 

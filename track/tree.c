@@ -374,9 +374,66 @@ static inline void sc_put(struct trk_sc_bucket *b, int w, uint64_t h1, uint64_t 
 	atomic_store_explicit(&b->e[w].key, h1 ^ sc_leaf_mix(leaf), memory_order_release);
 }
 
+/* ---- the recent-stack cache (struct trk_rstack) ---- */
+
+/* rs_slot - the entry for a stack: by its innermost two frames and its depth (n >= 1). */
+static inline struct trk_rstack *rs_slot(struct trk_thr *t, const uintptr_t *ips, size_t n)
+{
+	uint64_t k = ips[0] * 0x9E3779B97F4A7C15ull + (n > 1 ? ips[1] : 0) * 0xC2B2AE3D27D4EB4Full +
+		     n;
+
+	return &t->rstack[k >> (64 - TRK_RS_BITS)];
+}
+
+/* rs_same - whether e holds exactly the stack ips[0 .. n) (n <= TRK_RS_FRAMES). */
+static inline bool rs_same(const struct trk_rstack *e, const uintptr_t *ips, size_t n)
+{
+	uintptr_t diff = 0;
+
+	if (e->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		diff |= e->f[i] ^ ips[i];
+	return diff == 0;
+}
+
+static uint32_t trace_shared(struct trk_thr *t, size_t n, uint32_t cur, uint32_t *gen);
+
+/*
+ * trk_tree_trace - first the thread's recent stacks (an exact compare of the
+ * frames; the entry's session must be the current one), then the shared
+ * whole-stack cache and the tree (trace_shared).
+ */
 uint32_t trk_tree_trace(struct trk_thr *t, size_t n, uint32_t *gen)
 {
-	uint32_t cur = atomic_load_explicit(&trk_g.sess_gen, memory_order_acquire), leaf = 0;
+	uint32_t cur = atomic_load_explicit(&trk_g.sess_gen, memory_order_acquire), leaf;
+	const uintptr_t *ips;
+	struct trk_rstack *e;
+
+	if (unlikely(n == 0 || n > TRK_RS_FRAMES))
+		return trace_shared(t, n, cur, gen);
+	e = rs_slot(t, t->frames, n);
+	if (likely(e->gen == cur && rs_same(e, t->frames, n))) {
+		*gen = cur;
+		return e->leaf;
+	}
+	/* the array, not t->frames: the tree walk swaps t->frames and t->prev */
+	ips = t->frames;
+	leaf = trace_shared(t, n, cur, gen);
+	if (leaf && *gen == cur) {
+		e->n = (uint32_t)n;
+		e->leaf = leaf;
+		e->gen = cur;
+		for (size_t i = 0; i < n; i++)
+			e->f[i] = ips[i];
+	}
+	return leaf;
+}
+
+/* trace_shared - the shared whole-stack cache, else the tree walk (see trk_tree_trace). */
+static uint32_t trace_shared(struct trk_thr *t, size_t n, uint32_t cur, uint32_t *gen)
+{
+	uint32_t leaf = 0;
 	struct trk_sc_bucket *tab = n ? sc_table() : NULL, *bucket = NULL;
 	uint64_t h1 = 0, h2 = 0, v = 0;
 	int w = -1;

@@ -63,6 +63,8 @@ void trk_unwind_thread_init(struct trk_thr *t)
 	t->stack_lo = t->stack_hi = 0;
 	t->rules_gen = atomic_load(&trk_g.code_gen);
 	memset(t->rules, 0, sizeof(t->rules));
+	t->walk_n = 0; /* a recycled buffer's last walk was another thread's */
+	t->wcur = 0;
 	if (trk_gettid() == (uint32_t)getpid())
 		hi = (uintptr_t)__libc_stack_end;
 	else
@@ -92,6 +94,7 @@ static inline void rules_fresh(struct trk_thr *t)
 	if (unlikely(t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))) {
 		memset(t->rules, 0, sizeof(t->rules));
 		t->rules_gen = atomic_load(&trk_g.code_gen);
+		t->walk_n = 0; /* its steps came from rules that may be gone */
 	}
 }
 
@@ -117,19 +120,79 @@ static inline bool ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
 	return a >= lo && a <= hi - 8 && !(a & 7);
 }
 
+/*
+ * same_above - whether every stack slot the steps w[0 .. m) read still
+ * holds what they read. Then a walk that reaches w[0]'s state (ra, sp,
+ * rbp) goes on exactly as those steps did: a step depends on nothing but
+ * that state, its rule (the same while code_gen is) and those slots. The
+ * slots lie between w[0].sp and the stack top, which is mapped (trk_walk
+ * checked them against the same bounds when it read them). The loads do
+ * not depend on each other, unlike a walk's, where each address comes
+ * from the previous load.
+ */
+static inline bool same_above(const struct trk_wstep *w, size_t m)
+{
+	bool same = true;
+
+	for (size_t k = 0; k < m; k++) {
+		if (w[k].rslot && *(const uintptr_t *)w[k].rslot != w[k].rval)
+			same = false;
+		if (w[k].bslot && *(const uintptr_t *)w[k].bslot != w[k].bval)
+			same = false;
+	}
+	return same;
+}
+
+/*
+ * trk_walk keeps each walk that ended at the outermost frame within
+ * TRK_WALK_KEEP frames (its steps, struct trk_wstep). The next walk of the
+ * thread compares its state at every frame with the kept steps (their sp
+ * grows, so one cursor finds the candidate); on a match whose slots above
+ * still hold the same values, the kept frames are the rest of the stack
+ * and the walk stops stepping. A service's allocations share the outer
+ * frames (main loop, worker, thread start): those then cost a compare
+ * each instead of a rule lookup and two dependent loads.
+ */
 size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t *fp)
 {
 	uintptr_t sp = (uintptr_t)(fp + 2), rbp = fp[0], hi = t->stack_hi;
-	size_t n = 0, depth = trk_g.depth;
+	size_t n = 0, depth = trk_g.depth, pn, j = 0;
+	const struct trk_wstep *prev;
+	struct trk_wstep *cur;
 
 	/* not on the thread's own stack (signal stack, coroutine): libunwind's job */
 	if (unlikely(sp < t->stack_lo || sp >= hi || ra < 4096))
 		return 0;
 	rules_fresh(t);
+	prev = t->wstep[t->wcur];
+	cur = t->wstep[t->wcur ^ 1];
+	pn = t->walk_n;
 	while (n < depth) {
 		uintptr_t pc = ra - 1, cfa;
 		const struct trk_rule *r;
+		struct trk_wstep *w = n < TRK_WALK_KEEP ? &cur[n] : NULL;
 
+		while (j < pn && prev[j].sp < sp)
+			j++;
+		if (j < pn && prev[j].sp == sp && prev[j].ra == ra && prev[j].rbp == rbp) {
+			if (same_above(prev + j, pn - j)) {
+				size_t m = pn - j;
+
+				if (m > depth - n)
+					m = depth - n;
+				for (size_t k = 0; k < m; k++)
+					out[n + k] = prev[j + k].ra - 1;
+				/* kept again only if it is whole and fits */
+				if (m == pn - j && n + m <= TRK_WALK_KEEP) {
+					for (size_t k = 0; k < m; k++)
+						cur[n + k] = prev[j + k];
+					t->walk_n = (uint32_t)(n + m);
+					t->wcur ^= 1;
+				}
+				return n + m;
+			}
+			pn = 0; /* changed above: the kept walk is of no further use here */
+		}
 		out[n++] = pc;
 		r = rule_for(t, pc);
 		if (unlikely(r->cfa_reg != TRK_CFA_RSP && r->cfa_reg != TRK_CFA_RBP)) {
@@ -140,24 +203,44 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 				out[n++] = (uintptr_t)WIRE_IP_CUT;
 			return n;
 		}
+		if (w) {
+			w->ra = ra;
+			w->sp = sp;
+			w->rbp = rbp;
+			w->rslot = w->bslot = 0;
+		}
 		if (r->ra_off == 0)
-			break; /* return address undefined: the outermost frame (_start, clone3) */
+			goto outermost; /* return address undefined: the outermost frame (_start, clone3) */
 		cfa = (r->cfa_reg == TRK_CFA_RSP ? sp : rbp) + (uintptr_t)(intptr_t)r->cfa_off;
 		if (unlikely(cfa <= sp || cfa > hi))
 			return 0;
 		if (unlikely(!ok(cfa + (uintptr_t)(intptr_t)r->ra_off, sp, hi)))
 			return 0;
 		ra = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->ra_off);
+		if (w) {
+			w->rslot = cfa + (uintptr_t)(intptr_t)r->ra_off;
+			w->rval = ra;
+		}
 		if (r->rbp_off) {
 			if (unlikely(!ok(cfa + (uintptr_t)(intptr_t)r->rbp_off, sp, hi)))
 				return 0;
 			rbp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
+			if (w) {
+				w->bslot = cfa + (uintptr_t)(intptr_t)r->rbp_off;
+				w->bval = rbp;
+			}
 		}
 		sp = cfa;
 		if (ra == 0)
-			break;
+			goto outermost;
 		if (unlikely(ra < 4096))
 			return 0;
+	}
+	return n; /* cut by the depth: not kept */
+outermost:
+	if (n <= TRK_WALK_KEEP) {
+		t->walk_n = (uint32_t)n;
+		t->wcur ^= 1;
 	}
 	return n;
 }

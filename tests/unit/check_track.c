@@ -369,6 +369,73 @@ START_TEST(unwind_walker_matches_libunwind)
 }
 END_TEST
 
+/* two callers of the same shape: the probe's state is the same, one slot above differs */
+__attribute__((noinline)) static void walk_common(struct trk_thr *t)
+{
+	walk_probe(t);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void walk_via_a(struct trk_thr *t)
+{
+	walk_common(t);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void walk_via_b(struct trk_thr *t)
+{
+	walk_common(t);
+	__asm__ volatile("nop" ::: "memory");
+}
+
+static void walk_check(void)
+{
+	ck_assert_uint_eq(walk_nfast, walk_nslow);
+	for (size_t i = 0; i < walk_nslow; i++)
+		ck_assert_uint_eq(walk_fast[i], walk_slow[i]);
+}
+
+/*
+ * The walker takes over the outer frames of the thread's previous walk when
+ * it reaches the same state; a return address changed above that point
+ * (another caller at the same depth) must be seen, and so must a shallower
+ * and a deeper stack, and the depth limit.
+ */
+START_TEST(unwind_walker_reuses_only_unchanged_frames)
+{
+	struct trk_thr *t = tree_setup();
+	uintptr_t a2;
+
+	trk_g.depth = TRK_DEPTH_MAX;
+	trk_thr_get();
+	t = trk_tls_thr;
+	walk_via_a(t);
+	walk_check();
+	ck_assert_uint_ge(walk_nfast, 4);
+	a2 = walk_fast[1]; /* [0] in walk_common, [1] in walk_via_a */
+	walk_via_b(t);
+	walk_check();
+	ck_assert_uint_ne(walk_fast[1], a2); /* the caller of walk_common differs */
+	walk_via_a(t);
+	walk_check();
+	ck_assert_uint_eq(walk_fast[1], a2);
+	for (int d = 30; d >= 0; d -= 6) {
+		walk_rec(t, d);
+		walk_check();
+		walk_rec(t, d);
+		walk_check();
+	}
+	trk_g.depth = 5;
+	walk_rec(t, 12);
+	ck_assert_uint_eq(walk_nfast, 5);
+	for (size_t i = 0; i < 5; i++)
+		ck_assert_uint_eq(walk_fast[i], walk_slow[i]);
+	trk_g.depth = TRK_DEPTH_MAX;
+	walk_rec(t, 12);
+	walk_check();
+}
+END_TEST
+
 /* code without unwind info (anonymous memory, as JIT code): the stack is cut there */
 START_TEST(unwind_cut_at_code_without_unwind_info)
 {
@@ -1066,25 +1133,40 @@ static void check_order_busy(const struct tstream *s)
 	struct tev *v = tstream_by_seq(s);
 	uint32_t max_node = atomic_load(&trk_g.next_node);
 	uint8_t *known = calloc(max_node + 1, 1);
+	const char *bad = NULL;
+	size_t at = 0;
 
 	ck_assert_ptr_nonnull(v);
+	ck_assert_ptr_nonnull(known);
 	ck_assert_int_eq(s->have_end, 1);
 	ck_assert_uint_le(s->nev, s->end_total);
 	ck_assert_uint_le(s->end_total - s->nev, BUSY_THREADS * 32);
 	known[0] = 1;
-	for (size_t i = 0; i < s->nev; i++) {
-		ck_assert_uint_lt(v[i].seq, s->end_total);
-		if (i)
-			ck_assert_uint_gt(v[i].seq, v[i - 1].seq);
-		if (v[i].op == WIRE_EV_NODE) {
-			ck_assert_uint_eq(known[v[i].a], 0);
-			ck_assert_uint_eq(known[v[i].b], 1);
+	/*
+	 * One assertion at the end, not one per event: each ck_assert writes
+	 * to Check's pipe, and the busy threads make a few hundred thousand
+	 * events (with fast hooks the test outran its timeout on that alone).
+	 */
+	for (size_t i = 0; i < s->nev && !bad; i++) {
+		if (v[i].seq >= s->end_total)
+			bad = "number past the end's total";
+		else if (i && v[i].seq <= v[i - 1].seq)
+			bad = "number repeated";
+		else if (v[i].op == WIRE_EV_NODE && (v[i].a > max_node || v[i].b > max_node))
+			bad = "node index past the tree";
+		else if (v[i].op == WIRE_EV_NODE && known[v[i].a])
+			bad = "node announced twice";
+		else if (v[i].op == WIRE_EV_NODE && !known[v[i].b])
+			bad = "node announced before its parent";
+		else if (v[i].op == WIRE_EV_NODE)
 			known[v[i].a] = 1;
-		} else if (v[i].op == WIRE_EV_ALLOC) {
-			ck_assert_msg(known[v[i].b], "alloc names node %lu before its NODE",
-				      (unsigned long)v[i].b);
-		}
+		else if (v[i].op == WIRE_EV_ALLOC && (v[i].b > max_node || !known[v[i].b]))
+			bad = "alloc names a node before its NODE";
+		if (bad)
+			at = i;
 	}
+	ck_assert_msg(!bad, "event %zu of %zu (seq %llu): %s", at, s->nev,
+		      bad ? (unsigned long long)v[at].seq : 0ull, bad ? bad : "");
 	free(known);
 	free(v);
 }
@@ -1131,6 +1213,7 @@ static Suite *track_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("unwind");
 	tcase_add_test(tc, unwind_walker_matches_libunwind);
+	tcase_add_test(tc, unwind_walker_reuses_only_unchanged_frames);
 	tcase_add_test(tc, unwind_cut_at_code_without_unwind_info);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("session");
