@@ -288,14 +288,6 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
 	return run(ctx, fn, args, nargs, RET_TRAMP, ret);
 }
 
-enum att_reason att_call_sys(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
-			     long sysno, uint64_t *ret)
-{
-	if (!ctx->scratch)
-		return att_fail(ctx, ATT_E_STATE, 0, "remote call outside att_call_begin");
-	return run(ctx, fn, args, nargs, sysno, ret);
-}
-
 /*
  * Defer the signals that would end heaptap while the target's thread holds
  * our registers: blocked in this thread, they stay pending and arrive once

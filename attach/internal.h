@@ -405,9 +405,6 @@ int att_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap);
 /* One remote call; regs must be saved. */
 enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
 			     uint64_t *ret);
-/* A call of a libc wrapper making exactly one syscall sysno (mmap, mprotect, munmap). */
-enum att_reason att_call_sys(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
-			     long sysno, uint64_t *ret);
 /*
  * Save regs, map the scratch page (data bytes after the trampoline: at
  * ctx->scratch + ATT_TRAMP_SPACE), block the mask, save errno.
