@@ -22,12 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "recfile/recfile.h"
 #include "report/report.h"
 
 #define OK(x) ck_assert_int_eq((x), 0)
 
-static char dir[64], path[128];
+static char path[sizeof(ck_tmpdir) + 32];
 
 static void write_rec(int with_sites)
 {
@@ -35,7 +36,7 @@ static void write_rec(int with_sites)
 	uint32_t ip_a, ip_b, ip_main, ip_other, ip_full, t1, t2, t3, t4, t5, i0, i1, i2;
 	int err = 0;
 
-	snprintf(path, sizeof(path), "%s/s%d.htap", dir, with_sites);
+	snprintf(path, sizeof(path), "%s/s%d.htap", ck_tmpdir, with_sites);
 	w = rec_writer_create(path, &err);
 	ck_assert_ptr_nonnull(w);
 	OK(rec_put_meta(w, "exe", "/usr/bin/prog"));
@@ -98,20 +99,6 @@ static struct rpt_data *analyze(struct rec_reader **r)
 	ck_assert_msg(*r, "rec_open: %s", rec_strerror(err));
 	OK(rpt_analyze(*r, &opt, &d));
 	return d;
-}
-
-static void setup(void)
-{
-	strcpy(dir, "/tmp/check_sample_report.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-	char cmd[96];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
 }
 
 START_TEST(calibrated)
@@ -201,16 +188,10 @@ int main(void)
 {
 	Suite *s = suite_create("sample_report");
 	TCase *tc = tcase_create("calibration");
-	SRunner *sr;
-	int failed;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, calibrated);
 	tcase_add_test(tc, raw_without_site_counts);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(s);
 }

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "check_interpret_wire.h"
 #include "interpret/interpret.h"
 
@@ -32,7 +33,6 @@
 #define IP_OTHER 0x400200u
 #define IP_FULL 0x407000u
 
-static char dir[64];
 
 /* What the last snapshot showed, by (leaf ip, parent's ip). */
 struct seen {
@@ -188,26 +188,12 @@ static void check_view(const struct seen *v)
 	ck_assert_uint_eq(full->alloc_o, 1);
 }
 
-static void setup(void)
-{
-	strcpy(dir, "/tmp/check_sample_snap.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-	char cmd[96];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-}
-
 START_TEST(calibrated_with_recording)
 {
 	struct seen v = { 0 };
-	char path[128];
+	char path[sizeof(ck_tmpdir) + 32];
 
-	snprintf(path, sizeof(path), "%s/rec.htap", dir);
+	snprintf(path, sizeof(path), "%s/rec.htap", ck_tmpdir);
 	run(path, &v);
 	check_view(&v);
 	ck_assert_int_eq(access(path, F_OK), 0);
@@ -224,11 +210,11 @@ START_TEST(calibrated_without_recording)
 
 	/* whatever a default name would be, it would land here */
 	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(chdir(ck_tmpdir), 0);
 	run(NULL, &v);
 	ck_assert_int_eq(chdir(cwd), 0);
 	check_view(&v);
-	d = opendir(dir);
+	d = opendir(ck_tmpdir);
 	ck_assert_ptr_nonnull(d);
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
@@ -252,17 +238,11 @@ int main(void)
 {
 	Suite *s = suite_create("sample_snap");
 	TCase *tc = tcase_create("calibration");
-	SRunner *sr;
-	int failed;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, calibrated_with_recording);
 	tcase_add_test(tc, calibrated_without_recording);
 	tcase_add_test(tc, no_output_needs_snapshots);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(s);
 }
