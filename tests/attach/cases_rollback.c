@@ -139,7 +139,7 @@ int case_fault(const char *step)
 /* Start the victim in a new mount namespace where the library's directory is hidden. */
 static int spawn_hidden(struct victim *v)
 {
-	static char script[1400];
+	static char script[4096];
 	char libdir[512], *slash;
 	char *argv[] = { "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
 			 script, NULL };
@@ -151,10 +151,27 @@ static int spawn_hidden(struct victim *v)
 	if (!slash)
 		return -1;
 	*slash = '\0';
-	/* and a private /tmp, so parallel tests do not see each other's staging */
-	snprintf(script, sizeof(script),
-		 "mount -t tmpfs heaptap-hide '%s' && mount -t tmpfs heaptap-tmp /tmp || exit 97; "
-		 "exec '%s'", libdir, victim_path);
+	/*
+	 * and a private /tmp, so parallel tests do not see each other's staging.
+	 * A build tree under /tmp (a CI checkout) is bound back into the private
+	 * /tmp through a bind of the old /tmp on /mnt, with the library's
+	 * directory hidden again.
+	 */
+	if (!strncmp(victim_path, "/tmp/", 5)) {
+		char top[512];
+		size_t n = strcspn(victim_path + 5, "/");
+
+		snprintf(top, sizeof(top), "/tmp/%.*s", (int)n, victim_path + 5);
+		snprintf(script, sizeof(script),
+			 "mount --bind /tmp /mnt && mount -t tmpfs heaptap-tmp /tmp && "
+			 "mkdir -p '%s' && mount --bind '/mnt%s' '%s' && "
+			 "mount -t tmpfs heaptap-hide '%s' || exit 97; exec '%s'",
+			 top, top + 4, top, libdir, victim_path);
+	} else {
+		snprintf(script, sizeof(script),
+			 "mount -t tmpfs heaptap-hide '%s' && mount -t tmpfs heaptap-tmp /tmp || exit 97; "
+			 "exec '%s'", libdir, victim_path);
+	}
 	return spawn(v, argv);
 }
 
