@@ -134,6 +134,31 @@ static void remote_dlerror(struct att_ctx *ctx, char *buf, size_t cap)
 		buf[0] = '\0';
 }
 
+/* The stopped thread, the arguments and the target's functions: what both inject paths check first. */
+enum att_reason att_inject_check(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
+				 const char *arg)
+{
+	if (!ctx->have_thr || ctx->thr.state != ATT_TS_STOPPED)
+		return att_fail(ctx, ATT_E_STATE, 0, "no stopped thread (att_seize first)");
+	if (!lib_path || !start_symbol || !arg)
+		return att_fail(ctx, ATT_E_STATE, EINVAL, "NULL argument");
+	ctx->detail[0] = '\0';
+	ctx->err = 0;
+	return att_resolve_funcs(ctx);
+}
+
+/* The library's path as the target sees it: the prepared one, or staged now (thread stopped). */
+enum att_reason att_inject_tpath(struct att_ctx *ctx, const char *lib_path, char *tpath, size_t cap,
+				 int *staged)
+{
+	if (ctx->prepared_lib[0] && strcmp(ctx->prepared_lib, lib_path) == 0) {
+		snprintf(tpath, cap, "%s", ctx->prepared_tpath);
+		*staged = ctx->prepared_staged;
+		return ATT_OK;
+	}
+	return att_stage(ctx, lib_path, tpath, cap, staged);
+}
+
 enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
 			   const char *arg, struct att_inject_result *res)
 {
@@ -147,24 +172,11 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 
 	if (res)
 		memset(res, 0, sizeof(*res));
-	if (!ctx->have_thr || ctx->thr.state != ATT_TS_STOPPED)
-		return att_fail(ctx, ATT_E_STATE, 0, "no stopped thread (att_seize first)");
-	if (!lib_path || !start_symbol || !arg)
-		return att_fail(ctx, ATT_E_STATE, EINVAL, "NULL argument");
-	ctx->detail[0] = '\0';
-	ctx->err = 0;
-	why = att_resolve_funcs(ctx);
+	why = att_inject_check(ctx, lib_path, start_symbol, arg);
+	if (!why)
+		why = att_inject_tpath(ctx, lib_path, tpath, sizeof(tpath), &r.staged);
 	if (why)
 		return why;
-	if (ctx->prepared_lib[0] && strcmp(ctx->prepared_lib, lib_path) == 0) {
-		snprintf(tpath, sizeof(tpath), "%s", ctx->prepared_tpath);
-		r.staged = ctx->prepared_staged;
-	} else {
-		/* not prepared: staging happens while the thread is stopped */
-		why = att_stage(ctx, lib_path, tpath, sizeof(tpath), &r.staged);
-		if (why)
-			return why;
-	}
 
 	lp = strlen(tpath) + 1;
 	ls = strlen(start_symbol) + 1;

@@ -420,6 +420,10 @@ void att_call_end(struct att_ctx *ctx, enum att_reason *why);
 /* ---- inject.c ---- */
 /* Resolve mmap, munmap, __errno_location, dlopen, dlsym, dlerror in the target's libc. */
 enum att_reason att_resolve_funcs(struct att_ctx *ctx);
+enum att_reason att_inject_check(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
+				 const char *arg);
+enum att_reason att_inject_tpath(struct att_ctx *ctx, const char *lib_path, char *tpath, size_t cap,
+				 int *staged);
 
 /* ---- stage.c ---- */
 /* Path of lib as the target sees it, staging a copy if needed (tpath out). */

@@ -202,13 +202,7 @@ enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, cons
 	int i;
 
 	memset(&ctx->ld, 0, sizeof(ctx->ld));
-	if (!ctx->have_thr || ctx->thr.state != ATT_TS_STOPPED)
-		return att_fail(ctx, ATT_E_STATE, 0, "no stopped thread (att_seize first)");
-	if (!lib_path || !start_symbol || !arg)
-		return att_fail(ctx, ATT_E_STATE, EINVAL, "NULL argument");
-	ctx->detail[0] = '\0';
-	ctx->err = 0;
-	why = att_resolve_funcs(ctx);
+	why = att_inject_check(ctx, lib_path, start_symbol, arg);
 	if (why)
 		return why;
 	/*
@@ -218,14 +212,9 @@ enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, cons
 	if (!ctx->fn_pthread_create || !strcmp(ctx->fault, "dlopen") ||
 	    !strcmp(ctx->fault, "dlsym") || !strcmp(ctx->fault, "start"))
 		return inject_sync(ctx, lib_path, start_symbol, arg);
-	if (ctx->prepared_lib[0] && strcmp(ctx->prepared_lib, lib_path) == 0) {
-		snprintf(tpath, sizeof(tpath), "%s", ctx->prepared_tpath);
-		ctx->ld.res.staged = ctx->prepared_staged;
-	} else {
-		why = att_stage(ctx, lib_path, tpath, sizeof(tpath), &ctx->ld.res.staged);
-		if (why)
-			return why;
-	}
+	why = att_inject_tpath(ctx, lib_path, tpath, sizeof(tpath), &ctx->ld.res.staged);
+	if (why)
+		return why;
 	if (ATT_LD_STRINGS + strlen(tpath) + strlen(start_symbol) + strlen(arg) + 3 > PAGE) {
 		att_unstage(ctx);
 		ctx->prepared_lib[0] = '\0';
