@@ -740,6 +740,73 @@ START_TEST(test_overflowing_varint)
 }
 END_TEST
 
+/*
+ * Numbers at every varint length (1 to 10 bytes, each side of each 7-bit
+ * boundary), padded (non-canonical) encodings of 3, 8 and 10 bytes, and
+ * pointers whose varints end right at the end of the record: the parser's
+ * word-at-a-time path (numbers of up to 8 bytes with 8 bytes left) and its
+ * byte loop must give the same numbers.
+ */
+START_TEST(test_varint_boundaries)
+{
+	static const uint8_t pad[3][10] = {
+	    {0x85, 0x80, 0x00},
+	    {0x85, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00},
+	    {0x85, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00},
+	};
+	static const size_t padlen[3] = {3, 8, 10};
+	uint64_t sizes[24], seq = 0;
+	size_t ns = 0, n, i;
+	struct sbuf s = {0};
+	struct chunkb c;
+	struct itp_result res;
+	struct rec_reader *r;
+	const struct rec_allocinfo *ai;
+
+	sizes[ns++] = 0;
+	for (i = 1; i <= 9; i++) {
+		sizes[ns++] = (1ull << (7 * i)) - 1;
+		sizes[ns++] = 1ull << (7 * i);
+	}
+	sizes[ns++] = UINT64_MAX - 1;
+	sizes[ns++] = UINT64_MAX;
+	header(&s);
+	ck_begin(&c, 1, 0);
+	for (i = 0; i < ns; i++)
+		ck_alloc(&c, seq++, WIRE_KIND_MALLOC, sizes[i], 0, sizes[i] ^ 0x5a);
+	for (i = 0; i < 3; i++) {
+		/* size 5 padded, then a pointer of that length's class */
+		sb_u8(&c.b, WIRE_EV_ALLOC);
+		sb_var(&c.b, 1);
+		c.seq = seq++;
+		sb_u8(&c.b, WIRE_KIND_MALLOC);
+		sb_bytes(&c.b, pad[i], padlen[i]);
+		sb_var(&c.b, 0);
+		sb_var(&c.b, 0x10 + 0x10 * i);
+	}
+	for (i = 0; i < 3; i++)
+		ck_free(&c, seq++, 0x10 + 0x10 * i);
+	for (i = 0; i < ns; i++) /* the last pointers end at the record's end */
+		ck_free(&c, seq++, sizes[i] ^ 0x5a);
+	ck_end(&s, &c);
+	sb_end(&s, seq, WIRE_END_EXIT);
+	ck_assert_int_eq(run(&s, &res), 0);
+	ck_assert_str_eq(res.detail, "");
+	ck_assert_uint_eq(res.final.alloc_calls, ns + 3);
+	ck_assert_uint_eq(res.final.free_calls, ns + 3);
+	ck_assert_uint_eq(res.unknown_frees, 0);
+	ck_assert_uint_eq(res.warn.reused_ptrs, 0);
+	r = open_rec();
+	ai = rec_allocinfos(r, &n);
+	ck_assert_uint_eq(n, ns + 1);
+	for (i = 0; i < ns; i++)
+		ck_assert_uint_eq(ai[i].size, sizes[i]);
+	ck_assert_uint_eq(ai[ns].size, 5);
+	rec_close(r);
+	sb_free(&s);
+}
+END_TEST
+
 START_TEST(test_unknown_op)
 {
 	struct sbuf s = {0};
@@ -1682,6 +1749,7 @@ static Suite *interpret_suite(void)
 	tcase_add_test(tc, test_truncated_varint);
 	tcase_add_test(tc, test_overlong_length_varint);
 	tcase_add_test(tc, test_overflowing_varint);
+	tcase_add_test(tc, test_varint_boundaries);
 	tcase_add_test(tc, test_unknown_op);
 	tcase_add_test(tc, test_seq_repeated);
 	tcase_add_test(tc, test_truncated_stream);
