@@ -9,6 +9,12 @@
 
 #include "cli/cli.h"
 
+void cli_getopt_reset(void)
+{
+	optind = 0; /* full reset (GNU), so a parser can run more than once */
+	opterr = 0; /* the callers word the messages (cli_getopt_error) */
+}
+
 int cli_getopt_error(int c, char **argv, char *err, size_t errlen)
 {
 	if (c == ':')
@@ -32,6 +38,29 @@ int cli_parse_pid(const char *s, pid_t *out, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	*out = (pid_t)v;
+	return 0;
+}
+
+int cli_parse_pid_operand(int argc, char **argv, int first, pid_t *out, char *err, size_t errlen)
+{
+	if (first >= argc) {
+		snprintf(err, errlen, "no process id given");
+		return -EINVAL;
+	}
+	if (first + 1 < argc) {
+		snprintf(err, errlen, "one process id only ('%s' is extra)", argv[first + 1]);
+		return -EINVAL;
+	}
+	return cli_parse_pid(argv[first], out, err, errlen);
+}
+
+int cli_parse_output(const char *s, const char **out, char *err, size_t errlen)
+{
+	if (!*s) {
+		snprintf(err, errlen, "-o needs a file name");
+		return -EINVAL;
+	}
+	*out = s;
 	return 0;
 }
 

@@ -56,16 +56,12 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 	int c;
 
 	memset(a, 0, sizeof(*a));
-	optind = 0;
-	opterr = 0;
+	cli_getopt_reset();
 	while ((c = getopt_long(argc, argv, ":o:d:hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (!*optarg) {
-				snprintf(err, errlen, "-o needs a file name");
+			if (cli_parse_output(optarg, &a->output, err, errlen) < 0)
 				return -EINVAL;
-			}
-			a->output = optarg;
 			break;
 		case 'd':
 			if (cli_parse_seconds("--duration", optarg, 0, DURATION_MAX, &a->duration, err,
@@ -106,18 +102,12 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			return cli_getopt_error(c, argv, err, errlen);
 		}
 	}
-	if (optind >= argc) {
-		snprintf(err, errlen, "no process id given");
-		return -EINVAL;
-	}
-	if ((a->snapshot_every > 0) != (a->out_dir != NULL) || (a->format_pprof && !a->out_dir)) {
+	/* a missing PID is said first, before the pairing of the options */
+	if (optind < argc &&
+	    ((a->snapshot_every > 0) != (a->out_dir != NULL) || (a->format_pprof && !a->out_dir))) {
 		snprintf(err, errlen, "--snapshot-every SECS and --out DIR go together");
 		return -EINVAL;
 	}
-	if (optind + 1 < argc) {
-		snprintf(err, errlen, "one process id only ('%s' is extra)", argv[optind + 1]);
-		return -EINVAL;
-	}
-	return cli_parse_pid(argv[optind], &a->pid, err, errlen);
+	return cli_parse_pid_operand(argc, argv, optind, &a->pid, err, errlen);
 }
 

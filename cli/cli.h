@@ -66,6 +66,13 @@ struct cli_record_args {
 };
 
 /*
+ * cli_getopt_reset - before a getopt_long loop: start over at argv[1] (the
+ * parsers run more than once in a process, e.g. the unit tests) and let
+ * getopt print nothing.
+ */
+void cli_getopt_reset(void);
+
+/*
  * cli_getopt_error - put the message for getopt_long's ':' (missing
  * argument) or '?' (unknown option) result c into err; returns -EINVAL.
  */
@@ -73,6 +80,16 @@ int cli_getopt_error(int c, char **argv, char *err, size_t errlen);
 
 /* cli_parse_pid - a process id (1..INT_MAX) from s into *out; -EINVAL and err otherwise. */
 int cli_parse_pid(const char *s, pid_t *out, char *err, size_t errlen);
+
+/*
+ * cli_parse_pid_operand - the one operand argv[first] (first = optind after
+ * the options) is a process id: into *out. -EINVAL and err when there is
+ * none, more than one, or it is not a process id.
+ */
+int cli_parse_pid_operand(int argc, char **argv, int first, pid_t *out, char *err, size_t errlen);
+
+/* cli_parse_output - -o FILE: s (not empty) into *out; -EINVAL and err otherwise. */
+int cli_parse_output(const char *s, const char **out, char *err, size_t errlen);
 
 /*
  * cli_parse_seconds - a number of seconds (decimals allowed) above 0, at

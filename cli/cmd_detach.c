@@ -80,8 +80,7 @@ static int parse(int argc, char **argv, struct detach_args *a, char *err, size_t
 
 	memset(a, 0, sizeof(*a));
 	a->timeout = DETACH_TIMEOUT_S;
-	optind = 0;
-	opterr = 0;
+	cli_getopt_reset();
 	while ((c = getopt_long(argc, argv, ":t:hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -98,15 +97,7 @@ static int parse(int argc, char **argv, struct detach_args *a, char *err, size_t
 			return cli_getopt_error(c, argv, err, errlen);
 		}
 	}
-	if (optind >= argc) {
-		snprintf(err, errlen, "no process id given");
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		snprintf(err, errlen, "one process id only ('%s' is extra)", argv[optind + 1]);
-		return -EINVAL;
-	}
-	return cli_parse_pid(argv[optind], &a->pid, err, errlen);
+	return cli_parse_pid_operand(argc, argv, optind, &a->pid, err, errlen);
 }
 
 /* Threads of pid named INJ_THREAD_NAME (the library's and track's timer): a session is alive. */

@@ -184,17 +184,13 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 
 	memset(a, 0, sizeof(*a));
 	err[0] = '\0';
-	optind = 0; /* full reset (GNU), so the parser can run more than once */
-	opterr = 0;
+	cli_getopt_reset();
 	/* "+": stop at PROGRAM, its own options are not ours */
 	while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (!*optarg) {
-				snprintf(err, errlen, "-o needs a file name");
+			if (cli_parse_output(optarg, &a->output, err, errlen) < 0)
 				return -EINVAL;
-			}
-			a->output = optarg;
 			break;
 		case 'd': {
 			char *end;

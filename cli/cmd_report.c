@@ -146,8 +146,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 	a->top = DEFAULT_TOP;
 	a->backtraces = BACKTRACES_PER_SITE;
 	err[0] = '\0';
-	optind = 0;
-	opterr = 0;
+	cli_getopt_reset();
 	while ((c = getopt_long(argc, argv, ":f:o:n:b:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
