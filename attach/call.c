@@ -7,6 +7,9 @@
  * trampoline and the caller's strings, blocks asynchronous signals and
  * saves errno; att_call_end() unmaps the page and puts errno, mask and
  * registers back. Between them any number of att_call_raw() calls.
+ * att_call_map() is the same without the errno call, for a caller whose
+ * own code in the scratch mapping saves errno into the frame's slots
+ * (loader.c's stub: then the hijacked thread makes two calls in all).
  *
  * Why a signal frame: if heaptap is killed while the thread runs our code,
  * the kernel detaches the thread and it runs on by itself. Every call
@@ -398,7 +401,7 @@ static enum att_reason save_errno(struct att_ctx *ctx, struct att_thread *thr)
 	return ATT_OK;
 }
 
-enum att_reason att_call_begin(struct att_ctx *ctx, size_t data)
+enum att_reason att_call_map(struct att_ctx *ctx, size_t data)
 {
 	struct att_thread *thr = &ctx->thr;
 	enum att_reason why;
@@ -428,11 +431,48 @@ enum att_reason att_call_begin(struct att_ctx *ctx, size_t data)
 		if (why)
 			return why;
 	}
+	return ATT_OK;
+}
+
+enum att_reason att_call_begin(struct att_ctx *ctx, size_t data)
+{
+	struct att_thread *thr = &ctx->thr;
+	enum att_reason why;
+
+	why = att_call_map(ctx, data);
+	if (why)
+		return why;
 	why = save_errno(ctx, thr);
 	if (why)
 		return why;
 	if (att_fault(ctx, "errno"))
 		return ATT_E_FAULT;
+	return ATT_OK;
+}
+
+enum att_reason att_call_slots(struct att_ctx *ctx, bool returned, uint32_t *stage)
+{
+	struct att_thread *thr = &ctx->thr;
+	unsigned char slots[ATT_FRAME_STAGE + 4 - ATT_FRAME_ERRNO_ADDR];
+	uint64_t addr;
+	int32_t value;
+	int err;
+
+	*stage = 0;
+	if (need_stopped(ctx) || !thr->frame_written)
+		return att_fail(ctx, ATT_E_STATE, 0, "no frame to read");
+	err = att_mem_read(thr->tid, thr->frame.addr + ATT_FRAME_ERRNO_ADDR, slots, sizeof(slots));
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "read the frame's slots");
+	memcpy(&addr, slots, sizeof(addr));
+	memcpy(&value, slots + ATT_FRAME_ERRNO_VAL - ATT_FRAME_ERRNO_ADDR, sizeof(value));
+	memcpy(stage, slots + ATT_FRAME_STAGE - ATT_FRAME_ERRNO_ADDR, sizeof(*stage));
+	if (addr && !returned) {
+		/* the trampoline did not run: att_call_end puts errno back */
+		thr->errno_addr = addr;
+		thr->errno_value = value;
+		thr->errno_saved = true;
+	}
 	return ATT_OK;
 }
 

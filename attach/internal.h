@@ -29,17 +29,21 @@ struct elfr_file;
 #define ATT_FRAME_ERRNO_ADDR 320 /*  address of the thread's errno, 0 until known */
 #define ATT_FRAME_ERRNO_VAL 328	/*   errno as it was */
 #define ATT_FRAME_END_SIG 336	/*   signal the trampoline sends itself at the end, or 0 */
+#define ATT_FRAME_STAGE 344	/*   u32 the loader stub's progress: 1 from its pthread_create on */
 #define ATT_FRAME_FPMAX (ATT_XSTATE_MAX + 64)
 #define ATT_FRAME_MAX (640 + ATT_FRAME_FPMAX)
 #define ATT_TRAMP_SPACE 128	/* the trampoline's bytes at the start of the scratch mapping */
 
 /*
  * The loader thread (loader.c, arch/x86_64_loader.c). The scratch mapping
- * is three pages then: [trampoline | loader code (r-x) | loader data (rw)];
- * the hijacked thread unmaps the first, the loader thread the other two.
- * Offsets into the data page (bare numbers: the assembler reads them too):
+ * is three pages then: [trampoline, stub | loader code (r-x) | loader data
+ * (rw)]; the hijacked thread runs the stub (at ATT_LD_STUB_AT), which
+ * saves errno into the frame, makes the data page writable and calls
+ * pthread_create; the loader thread unmaps the pages. Offsets into the
+ * data page (bare numbers: the assembler reads them too):
  */
 #define ATT_LD_PAGES 3
+#define ATT_LD_STUB_AT ATT_TRAMP_SPACE	/* the stub's offset in the first page */
 #define ATT_LD_FN_DLOPEN 0	/* functions the loader calls */
 #define ATT_LD_FN_DLSYM 8
 #define ATT_LD_FN_DLERROR 16	/*   0: no dlerror (old glibc) */
@@ -69,6 +73,10 @@ struct elfr_file;
 #define ATT_LD_GO_TS 192	/* struct timespec: one such poll's sleep */
 #define ATT_LD_BASE_GO 208	/* what it unmaps when go was set: the trampoline page too */
 #define ATT_LD_SIZE_GO 216
+#define ATT_LD_FN_ERRNO 224	/* the stub's functions: __errno_location */
+#define ATT_LD_FN_CREATE 232	/*   pthread_create */
+#define ATT_LD_CODE 240		/* the loader's start routine (the code page) */
+#define ATT_LD_MPROT 248	/* the page the stub makes writable (this one) */
 #define ATT_LD_ERR 256		/* dlerror() text */
 #define ATT_LD_ERRCAP 512
 #define ATT_LD_STRINGS 768	/* path, symbol, argument */
@@ -362,6 +370,13 @@ void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f);
 const unsigned char *att_arch_tramp(size_t *len, size_t *marker_end);
 /* The loader thread's start routine (arch/x86_64_loader.c), position-independent bytes. */
 const unsigned char *att_arch_loader(size_t *len);
+/*
+ * The stub the hijacked thread calls with the data page's address: errno
+ * into the frame's slots, mprotect of the data page, pthread_create;
+ * returns pthread_create's value (0 or an errno, zero-extended) or
+ * mprotect's -errno (negative as int64).
+ */
+const unsigned char *att_arch_loader_stub(size_t *len);
 /* The i-th byte pattern of an rt_sigreturn stub, NULL past the last. */
 const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len);
 uint64_t att_arch_ret(const struct user_regs_struct *gp);
@@ -410,6 +425,14 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
  * ctx->scratch + ATT_TRAMP_SPACE), block the mask, save errno.
  */
 enum att_reason att_call_begin(struct att_ctx *ctx, size_t data);
+/* att_call_begin without the __errno_location call: code in the scratch page saves errno itself. */
+enum att_reason att_call_map(struct att_ctx *ctx, size_t data);
+/*
+ * After a call that ran our own code (the loader stub): read the frame's
+ * errno slots and stage word. When the call did not return normally
+ * (crash, timeout), the errno it saved is put back by att_call_end.
+ */
+enum att_reason att_call_slots(struct att_ctx *ctx, bool returned, uint32_t *stage);
 /* Pick ctx->end_sig from /proc/PID/status (before anything is stopped). */
 void att_choose_end_sig(struct att_ctx *ctx);
 /* Unblock heaptap's own signals deferred by att_call_begin (idempotent). */

@@ -92,6 +92,10 @@ static void build_data(const struct att_ctx *ctx, unsigned char *p, uint64_t cod
 	put64(p, ATT_LD_SIZE, 2 * PAGE);
 	put64(p, ATT_LD_BASE_GO, code - PAGE);
 	put64(p, ATT_LD_SIZE_GO, 3 * PAGE);
+	put64(p, ATT_LD_FN_ERRNO, ctx->fn_errno);
+	put64(p, ATT_LD_FN_CREATE, ctx->fn_pthread_create);
+	put64(p, ATT_LD_CODE, code);
+	put64(p, ATT_LD_MPROT, data);
 	put64(p, ATT_LD_PATH, data + ATT_LD_STRINGS);
 	put64(p, ATT_LD_SYM, data + ATT_LD_STRINGS + lp);
 	put64(p, ATT_LD_ARG, data + ATT_LD_STRINGS + lp + ls);
@@ -126,67 +130,97 @@ static enum att_reason inject_sync(struct att_ctx *ctx, const char *lib_path, co
 	return why;
 }
 
-/* Map, fill and start: the part that runs in the stopped thread. */
-static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char *sym,
-			     const char *arg)
+/* The stub's outcome: nothing made (all 3 pages go), or a loader thread to wait for. */
+static enum att_reason stub_result(struct att_ctx *ctx, uint64_t ret)
 {
-	unsigned char *page = NULL;
-	const unsigned char *code;
-	uint64_t args[4], ret = 0, code_at, data_at;
-	enum att_reason why;
-	size_t len;
-	int err;
-
-	why = att_call_begin(ctx, ATT_LD_PAGES * PAGE - ATT_TRAMP_SPACE);
-	if (why)
-		return why;
-	code_at = ctx->scratch + PAGE;
-	data_at = ctx->scratch + 2 * PAGE;
-	args[0] = data_at;
-	args[1] = PAGE;
-	args[2] = PROT_READ | PROT_WRITE;
-	/* through the trampoline (one stop), which exists from here */
-	why = att_call_raw(ctx, ctx->fn_mprotect, args, 3, &ret);
-	if (why)
-		return why;
-	if ((int)ret != 0)
-		return att_fail(ctx, ATT_E_REMOTE_MMAP, 0, "mprotect of the loader's data page");
-	code = att_arch_loader(&len);
-	page = malloc(PAGE);
-	if (!page)
-		return att_fail(ctx, ATT_E_NOMEM, ENOMEM, "loader page");
-	ctx->ld.cookie = random_cookie();
-	build_data(ctx, page, code_at, data_at, tpath, sym, arg);
-	err = att_mem_write(ctx->thr.tid, code_at, code, len);
-	if (!err)
-		err = att_mem_write(ctx->thr.tid, data_at, page, PAGE);
-	free(page);
-	if (err)
-		return att_fail(ctx, ATT_E_MEMORY, -err, "write the loader's pages at %#" PRIx64, code_at);
-	if (att_fault(ctx, "write"))
-		return ATT_E_FAULT;
-
-	/*
-	 * From here the loader may exist and own pages 2-3: only the
-	 * trampoline page is unmapped here, unless pthread_create says for
-	 * sure that no thread was made; after a success nothing is: the
-	 * loader unmaps all three pages once heaptap's go says the hijacked
-	 * thread has left the trampoline for good (only its own two without).
-	 */
-	ctx->scratch_size = PAGE;
-	ctx->ld.t_spawn = ctx->ld.t_ref = att_now_ns();
-	args[0] = data_at + ATT_LD_PTHREAD;
-	args[1] = 0;
-	args[2] = code_at;
-	args[3] = data_at;
-	why = att_call_raw(ctx, ctx->fn_pthread_create, args, 4, &ret);
-	if (why)
-		return why;
+	if ((int64_t)ret < 0) {
+		ctx->scratch_size = ATT_LD_PAGES * PAGE;
+		if (!strcmp(ctx->fault, "stub"))
+			return att_fail(ctx, ATT_E_FAULT, (int)-(int64_t)ret,
+					"step stub: its mprotect failed as asked");
+		return att_fail(ctx, ATT_E_REMOTE_MMAP, (int)-(int64_t)ret,
+				"mprotect of the loader's data page");
+	}
 	if ((int)ret != 0) {
 		ctx->scratch_size = ATT_LD_PAGES * PAGE;
 		return att_fail(ctx, ATT_E_THREAD_CREATE, (int)ret, "pthread_create returned %d",
 				(int)ret);
 	}
+	return ATT_OK;
+}
+
+/*
+ * Map, fill and start: the part that runs in the stopped thread. Two
+ * calls: mmap of the three pages (its syscall's entry and exit stops),
+ * then the stub (one end-signal stop), which does the rest in the target.
+ */
+static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char *sym,
+			     const char *arg)
+{
+	const size_t len = ATT_LD_PAGES * PAGE - ATT_LD_STUB_AT;
+	unsigned char *buf = NULL;
+	const unsigned char *code, *stub;
+	uint64_t args[1], ret = 0, stub_at, code_at, data_at;
+	enum att_reason why, r;
+	size_t clen, slen;
+	uint32_t stage = 0;
+	int err;
+
+	why = att_call_map(ctx, ATT_LD_PAGES * PAGE - ATT_TRAMP_SPACE);
+	if (why)
+		return why;
+	stub_at = ctx->scratch + ATT_LD_STUB_AT;
+	code_at = ctx->scratch + PAGE;
+	data_at = ctx->scratch + 2 * PAGE;
+	stub = att_arch_loader_stub(&slen);
+	code = att_arch_loader(&clen);
+	buf = calloc(1, len);
+	if (!buf)
+		return att_fail(ctx, ATT_E_NOMEM, ENOMEM, "loader pages");
+	/* one write from the stub to the end of the data page (r-x: /proc/TID/mem) */
+	memcpy(buf, stub, slen);
+	if (!strcmp(ctx->fault, "stubcrash"))
+		memcpy(buf, "\x0f\x0b", 2);	/* ud2: the stub dies of SIGILL at once */
+	memcpy(buf + PAGE - ATT_LD_STUB_AT, code, clen);
+	ctx->ld.cookie = random_cookie();
+	build_data(ctx, buf + 2 * PAGE - ATT_LD_STUB_AT, code_at, data_at, tpath, sym, arg);
+	if (!strcmp(ctx->fault, "stub"))	/* not page-aligned: the stub's mprotect fails */
+		put64(buf + 2 * PAGE - ATT_LD_STUB_AT, ATT_LD_MPROT, data_at + 1);
+	err = att_mem_write(ctx->thr.tid, stub_at, buf, len);
+	free(buf);
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write the loader's pages at %#" PRIx64,
+				stub_at);
+	if (att_fault(ctx, "write"))
+		return ATT_E_FAULT;
+
+	/*
+	 * From the stub's pthread_create on the loader may exist and own
+	 * pages 2-3: only the trampoline page is unmapped here, unless the
+	 * stub says for sure that no thread was made (its stage word, or
+	 * its value); after a success nothing is: the loader unmaps all
+	 * three pages once heaptap's go says the hijacked thread has left
+	 * the trampoline for good (only its own two without).
+	 */
+	ctx->scratch_size = PAGE;
+	ctx->ld.t_spawn = ctx->ld.t_ref = att_now_ns();
+	args[0] = data_at;
+	why = att_call_raw(ctx, stub_at, args, 1, &ret);
+	r = att_call_slots(ctx, why == ATT_OK, &stage);
+	if (why) {
+		if (r == ATT_OK && stage == 0)	/* stopped before pthread_create: nothing made */
+			ctx->scratch_size = ATT_LD_PAGES * PAGE;
+		if (why == ATT_E_CALL_FAULT && !strcmp(ctx->fault, "stubcrash")) {
+			char crash[sizeof(ctx->detail)];
+
+			snprintf(crash, sizeof(crash), "%s", ctx->detail);
+			why = att_fail(ctx, ATT_E_FAULT, 0, "step stubcrash: %.400s", crash);
+		}
+		return why;
+	}
+	why = stub_result(ctx, ret);
+	if (why)
+		return why;
 	ctx->scratch = 0;	/* att_call_end: no munmap, the loader does it */
 	ctx->ld.data = data_at;
 	ctx->ld.pending = true;
@@ -207,10 +241,12 @@ enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, cons
 		return why;
 	/*
 	 * HEAPTAP_FAULT=dlopen|dlsym|start are steps of the synchronous path
-	 * (a loader thread cannot be rolled back after its dlopen): take it.
+	 * (a loader thread cannot be rolled back after its dlopen), and so is
+	 * errno (the stub saves errno here, heaptap does not): take it.
 	 */
 	if (!ctx->fn_pthread_create || !strcmp(ctx->fault, "dlopen") ||
-	    !strcmp(ctx->fault, "dlsym") || !strcmp(ctx->fault, "start"))
+	    !strcmp(ctx->fault, "dlsym") || !strcmp(ctx->fault, "start") ||
+	    !strcmp(ctx->fault, "errno"))
 		return inject_sync(ctx, lib_path, start_symbol, arg);
 	why = att_inject_tpath(ctx, lib_path, tpath, sizeof(tpath), &ctx->ld.res.staged);
 	if (why)

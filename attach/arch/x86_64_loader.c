@@ -1,8 +1,8 @@
 /* attach/arch/x86_64_loader.c - the loader thread's start routine, copied into the target */
 /* SPDX-License-Identifier: MIT */
 /*
- * The hijacked thread only calls pthread_create(&t, NULL, code, data)
- * (attach/loader.c); this is `code`. It runs in the new thread, reads
+ * The hijacked thread only calls the stub below, which calls
+ * pthread_create(&t, NULL, code, data) (attach/loader.c); this is `code`. It runs in the new thread, reads
  * everything from its data page (rbx; layout ATT_LD_* in attach/internal.h)
  * and uses no absolute address of its own, so its bytes can be copied
  * anywhere:
@@ -142,7 +142,65 @@ __asm__(".pushsection .rodata.att_loader,\"a\"\n"
 	"att_loader_code_end:\n"
 	".popsection\n");
 
+/*
+ * The stub the hijacked thread calls (the only call after the mmap), at
+ * ATT_LD_STUB_AT in the trampoline's page, with the data page in rdi and
+ * the frame's return address pointing at the trampoline. rsp is the
+ * frame's address at entry (frame + 8 is 16-aligned), so after the push
+ * the frame's slots are at their offset + 8 from rsp:
+ *
+ *   errno's address and value -> ATT_FRAME_ERRNO_ADDR/VAL (the trampoline
+ *     puts errno back from them after the return, or rt_sigreturn's path
+ *     does if heaptap is gone; att_call_end when the stub did not return)
+ *   mprotect(ATT_LD_MPROT, 4096, PROT_READ | PROT_WRITE), a bare syscall
+ *     (no errno): failure returns its -errno, no thread is made
+ *   ATT_FRAME_STAGE = 1: from here a loader thread may exist
+ *   pthread_create(&ATT_LD_PTHREAD, NULL, ATT_LD_CODE, data): its value,
+ *     zero-extended
+ *
+ * It lives in the trampoline's page, not the loader's code page: the
+ * loader never unmaps that page without heaptap's go, so a hijacked
+ * thread left alone by a dead heaptap always has its code to return to.
+ */
+__asm__(".pushsection .rodata.att_loader,\"a\"\n"
+	".globl att_stub_code\n"
+	".hidden att_stub_code\n"
+	".globl att_stub_code_end\n"
+	".hidden att_stub_code_end\n"
+	"att_stub_code:\n"
+	"	push %rbx\n"
+	"	mov %rdi, %rbx\n"
+	"	call *" S(ATT_LD_FN_ERRNO) "(%rbx)\n"
+	"	mov %rax, " S(ATT_FRAME_ERRNO_ADDR) "+8(%rsp)\n"
+	"	mov (%rax), %ecx\n"
+	"	mov %ecx, " S(ATT_FRAME_ERRNO_VAL) "+8(%rsp)\n"
+	"	mov $10, %eax\n"		/* mprotect */
+	"	mov " S(ATT_LD_MPROT) "(%rbx), %rdi\n"
+	"	mov $4096, %esi\n"
+	"	mov $3, %edx\n"
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jnz 1f\n"
+	"	movl $1, " S(ATT_FRAME_STAGE) "+8(%rsp)\n"
+	"	lea " S(ATT_LD_PTHREAD) "(%rbx), %rdi\n"
+	"	xor %esi, %esi\n"
+	"	mov " S(ATT_LD_CODE) "(%rbx), %rdx\n"
+	"	mov %rbx, %rcx\n"
+	"	call *" S(ATT_LD_FN_CREATE) "(%rbx)\n"
+	"	mov %eax, %eax\n"
+	"1:	pop %rbx\n"
+	"	ret\n"
+	"att_stub_code_end:\n"
+	".popsection\n");
+
 extern const unsigned char att_loader_code[], att_loader_code_end[];
+extern const unsigned char att_stub_code[], att_stub_code_end[];
+
+const unsigned char *att_arch_loader_stub(size_t *len)
+{
+	*len = (size_t)(att_stub_code_end - att_stub_code);
+	return att_stub_code;
+}
 
 const unsigned char *att_arch_loader(size_t *len)
 {

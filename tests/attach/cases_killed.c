@@ -17,7 +17,6 @@
  * of a case; at the end a normal attach must still work.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -129,36 +128,6 @@ static int kill_at(struct victim *v, const char *step, pid_t tid, int must_reach
 	return 0;
 }
 
-/* Threads of pid named heaptap-load (attach/loader.c's loader threads). */
-static int loaders_alive(pid_t pid)
-{
-	char path[320], comm[32];
-	struct dirent *e;
-	int n = 0, fd;
-	ssize_t k;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		k = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		comm[k > 0 ? k : 0] = '\0';
-		if (strncmp(comm, "heaptap-load", 12) == 0)
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 /*
  * Loader mode: from the step that sets pthread_create's registers on, the
  * hijacked thread creates the loader even though heaptap is dead; each
@@ -171,7 +140,7 @@ static void loaders_after_kills(struct victim *v, const char *const *steps, size
 	int i, lines;
 
 	for (k = 0; k < n && first == n; k++)
-		if (!strncmp(steps[k], "callregs@4", 10) || !strncmp(steps[k], "resumed@4", 9))
+		if (!strncmp(steps[k], "callregs@2", 10) || !strncmp(steps[k], "resumed@2", 9))
 			first = k;
 	for (i = 0; i < 1000 && loaders_alive(v->pid); i++)
 		usleep(10000);
@@ -215,21 +184,20 @@ static const char *const key_steps[] = {
 };
 
 /*
- * loader-killed-steps-*: calls 1 mmap, 2 __errno_location, 3 mprotect,
- * 4 pthread_create (no munmap: the loader unmaps the pages). From
- * callregs@4 on the loader thread exists and finishes alone (no go: it
- * starts after 100 ms; no ack: it waits 5 s, then unmaps its own two
- * pages and leaves the trampoline page, which the hijacked thread may
- * still have been running when heaptap died).
+ * loader-killed-steps-*: calls 1 mmap (two syscall stops: sysstop@1 is its
+ * entry, end@1 its exit), 2 the stub (errno, mprotect, pthread_create in
+ * the target; no munmap: the loader unmaps the pages). From callregs@2 on
+ * the loader thread exists and finishes alone (no go: it starts after
+ * 100 ms; no ack: it waits 5 s, then unmaps its own two pages and leaves
+ * the trampoline page, which the hijacked thread may still have been
+ * running when heaptap died).
  */
 static const char *const loader_all_steps[] = {
 	"stopped", "saved", "callregs@1", "masked", "resumed@1:kill", "sysstop@1", "end@1",
-	"callregs@2", "resumed@2:kill", "end@2", "errno",
-	"callregs@3", "resumed@3:kill", "end@3",
-	"callregs@4", "resumed@4:kill", "end@4", "restore-fp", "restored",
+	"callregs@2", "resumed@2:kill", "end@2", "restore-fp", "restored",
 };
 static const char *const loader_key_steps[] = {
-	"masked", "end@3", "resumed@4:kill", "end@4", "restore-fp", "restored",
+	"masked", "end@1", "resumed@2:kill", "end@2", "restore-fp", "restored",
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

@@ -116,6 +116,12 @@ int case_fault(const char *step)
 	check(tracer_pid(v.pid) == 0, "target not traced after rollback");
 	if (st.scratch)
 		check(!maps_has_addr(v.pid, st.scratch), "scratch page unmapped");
+	if (loader_mode && st.scratch) {
+		/* no loader thread was made: its two pages went with the trampoline's */
+		check(!maps_has_addr(v.pid, st.scratch + 4096) && !maps_has_addr(v.pid, st.scratch + 8192),
+		      "the loader's code and data pages are unmapped too");
+		check(loaders_alive(v.pid) == 0, "no heaptap-load thread was created");
+	}
 	loaded = maps_contains(v.pid, "libheaptap_attach_testlib");
 	started = count_lines(out_file, "start ");
 	if (!strcmp(step, "dlopen") || !strcmp(step, "dlsym") || !strcmp(step, "start"))

@@ -104,9 +104,10 @@ wait_stopped()
 echo "killed: heaptap SIGKILLed mid-attach"
 start_victim
 n=0
-# the command's calls (attach/loader.c): 1 mmap, 2 __errno_location, 3 mprotect,
-# 4 pthread_create (from here a loader thread loads the library on its own)
-for step in stopped masked resumed@2:kill end@2 resumed@3:kill end@3 resumed@4:kill end@4 \
+# the command's calls (attach/loader.c): 1 mmap (sysstop@1 is its syscall's entry,
+# end@1 its exit), 2 the stub: errno, mprotect, pthread_create in the target (from
+# callregs@2 on a loader thread loads the library on its own)
+for step in stopped masked resumed@1:kill sysstop@1 end@1 callregs@2 resumed@2:kill end@2 \
 	restore-fp restored random random random random random; do
 	hang=$step
 	[ "$step" = random ] && hang=stopped
@@ -130,7 +131,7 @@ wait "$VPID" 2>/dev/null
 VPID=
 
 echo "exited: the process SIGKILLed while heaptap is inside the attach"
-for step in stopped saved end@1 end@3 end@4 restore-fp; do
+for step in stopped saved sysstop@1 end@1 end@2 restore-fp; do
 	start_victim
 	HEAPTAP_HANG=$step "$HEAPTAP" attach -o "$tmp/e.htap" "$VPID" 2>"$tmp/e.err" </dev/null &
 	ht=$!

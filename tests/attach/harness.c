@@ -1,6 +1,7 @@
 /* tests/attach/harness.c - victim control and /proc probes shared by the attach test cases */
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -403,4 +404,34 @@ void report_reason(const char *what, struct att_ctx *ctx, enum att_reason why)
 	printf("     %s: %s (exit %d)%s%s%s%s\n", what, att_strerror(why), att_exit_code(why),
 	       att_detail(ctx)[0] ? ": " : "", att_detail(ctx), att_errno(ctx) ? ": " : "",
 	       att_errno(ctx) ? strerror(att_errno(ctx)) : "");
+}
+
+/* Threads of pid named heaptap-load (attach/loader.c's loader threads). */
+int loaders_alive(pid_t pid)
+{
+	char path[320], comm[32];
+	struct dirent *e;
+	int n = 0, fd;
+	ssize_t k;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		k = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		comm[k > 0 ? k : 0] = '\0';
+		if (strncmp(comm, "heaptap-load", 12) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
 }
