@@ -23,7 +23,7 @@ static int table_fail(struct itp_ctx *c, int rc, const char *what)
 
 static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 {
-	struct itp_ptr p = {.ptr = e->c, .seq = e->seq, .bytes = e->d ? e->d : e->a, .slot = slot};
+	struct itp_ptr p = {.ptr = e->c, .bytes = e->d ? e->d : e->a, .slot = slot};
 	uint32_t trace = 0, kind = e->kind;
 	int created, replaced, rc;
 
@@ -62,7 +62,7 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 	rc = rec_put_alloc(c->w, p.info, e->d);
 	if (rc)
 		return itp_out_fail(c, rc, "allocation");
-	c->threads[slot].last_alloc_seq = e->seq;
+	c->threads[slot].last_alloc_no = p.alloc_no;
 	c->st.alloc_calls++;
 	c->st.heap_bytes += p.bytes;
 	if (c->st.heap_bytes > c->st.peak_bytes)
@@ -83,7 +83,7 @@ static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
 		return 0;
 	}
 	/* temporary: its thread allocated nothing else in between */
-	temp = c->threads[p.slot].last_alloc_seq == p.seq;
+	temp = c->threads[p.slot].last_alloc_no == p.alloc_no;
 	rc = rec_put_free_of(c->w, p.info, temp, p.alloc_no);
 	if (rc)
 		return itp_out_fail(c, rc, "free");

@@ -20,9 +20,12 @@ static inline uint64_t info_hash(uint64_t size, uint32_t trace, uint32_t kind)
 	return itp_hash64(size ^ ((uint64_t)trace << 32 | kind) * 0x9e3779b97f4a7c15ULL);
 }
 
+/* 256 slots at first (4 KiB, in L1 while a program has few distinct infos) */
+#define FIRST_CAP 256
+
 static int grow(struct itp_infos *t)
 {
-	size_t ncap = t->cap ? t->cap * 2 : 4096, mask = ncap - 1, i, j;
+	size_t ncap = t->cap ? t->cap * 2 : FIRST_CAP, mask = ncap - 1, i, j;
 	struct itp_info_ent *tab = calloc(ncap, sizeof(*tab));
 
 	if (!tab)

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
@@ -139,9 +140,13 @@ void itp_infos_free(struct itp_infos *t);
 /* ---------------------------------------------------------------- */
 /* live pointers (ptrmap.c)                                          */
 
+/*
+ * 32 bytes, so two slots share a cache line and none straddles two. The
+ * allocation's own number is alloc_no (one per applied allocation, like its
+ * sequence number, so it also tells the temporary ones: struct itp_thread).
+ */
 struct itp_ptr {
 	uint64_t ptr;	/* 0 = empty slot (a NULL block is never inserted) */
-	uint64_t seq;	/* sequence number of the allocation */
 	uint64_t bytes; /* bytes it counts for: its weight if sampled, else its size */
 	uint64_t alloc_no; /* rec_writer_nallocs() before its rec_put_alloc (free hint) */
 	uint32_t info;	/* allocinfo index */
@@ -252,7 +257,7 @@ struct itp_tick {
 };
 
 struct itp_thread {
-	uint64_t last_alloc_seq; /* UINT64_MAX before its first allocation */
+	uint64_t last_alloc_no; /* alloc_no of its last allocation, UINT64_MAX before one */
 };
 
 struct itp_ipinfo {
@@ -325,6 +330,34 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns);
 void itp_agg_free_all(struct itp_agg *g);
 
 /* ---------------------------------------------------------------- */
+/* the input queue: a reader thread drains the socket (inq.c)        */
+
+#define ITP_INQ_LIMIT ((size_t)64 << 20) /* default bytes of queued blocks */
+#define ITP_INQ_BLOCK ((size_t)128 << 10) /* bytes a block holds: the step of back-pressure */
+#define ITP_INQ_MIN_READ ((size_t)16 << 10) /* a new block once the tail has less room */
+
+struct itp_inq;
+
+/*
+ * itp_inq_start - start a reader thread that reads fd into at most limit
+ * bytes of blocks (0 = ITP_INQ_LIMIT; at least two blocks). If the thread
+ * cannot be created, itp_inq_take reads fd itself. 0, or -errno (no queue).
+ */
+int itp_inq_start(struct itp_inq **q, int fd, size_t limit);
+/*
+ * itp_inq_take - copy up to cap bytes, in stream order, into dst, waiting
+ * at most timeout_ms for some. Returns the bytes copied (> 0), 0 at EOF
+ * (after every byte was taken), -EAGAIN when nothing came in time, -EINTR
+ * when a signal interrupted the wait, or -errno of a failed read (after
+ * every byte read before it was taken).
+ */
+ssize_t itp_inq_take(struct itp_inq *q, void *dst, size_t cap, int timeout_ms);
+/* itp_inq_full_ns - time the reader has waited for room so far, the current wait included. */
+uint64_t itp_inq_full_ns(struct itp_inq *q);
+/* itp_inq_stop - end the reader (it stops reading at once), free everything, give its numbers. */
+void itp_inq_stop(struct itp_inq *q, struct itp_input *st);
+
+/* ---------------------------------------------------------------- */
 /* the session                                                       */
 
 struct itp_ctx {
@@ -394,7 +427,12 @@ void itp_ctx_free(struct itp_ctx *c);
 int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used);
 
 /* order.c */
-int itp_order_chunk(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev, size_t n);
+/*
+ * itp_order_chunk - apply or park c->scratch[0, n), one chunk's decoded
+ * events; a parked rest takes the scratch buffer with it (c->scratch is
+ * then another, maybe smaller, buffer).
+ */
+int itp_order_chunk(struct itp_ctx *c, uint32_t slot, size_t n);
 int itp_order_tick(struct itp_ctx *c, const struct itp_tick *t);
 /* itp_order_drain - apply what is ready; with skip_gaps, everything pending. */
 int itp_order_drain(struct itp_ctx *c, int skip_gaps);

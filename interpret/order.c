@@ -154,7 +154,7 @@ int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot)
 	}
 	if (itp_map_put(&c->tids, tid, (uint32_t)c->nthreads))
 		return -ENOMEM;
-	c->threads[c->nthreads].last_alloc_seq = UINT64_MAX;
+	c->threads[c->nthreads].last_alloc_no = UINT64_MAX;
 	*slot = (uint32_t)c->nthreads++;
 	return 0;
 }
@@ -312,59 +312,47 @@ int itp_order_drain(struct itp_ctx *c, int skip_gaps)
 }
 
 /*
- * new_chunk - a pending chunk with room for n events: a spare one big
- * enough (the first that is, else the first grown), or a new one.
+ * take_scratch - a pending chunk that takes over c->scratch, whose events
+ * [skip, n) wait; c->scratch gets the chunk's old buffer (a spare's, maybe
+ * smaller: parse.c grows it as needed). Copying the rest of the chunk cost
+ * more than applying it: two threads allocating flat out park about every
+ * other chunk, most of it.
  */
-static struct itp_chunk *new_chunk(struct itp_ctx *c, size_t n)
+static struct itp_chunk *take_scratch(struct itp_ctx *c, size_t skip, size_t n)
 {
-	struct itp_chunk *ch = c->spare, **pp = &c->spare;
+	struct itp_chunk *ch = c->spare;
+	struct itp_ev *ev;
+	size_t cap;
 
-	while (ch && ch->cap < n) {
-		pp = &ch->next_spare;
-		ch = ch->next_spare;
-	}
-	if (!ch && c->spare) {
-		/* none big enough: grow the first */
-		struct itp_ev *v;
-
-		ch = c->spare;
-		pp = &c->spare;
-		v = realloc(ch->ev, n * sizeof(*v));
-		if (!v)
-			return NULL;
-		ch->ev = v;
-		ch->cap = n;
-	}
 	if (ch) {
-		*pp = ch->next_spare;
+		c->spare = ch->next_spare;
 		c->nspare--;
-		return ch;
+	} else {
+		ch = calloc(1, sizeof(*ch));
+		if (!ch)
+			return NULL;
 	}
-	ch = malloc(sizeof(*ch));
-	if (!ch)
-		return NULL;
-	ch->ev = malloc(n * sizeof(*ch->ev));
-	if (!ch->ev) {
-		free(ch);
-		return NULL;
-	}
-	ch->cap = n;
+	ev = ch->ev;
+	cap = ch->cap;
+	ch->ev = c->scratch;
+	ch->cap = c->scratch_cap;
+	c->scratch = ev;
+	c->scratch_cap = cap;
+	ch->n = n;
+	ch->pos = skip;
 	return ch;
 }
 
-/* copy ev[0..n) into a new pending chunk (taking the module pointers) */
-static int park(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev, size_t n)
+/* park c->scratch[i..n) in a pending chunk (taking the module pointers) */
+static int park(struct itp_ctx *c, uint32_t slot, size_t i, size_t n)
 {
-	struct itp_chunk *ch = new_chunk(c, n);
+	struct itp_chunk *ch = take_scratch(c, i, n);
 	int rc;
 
 	if (!ch)
 		goto out_nomem;
-	memcpy(ch->ev, ev, n * sizeof(*ev));
-	ch->n = n;
-	ch->pos = 0;
 	ch->slot = slot;
-	ch->bytes = sizeof(*ch) + ch->cap * sizeof(*ev);
+	ch->bytes = sizeof(*ch) + ch->cap * sizeof(*ch->ev);
 	if (itp_heap_push(&c->heap, ch)) {
 		itp_chunk_free(ch);
 		return itp_fail(c, ITP_E_NOMEM, "out of memory reordering events");
@@ -382,14 +370,15 @@ static int park(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev, size_t n)
 	return 0;
 
 out_nomem:
-	for (size_t i = 0; i < n; i++)
-		if (ev[i].op == WIRE_EV_MODULE)
-			itp_module_free((struct itp_module *)(uintptr_t)ev[i].a);
+	for (; i < n; i++)
+		if (c->scratch[i].op == WIRE_EV_MODULE)
+			itp_module_free((struct itp_module *)(uintptr_t)c->scratch[i].a);
 	return itp_fail(c, ITP_E_NOMEM, "out of memory reordering events");
 }
 
-int itp_order_chunk(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev, size_t n)
+int itp_order_chunk(struct itp_ctx *c, uint32_t slot, size_t n)
 {
+	struct itp_ev *ev = c->scratch;
 	size_t i;
 	int rc;
 
@@ -397,7 +386,7 @@ int itp_order_chunk(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev, size_t 
 		struct itp_ev *e = &ev[i];
 
 		if (e->seq > c->next_seq)
-			return park(c, slot, ev + i, n - i);
+			return park(c, slot, i, n);
 		rc = apply_one(c, slot, e);
 		if (!rc && c->heap.n && itp_heap_min(&c->heap) <= c->next_seq)
 			rc = itp_order_drain(c, 0);

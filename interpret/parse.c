@@ -47,7 +47,7 @@ static inline uint64_t pack7(uint64_t x)
 	return (x & 0x000000000fffffffULL) | (x & 0x0fffffff00000000ULL) >> 4;
 }
 
-static inline int get_var(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+static inline __attribute__((always_inline)) int get_var(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
 	const uint8_t *p = *pp;
 	uint64_t v = 0;
@@ -358,7 +358,7 @@ bad_varint:
 		       (unsigned long long)tid);
 out_order:
 	/* hand over what was decoded before any fault, then report the fault */
-	rc = n ? itp_order_chunk(c, slot, c->scratch, n) : 0;
+	rc = n ? itp_order_chunk(c, slot, n) : 0;
 	return ret ? ret : rc;
 }
 

@@ -18,9 +18,18 @@ static inline size_t home(uint64_t ptr, size_t mask)
 	return (size_t)((ptr * 0x9e3779b97f4a7c15ULL) >> 20) & mask;
 }
 
+_Static_assert(sizeof(struct itp_ptr) == 32, "two slots a cache line");
+
+/*
+ * 256 slots at first (8 KiB): a program that churns, with few blocks live
+ * at a time, keeps the whole table in L1; a 4096-slot start (160 KiB then)
+ * made every put and take an L1 miss.
+ */
+#define FIRST_CAP 256
+
 static int grow(struct itp_ptrmap *m)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 4096, mask = ncap - 1, i, j;
+	size_t ncap = m->cap ? m->cap * 2 : FIRST_CAP, mask = ncap - 1, i, j;
 	struct itp_ptr *v;
 
 	if (ncap / 2 > ITP_MAX_LIVE)
