@@ -24,6 +24,7 @@
 
 #include "tests/lib/check_fixture.h"
 #include "check_interpret_wire.h"
+#include "interpret/internal.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
 
@@ -804,6 +805,98 @@ START_TEST(test_varint_boundaries)
 	ck_assert_uint_eq(ai[ns].size, 5);
 	rec_close(r);
 	sb_free(&s);
+}
+END_TEST
+
+/*
+ * The live-pointer table against a plain array: pointers that all share
+ * one home slot (long runs), page-strided and random ones, inserts that
+ * grow the table, replacements, and removals in random order (backward
+ * shift must keep every other entry reachable and leave no stale one).
+ */
+START_TEST(test_ptrmap_churn)
+{
+	enum { N = 6000 };
+	static uint64_t keys[N];
+	static int live[N];
+	struct itp_ptrmap m = {0};
+	struct itp_ptr e, out;
+	uint64_t rnd = 88172645463325252ull;
+	size_t i, k, n = 0, nlive = 0;
+	int replaced;
+
+	/* 1000 keys whose home is slot 0 of the first (256-slot) table */
+	for (uint64_t p = 16; n < 1000; p += 16)
+		if ((((p * 0x9e3779b97f4a7c15ULL) >> 20) & 255) == 0)
+			keys[n++] = p;
+	for (i = 0; i < 2000; i++)
+		keys[n++] = 0x7f0000000000ull + i * 4096;
+	while (n < N) {
+		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+		keys[n++] = (rnd | 1) & ~(1ull << 63); /* random, nonzero, distinct from the above */
+	}
+	for (int round = 0; round < 4; round++) {
+		for (i = 0; i < N; i++) {
+			rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+			k = rnd % N;
+			if (rnd >> 63 && live[k]) {
+				ck_assert_int_eq(itp_ptrmap_take(&m, keys[k], &out), 1);
+				ck_assert_uint_eq(out.ptr, keys[k]);
+				ck_assert_uint_eq(out.alloc_no, k * 7 + (uint64_t)live[k]);
+				ck_assert_uint_eq(out.info, (uint32_t)k);
+				live[k] = 0;
+				nlive--;
+			} else {
+				e = (struct itp_ptr){.ptr = keys[k], .bytes = k, .info = (uint32_t)k,
+						     .alloc_no = k * 7 + (uint64_t)(round + 1)};
+				ck_assert_int_eq(itp_ptrmap_put(&m, &e, &replaced), 0);
+				ck_assert_int_eq(replaced, live[k] != 0);
+				nlive += !live[k];
+				live[k] = round + 1;
+			}
+		}
+		ck_assert_uint_eq(m.n, nlive);
+		for (k = 0; k < N; k++) {
+			int found = itp_ptrmap_take(&m, keys[k], &out);
+
+			ck_assert_int_eq(found, live[k] != 0);
+			if (found) {
+				ck_assert_uint_eq(out.bytes, k);
+				ck_assert_uint_eq(out.alloc_no, k * 7 + (uint64_t)live[k]);
+				/* put it back for the next round */
+				ck_assert_int_eq(itp_ptrmap_put(&m, &out, &replaced), 0);
+				ck_assert_int_eq(replaced, 0);
+			}
+		}
+	}
+	ck_assert_int_eq(itp_ptrmap_take(&m, 0, &out), 0);
+	itp_ptrmap_free(&m);
+}
+END_TEST
+
+/* allocation infos: equal triples share an index, any differing field makes a new one */
+START_TEST(test_infos_dedup_many)
+{
+	struct itp_infos t = {0};
+	uint32_t idx;
+	int created;
+	size_t n = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		n = 0;
+		for (uint64_t size = 0; size < 40; size++)
+			for (uint32_t trace = 0; trace < 50; trace++)
+				for (uint32_t kind = 0; kind < 3; kind++) {
+					ck_assert_int_eq(itp_infos_find(&t, size << 40 | size, trace,
+									kind, &idx, &created),
+							 0);
+					ck_assert_int_eq(created, pass == 0);
+					ck_assert_uint_eq(idx, n);
+					n++;
+				}
+	}
+	ck_assert_uint_eq(t.n, n);
+	itp_infos_free(&t);
 }
 END_TEST
 
@@ -1750,6 +1843,8 @@ static Suite *interpret_suite(void)
 	tcase_add_test(tc, test_overlong_length_varint);
 	tcase_add_test(tc, test_overflowing_varint);
 	tcase_add_test(tc, test_varint_boundaries);
+	tcase_add_test(tc, test_ptrmap_churn);
+	tcase_add_test(tc, test_infos_dedup_many);
 	tcase_add_test(tc, test_unknown_op);
 	tcase_add_test(tc, test_seq_repeated);
 	tcase_add_test(tc, test_truncated_stream);
