@@ -14,24 +14,37 @@
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * phdr_at - program header i of f into *ph, for a walk in order: 1, or 0
+ * when f has no header i (the walk is over); -1 when the header table or
+ * that header cannot be read (ELFR_E_PHDR for both callers). The count is
+ * asked each time: libelf keeps it, so that is cheap.
+ */
+static int phdr_at(const struct elfr_file *f, size_t i, GElf_Phdr *ph)
+{
+	size_t n;
+
+	if (elf_getphdrnum(f->elf, &n) != 0)
+		return -1;
+	if (i >= n)
+		return 0;
+	return gelf_getphdr(f->elf, (int)i, ph) ? 1 : -1;
+}
+
 enum elfr_reason elfr_file_first_load(const struct elfr_file *f, uint64_t *vaddr)
 {
-	size_t i, n;
 	GElf_Phdr ph;
+	size_t i;
 
 	if (!f || !vaddr)
 		return ELFR_E_ARG;
-	if (elf_getphdrnum(f->elf, &n) != 0)
-		return ELFR_E_PHDR;
-	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(f->elf, (int)i, &ph))
-			return ELFR_E_PHDR;
+	for (i = 0; phdr_at(f, i, &ph) > 0; i++) {
 		if (ph.p_type == PT_LOAD) {
 			*vaddr = ph.p_vaddr & ~(uint64_t)(ph.p_align > 1 ? ph.p_align - 1 : 0);
 			return ELFR_OK;
 		}
 	}
-	return ELFR_E_PHDR;
+	return ELFR_E_PHDR; /* unreadable, or no PT_LOAD */
 }
 
 enum elfr_reason elfr_file_foreach_func(const struct elfr_file *f, elfr_func_fn fn, void *arg)
@@ -79,16 +92,13 @@ enum elfr_reason elfr_file_eh_table(const struct elfr_file *f, struct elfr_eh_ta
 	bool have_eh = false;
 	GElf_Phdr ph;
 	uint32_t count;
-	size_t i, n;
+	size_t i;
+	int r;
 
 	if (!f || !t)
 		return ELFR_E_ARG;
 	memset(t, 0, sizeof(*t));
-	if (elf_getphdrnum(f->elf, &n) != 0)
-		return ELFR_E_PHDR;
-	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(f->elf, (int)i, &ph))
-			return ELFR_E_PHDR;
+	for (i = 0; (r = phdr_at(f, i, &ph)) > 0; i++) {
 		if (ph.p_type == PT_LOAD) {
 			if (ph.p_vaddr < lo)
 				lo = ph.p_vaddr;
@@ -101,6 +111,8 @@ enum elfr_reason elfr_file_eh_table(const struct elfr_file *f, struct elfr_eh_ta
 			have_eh = true;
 		}
 	}
+	if (r < 0)
+		return ELFR_E_PHDR;
 	if (!have_eh || hi <= lo || h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
 		return ELFR_E_NO_EH_TABLE;
 	memcpy(&count, h + 8, sizeof(count));

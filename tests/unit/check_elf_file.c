@@ -1,4 +1,4 @@
-/* tests/unit/check_elf_file.c - elf/ file view (libelf): ident, build-id, exported symbols */
+/* tests/unit/check_elf_file.c - elf/ file view (libelf): ident, build-id, symbols, PT_LOAD, eh table */
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "elf/elfr.h"
@@ -262,6 +262,88 @@ START_TEST(test_layout_bad)
 }
 END_TEST
 
+/*
+ * elfr_file_first_load and elfr_file_eh_table against the program headers
+ * read by hand from the file's bytes; then with the headers they use taken
+ * away, and with the header table out of the file.
+ */
+START_TEST(test_first_load_eh_table)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, first = UINT64_MAX, vaddr = 0;
+	char tmp[] = "/tmp/check_elf_XXXXXX";
+	struct elfr_eh_table t;
+	ElfW(Phdr) *ph, *eh_ph = NULL;
+	struct elfr_file *f;
+	unsigned char *bytes;
+	ElfW(Ehdr) * eh;
+	uint32_t count;
+	size_t len;
+
+	copy_to_tmp(ELFR_FX_GNU, tmp, &bytes, &len);
+	eh = (ElfW(Ehdr) *)bytes;
+	ph = (ElfW(Phdr) *)(bytes + eh->e_phoff);
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type == PT_LOAD) {
+			if (first == UINT64_MAX)
+				first = ph[i].p_vaddr & ~(uint64_t)(ph[i].p_align - 1);
+			if (ph[i].p_vaddr < lo)
+				lo = ph[i].p_vaddr;
+			if (ph[i].p_vaddr + ph[i].p_memsz > hi)
+				hi = ph[i].p_vaddr + ph[i].p_memsz;
+		} else if (ph[i].p_type == PT_GNU_EH_FRAME) {
+			eh_ph = &ph[i];
+		}
+	}
+	ck_assert_uint_ne(first, UINT64_MAX);
+	ck_assert_ptr_nonnull(eh_ph);
+	memcpy(&count, bytes + eh_ph->p_offset + 8, sizeof(count));
+	ck_assert_uint_gt(count, 0);
+
+	ck_assert_int_eq(elfr_file_open(ELFR_FX_GNU, &f), ELFR_OK);
+	ck_assert_int_eq(elfr_file_first_load(f, &vaddr), ELFR_OK);
+	ck_assert_uint_eq(vaddr, first);
+	ck_assert_int_eq(elfr_file_eh_table(f, &t), ELFR_OK);
+	ck_assert_uint_eq(t.hdr_vaddr, eh_ph->p_vaddr);
+	ck_assert_uint_eq(t.lo_vaddr, lo);
+	ck_assert_uint_eq(t.hi_vaddr, hi);
+	ck_assert_uint_eq(t.fde_count, count);
+	elfr_file_close(f);
+
+	/* No PT_GNU_EH_FRAME: no table; the first PT_LOAD is still found. */
+	eh_ph->p_type = PT_NULL;
+	write_file(tmp, bytes, len);
+	ck_assert_int_eq(elfr_file_open(tmp, &f), ELFR_OK);
+	vaddr = 0;
+	ck_assert_int_eq(elfr_file_first_load(f, &vaddr), ELFR_OK);
+	ck_assert_uint_eq(vaddr, first);
+	ck_assert_int_eq(elfr_file_eh_table(f, &t), ELFR_E_NO_EH_TABLE);
+	elfr_file_close(f);
+
+	/* No PT_LOAD either. */
+	for (size_t i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD)
+			ph[i].p_type = PT_NULL;
+	write_file(tmp, bytes, len);
+	ck_assert_int_eq(elfr_file_open(tmp, &f), ELFR_OK);
+	ck_assert_int_eq(elfr_file_first_load(f, &vaddr), ELFR_E_PHDR);
+	ck_assert_int_eq(elfr_file_eh_table(f, &t), ELFR_E_NO_EH_TABLE);
+	elfr_file_close(f);
+
+	/* The header table past the end of the file: unreadable. */
+	eh->e_phoff = len;
+	write_file(tmp, bytes, len);
+	ck_assert_int_eq(elfr_file_open(tmp, &f), ELFR_OK);
+	ck_assert_int_eq(elfr_file_first_load(f, &vaddr), ELFR_E_PHDR);
+	ck_assert_int_eq(elfr_file_eh_table(f, &t), ELFR_E_PHDR);
+	elfr_file_close(f);
+
+	ck_assert_int_eq(elfr_file_first_load(NULL, &vaddr), ELFR_E_ARG);
+	ck_assert_int_eq(elfr_file_eh_table(NULL, &t), ELFR_E_ARG);
+	unlink(tmp);
+	free(bytes);
+}
+END_TEST
+
 Suite *elfr_file_suite(void)
 {
 	Suite *s = suite_create("elf-file");
@@ -271,6 +353,7 @@ Suite *elfr_file_suite(void)
 	tcase_add_test(tc, test_fixture_symbol_and_stripped);
 	tcase_add_test(tc, test_foreign_targets);
 	tcase_add_test(tc, test_layout_bad);
+	tcase_add_test(tc, test_first_load_eh_table);
 	suite_add_tcase(s, tc);
 	return s;
 }
