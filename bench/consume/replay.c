@@ -7,8 +7,10 @@
  * is read into memory once; each run creates a socketpair, a feeder thread
  * writes the whole stream into one end and closes it, and this thread runs
  * itp_run on the other end, exactly as heaptap does after accept. The CPU
- * time of the itp_run thread alone (CLOCK_THREAD_CPUTIME_ID) is measured,
- * so the feeder and other processes on a shared machine do not count.
+ * time of this process during itp_run (getrusage, so any thread itp_run
+ * starts counts too) minus the feeder thread's own (CLOCK_THREAD_CPUTIME_ID)
+ * is measured: other processes on a shared machine and the feeder's writes
+ * do not count.
  * Prints each run and the median: CPU seconds and ns per event (events =
  * allocations + frees + trace nodes applied). Without -o the recording
  * goes to a temporary file that is removed; symbolization is skipped
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +39,25 @@ struct feeder {
 	int fd;
 	const uint8_t *p;
 	size_t len;
+	double cpu; /* the feeder thread's CPU seconds */
 };
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double process_cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 static void *feed(void *arg)
 {
@@ -53,15 +74,8 @@ static void *feed(void *arg)
 		off += (size_t)w;
 	}
 	shutdown(f->fd, SHUT_WR);
+	f->cpu = thread_cpu();
 	return NULL;
-}
-
-static double thread_cpu(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -117,11 +131,11 @@ static int run_once(const uint8_t *s, size_t len, const char *out, int symbols, 
 		close(sv[1]);
 		return -1;
 	}
-	c0 = thread_cpu();
+	c0 = process_cpu();
 	rc = itp_run(sv[0], &opt, res);
-	*cpu = thread_cpu() - c0;
 	close(sv[0]);
 	pthread_join(th, NULL);
+	*cpu = process_cpu() - c0 - f.cpu;
 	close(sv[1]);
 	*events = res->final.alloc_calls + res->final.free_calls + res->final.traces;
 	return rc;
