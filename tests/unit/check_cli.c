@@ -15,37 +15,35 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "cli/cli.h"
 #include "report/report.h"
 
-static char tmpdir[256];
 static char saved_tmp[200]; /* $TMPDIR as the suite found it ("" = unset) */
 static int saved;
 
+/*
+ * The session tests point TMPDIR into ck_tmpdir; without fork (CK_FORK=no) it
+ * must come back before the next test makes its directory.
+ */
 static void setup(void)
 {
 	const char *t = getenv("TMPDIR");
 
-	/* tests point TMPDIR into tmpdir; without fork it must come back */
 	if (!saved) {
 		snprintf(saved_tmp, sizeof(saved_tmp), "%s", t ? t : "");
 		saved = 1;
 	}
-	t = saved_tmp;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_cli-XXXXXX", *t ? t : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	ck_tmpdir_setup();
 }
 
 static void teardown(void)
 {
-	char cmd[512];
-
 	if (saved_tmp[0])
 		setenv("TMPDIR", saved_tmp, 1);
 	else
 		unsetenv("TMPDIR");
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_tmpdir_teardown();
 }
 
 static void touch(const char *path)
@@ -91,25 +89,25 @@ START_TEST(test_outname_free)
 	char b[512], p[512];
 	unsigned a = 99;
 
-	ck_assert_int_eq(cli_outname_free(tmpdir, "prog", 42, "htap", 0, &a, b, sizeof(b)), 0);
+	ck_assert_int_eq(cli_outname_free(ck_tmpdir, "prog", 42, "htap", 0, &a, b, sizeof(b)), 0);
 	ck_assert_uint_eq(a, 0);
-	snprintf(p, sizeof(p), "%s/heaptap.prog.42.htap", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "heaptap.prog.42.htap");
 	ck_assert_str_eq(b, p);
 	touch(p);
-	snprintf(p, sizeof(p), "%s/heaptap.prog.42.1.htap", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "heaptap.prog.42.1.htap");
 	touch(p);
 	/* a dangling symlink takes a name too */
-	snprintf(p, sizeof(p), "%s/heaptap.prog.42.2.htap", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "heaptap.prog.42.2.htap");
 	ck_assert_int_eq(symlink("/nonexistent/target", p), 0);
-	ck_assert_int_eq(cli_outname_free(tmpdir, "prog", 42, "htap", 0, &a, b, sizeof(b)), 0);
+	ck_assert_int_eq(cli_outname_free(ck_tmpdir, "prog", 42, "htap", 0, &a, b, sizeof(b)), 0);
 	ck_assert_uint_eq(a, 3);
-	snprintf(p, sizeof(p), "%s/heaptap.prog.42.3.htap", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "heaptap.prog.42.3.htap");
 	ck_assert_str_eq(b, p);
 	/* starting past a name skips it */
-	ck_assert_int_eq(cli_outname_free(tmpdir, "prog", 42, "htap", 5, &a, b, sizeof(b)), 0);
+	ck_assert_int_eq(cli_outname_free(ck_tmpdir, "prog", 42, "htap", 5, &a, b, sizeof(b)), 0);
 	ck_assert_uint_eq(a, 5);
 	/* another pid is free at once */
-	ck_assert_int_eq(cli_outname_free(tmpdir, "prog", 43, "htap", 0, &a, b, sizeof(b)), 0);
+	ck_assert_int_eq(cli_outname_free(ck_tmpdir, "prog", 43, "htap", 0, &a, b, sizeof(b)), 0);
 	ck_assert_uint_eq(a, 0);
 }
 END_TEST
@@ -119,15 +117,15 @@ START_TEST(test_libdir)
 	char b[PATH_MAX], exe[PATH_MAX], want[PATH_MAX], p[PATH_MAX], real[PATH_MAX];
 
 	/* build tree: T/build/bin/heaptap, T/build/lib/LIB */
-	snprintf(p, sizeof(p), "%s/build/lib", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "build/lib");
 	mkdirs(p);
-	snprintf(p, sizeof(p), "%s/build/bin", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "build/bin");
 	mkdirs(p);
-	snprintf(p, sizeof(p), "%s/build/lib/%s", tmpdir, CLI_PRELOAD_LIB);
+	snprintf(p, sizeof(p), "%s/build/lib/%s", ck_tmpdir, CLI_PRELOAD_LIB);
 	touch(p);
-	snprintf(exe, sizeof(exe), "%s/build/bin/heaptap", tmpdir);
+	ck_tmpdir_path(exe, sizeof(exe), "build/bin/heaptap");
 	ck_assert_int_eq(cli_libdir(NULL, exe, CLI_PRELOAD_LIB, b, sizeof(b)), 0);
-	snprintf(want, sizeof(want), "%s/build/lib", tmpdir);
+	ck_tmpdir_path(want, sizeof(want), "build/lib");
 	ck_assert_ptr_nonnull(realpath(want, real));
 	ck_assert_str_eq(b, real);
 	/* an empty $HEAPTAP_LIBDIR counts as unset */
@@ -135,32 +133,32 @@ START_TEST(test_libdir)
 	ck_assert_str_eq(b, real);
 
 	/* installed: T/usr/bin/heaptap, T/usr/lib/heaptap/LIB */
-	snprintf(p, sizeof(p), "%s/usr/lib/heaptap", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "usr/lib/heaptap");
 	mkdirs(p);
-	snprintf(p, sizeof(p), "%s/usr/bin", tmpdir);
+	ck_tmpdir_path(p, sizeof(p), "usr/bin");
 	mkdirs(p);
-	snprintf(p, sizeof(p), "%s/usr/lib/heaptap/%s", tmpdir, CLI_PRELOAD_LIB);
+	snprintf(p, sizeof(p), "%s/usr/lib/heaptap/%s", ck_tmpdir, CLI_PRELOAD_LIB);
 	touch(p);
-	snprintf(exe, sizeof(exe), "%s/usr/bin/heaptap", tmpdir);
+	ck_tmpdir_path(exe, sizeof(exe), "usr/bin/heaptap");
 	ck_assert_int_eq(cli_libdir(NULL, exe, CLI_PRELOAD_LIB, b, sizeof(b)), 0);
-	snprintf(want, sizeof(want), "%s/usr/lib/heaptap", tmpdir);
+	ck_tmpdir_path(want, sizeof(want), "usr/lib/heaptap");
 	ck_assert_ptr_nonnull(realpath(want, real));
 	ck_assert_str_eq(b, real);
 
 	/* $HEAPTAP_LIBDIR wins, and only it is looked at */
-	snprintf(want, sizeof(want), "%s/build/lib", tmpdir);
+	ck_tmpdir_path(want, sizeof(want), "build/lib");
 	ck_assert_int_eq(cli_libdir(want, exe, CLI_PRELOAD_LIB, b, sizeof(b)), 0);
 	ck_assert_str_eq(b, want);
-	snprintf(want, sizeof(want), "%s/usr/bin", tmpdir);
+	ck_tmpdir_path(want, sizeof(want), "usr/bin");
 	ck_assert_int_eq(cli_libdir(want, exe, CLI_PRELOAD_LIB, b, sizeof(b)), -ENOENT);
 
 	/* nowhere */
-	snprintf(exe, sizeof(exe), "%s/none/bin/heaptap", tmpdir);
+	ck_tmpdir_path(exe, sizeof(exe), "none/bin/heaptap");
 	ck_assert_int_eq(cli_libdir(NULL, exe, CLI_PRELOAD_LIB, b, sizeof(b)), -ENOENT);
 	ck_assert_int_eq(cli_libdir(NULL, NULL, CLI_PRELOAD_LIB, b, sizeof(b)), -ENOENT);
 	ck_assert_int_eq(cli_libdir(NULL, "heaptap", CLI_PRELOAD_LIB, b, sizeof(b)), -ENOENT);
 	/* too small a buffer */
-	snprintf(exe, sizeof(exe), "%s/build/bin/heaptap", tmpdir);
+	ck_tmpdir_path(exe, sizeof(exe), "build/bin/heaptap");
 	ck_assert_int_eq(cli_libdir(NULL, exe, CLI_PRELOAD_LIB, b, 4), -ENAMETOOLONG);
 }
 END_TEST
@@ -177,14 +175,25 @@ static int split(char *s, char **argv, int max)
 	return n;
 }
 
-static int rec_parse(const char *line, struct cli_record_args *a, char *err)
+/*
+ * argv of line's words, in a static copy: the parsers keep pointers into
+ * it (a->output, a->argv), which must outlive the call.
+ */
+static char **words(const char *line, int *argc)
 {
 	static char buf[512];
 	static char *argv[32];
-	int argc;
 
 	snprintf(buf, sizeof(buf), "%s", line);
-	argc = split(buf, argv, 32);
+	*argc = split(buf, argv, 32);
+	return argv;
+}
+
+static int rec_parse(const char *line, struct cli_record_args *a, char *err)
+{
+	int argc;
+	char **argv = words(line, &argc);
+
 	return cli_record_parse(argc, argv, a, err, 256);
 }
 
@@ -228,6 +237,8 @@ START_TEST(test_record_args)
 	ck_assert_str_eq(err, "unknown option '--bogus'");
 	ck_assert_int_eq(rec_parse("record -o", &a, err), -EINVAL);
 	ck_assert_str_eq(err, "option '-o' needs an argument");
+	ck_assert_int_eq(rec_parse("record --output= prog", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "-o needs a file name");
 	ck_assert_int_eq(rec_parse("record --depth 0 prog", &a, err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "--depth '0'"));
 	ck_assert_int_eq(rec_parse("record --depth 257 prog", &a, err), -EINVAL);
@@ -240,12 +251,9 @@ END_TEST
 
 static int rep_parse(const char *line, struct cli_report_args *a, char *err)
 {
-	static char buf[512];
-	static char *argv[32];
 	int argc;
+	char **argv = words(line, &argc);
 
-	snprintf(buf, sizeof(buf), "%s", line);
-	argc = split(buf, argv, 32);
 	return cli_report_parse(argc, argv, a, err, 256);
 }
 
@@ -292,6 +300,58 @@ START_TEST(test_report_args)
 	ck_assert_str_eq(err, "unknown option '-q'");
 	ck_assert_int_eq(rep_parse("report --help", &a, err), 0);
 	ck_assert_int_eq(a.help, 1);
+}
+END_TEST
+
+static int att_parse(const char *line, struct cli_attach_args *a, char *err)
+{
+	int argc;
+	char **argv = words(line, &argc);
+
+	return cli_attach_parse(argc, argv, a, err, 256);
+}
+
+START_TEST(test_attach_args)
+{
+	struct cli_attach_args a;
+	char err[256];
+
+	ck_assert_int_eq(att_parse("attach -o out.htap -d 2.5 -v 42", &a, err), 0);
+	ck_assert_str_eq(a.output, "out.htap");
+	ck_assert(a.duration == 2.5);
+	ck_assert_int_eq(a.verbose, 1);
+	ck_assert_int_eq(a.pid, 42);
+	ck_assert_int_eq(att_parse("attach --snapshot-every 1 --format pprof --out d 7", &a, err), 0);
+	ck_assert(a.snapshot_every == 1);
+	ck_assert_int_eq(a.format_pprof, 1);
+	ck_assert_str_eq(a.out_dir, "d");
+	ck_assert_int_eq(a.pid, 7);
+	ck_assert_int_eq(att_parse("attach --help", &a, err), 0);
+	ck_assert_int_eq(a.help, 1);
+
+	ck_assert_int_eq(att_parse("attach", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "no process id given");
+	ck_assert_int_eq(att_parse("attach 1 2", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "one process id only ('2' is extra)");
+	ck_assert_int_eq(att_parse("attach 0", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "'0' is not a process id");
+	ck_assert_int_eq(att_parse("attach 12x", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "'12x' is not a process id");
+	ck_assert_int_eq(att_parse("attach --output= 5", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "-o needs a file name");
+	ck_assert_int_eq(att_parse("attach --out= --snapshot-every 1 5", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "--out needs a directory");
+	ck_assert_int_eq(att_parse("attach --format json 5", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "--format 'json': snapshots are written as pprof only");
+	ck_assert_int_eq(att_parse("attach -x 5", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "unknown option '-x'");
+	/* a missing PID is said before the options' pairing, an extra one after */
+	ck_assert_int_eq(att_parse("attach --snapshot-every 1", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "no process id given");
+	ck_assert_int_eq(att_parse("attach --snapshot-every 1 5 6", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "--snapshot-every SECS and --out DIR go together");
+	ck_assert_int_eq(att_parse("attach --format pprof --out d 5", &a, err), -EINVAL);
+	ck_assert_str_eq(err, "--snapshot-every SECS and --out DIR go together");
 }
 END_TEST
 
@@ -377,7 +437,7 @@ START_TEST(test_spawn_signals)
 	int st;
 	FILE *f;
 
-	snprintf(out, sizeof(out), "%s/sigign", tmpdir);
+	ck_tmpdir_path(out, sizeof(out), "sigign");
 	snprintf(env, sizeof(env), "CLI_T_OUT=%s", out);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGUSR1, SIG_IGN);
@@ -403,7 +463,7 @@ END_TEST
 
 static void use_tmpdir(void)
 {
-	setenv("TMPDIR", tmpdir, 1);
+	setenv("TMPDIR", ck_tmpdir, 1);
 }
 
 START_TEST(test_session_dir)
@@ -415,7 +475,7 @@ START_TEST(test_session_dir)
 	use_tmpdir();
 	ck_assert_int_eq(cli_session_open(&s), 0);
 	ck_assert_int_ge(s.listen_fd, 0);
-	ck_assert_int_eq(strncmp(s.dir, tmpdir, strlen(tmpdir)), 0);
+	ck_assert_int_eq(strncmp(s.dir, ck_tmpdir, strlen(ck_tmpdir)), 0);
 	ck_assert_ptr_nonnull(strstr(s.dir, "/heaptap-"));
 	ck_assert_int_eq(stat(s.dir, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0700);
@@ -431,7 +491,7 @@ START_TEST(test_session_dir)
 	{
 		char deep[300];
 
-		snprintf(deep, sizeof(deep), "%s/%0120d", tmpdir, 0);
+		snprintf(deep, sizeof(deep), "%s/%0120d", ck_tmpdir, 0);
 		mkdirs(deep);
 		setenv("TMPDIR", deep, 1);
 		ck_assert_int_eq(cli_session_open(&s), -ENAMETOOLONG);
@@ -547,6 +607,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_libdir);
 	tcase_add_test(tc, test_record_args);
 	tcase_add_test(tc, test_report_args);
+	tcase_add_test(tc, test_attach_args);
 	tcase_add_test(tc, test_usage_exit_codes);
 	tcase_add_test(tc, test_preload_and_status);
 	tcase_add_test(tc, test_spawn);
@@ -560,11 +621,5 @@ static Suite *cli_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(cli_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(cli_suite());
 }
