@@ -7,7 +7,8 @@
 #   E2E_SRC   this directory (for check.py)
 #   E2E_KEEP  if set, keep the temporary directory and print its name
 # A case script calls the helpers below and exits 0 (pass), 1 (fail) or 77
-# (skip). Every heaptap run is bounded by a timeout so a hang is a failure.
+# (skip): fail, skip and show come from tests/lib/case.sh. Every heaptap run
+# is bounded by a timeout so a hang is a failure.
 
 set -u
 
@@ -16,19 +17,7 @@ E2E_BIN=${E2E_BIN:-$PWD}
 E2E_TIMEOUT=${E2E_TIMEOUT:-120}
 # every call site with every backtrace: check.py needs them all for exact sums
 REPORT_ARGS=${REPORT_ARGS:--n 1000000 -b 0}
-case_name=$(basename "$0" .test)
-
-fail()
-{
-	echo "FAIL: $case_name: $*" >&2
-	exit 1
-}
-
-skip()
-{
-	echo "SKIP: $case_name: $*" >&2
-	exit 77
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/case.sh"
 
 [ -n "${HEAPTAP:-}" ] || fail "HEAPTAP is not set (path of the heaptap program)"
 [ -x "$HEAPTAP" ] || fail "$HEAPTAP is not an executable (build heaptap first)"
@@ -42,13 +31,6 @@ else
 fi
 # a crashing target must not leave core files behind, nor take long to dump
 ulimit -c 0
-
-# show FILE on stderr under a title (for failure output)
-show()
-{
-	echo "--- $1:" >&2
-	head -c 4000 "$2" >&2 2>/dev/null
-}
 
 # record NAME PROG [ARGS...]: heaptap record -o $tmp/NAME.htap -- PROG ARGS,
 # the target's stdout in $tmp/NAME.out, heaptap's stderr in $tmp/NAME.err,

@@ -7,37 +7,20 @@
 # and define after it:
 #   suite_cleanup   (optional) called at exit, before the target is stopped
 #   target_stop     called at exit when TPID is set: end the target
-# What this file gives: fail/skip/show, the checks every case needs (heaptap,
-# python3, ptrace permitted), $tmp and its cleanup, the target's "ready
-# pid=N" line, one-line commands to a coprocess (co_ask), and heaptap attach
-# in the background (attach_bg, attach_wait, attach_ok, held_tid).
+# What this file gives: fail/skip/show (case.sh), the checks every case
+# needs (heaptap, python3, ptrace permitted), $tmp and its cleanup, the
+# target's "ready pid=N" line, one-line commands to a coprocess (co_ask), and
+# heaptap attach in the background (attach_bg, attach_wait, attach_ok,
+# held_tid).
 # A case exits 0 (pass), 1 (fail) or 77 (skip). Every wait is bounded.
 
 set -u
 
-case_name=$(basename "$0" .test)
 TESTS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # this directory (htreport.py)
+. "$TESTS_LIB/case.sh"
 TPID=
 HT_PID=
 ATTACH_FLAGS=() # extra options of every attach_bg (the JVM cases add -v)
-
-fail()
-{
-	echo "FAIL: $case_name: $*" >&2
-	exit 1
-}
-
-skip()
-{
-	echo "SKIP: $case_name: $*" >&2
-	exit 77
-}
-
-show()
-{
-	echo "--- $1:" >&2
-	head -c 6000 "$2" >&2 2>/dev/null
-}
 
 [ -x "${HEAPTAP:-}" ] || fail "HEAPTAP is not an executable: ${HEAPTAP:-unset}"
 command -v python3 >/dev/null || fail "python3 is needed to read JSON reports"
