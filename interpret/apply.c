@@ -56,9 +56,11 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 		return table_fail(c, rc, "live pointers");
 	if (replaced)
 		c->res->warn.reused_ptrs++;
-	rc = itp_agg_alloc(c, p.info, trace, e->a, p.bytes, e->d != 0);
-	if (rc)
-		return rc;
+	if (c->opt->snapshot) {
+		rc = itp_agg_alloc(c, p.info, trace, e->a, p.bytes, e->d != 0);
+		if (rc)
+			return rc;
+	}
 	rc = rec_put_alloc(c->w, p.info, e->d);
 	if (rc)
 		return itp_out_fail(c, rc, "allocation");
@@ -88,7 +90,8 @@ static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
 	if (rc)
 		return itp_out_fail(c, rc, "free");
 	c->st.heap_bytes = c->st.heap_bytes > p.bytes ? c->st.heap_bytes - p.bytes : 0;
-	itp_agg_free(c, p.info, p.bytes);
+	if (c->opt->snapshot)
+		itp_agg_free(c, p.info, p.bytes);
 	return 0;
 }
 

@@ -353,9 +353,19 @@ int rec_encode_events(struct rec_writer *w)
 		for (size_t i = 0; i < nd; i++)
 			p += wire_put_varint(p, w->ev_ids[i]);
 	}
-	memset(p, 0, (n + 3) / 4);
-	for (size_t i = 0; i < n; i++)
-		p[i / 4] |= (uint8_t)(w->ev_op[i] << (2 * (i % 4)));
+	{
+		/* four ops a byte, event i at bits 2 * (i % 4) */
+		const uint8_t *op = w->ev_op;
+		size_t i = 0;
+
+		for (; i + 4 <= n; i += 4)
+			p[i / 4] = (uint8_t)(op[i] | op[i + 1] << 2 | op[i + 2] << 4 | op[i + 3] << 6);
+		if (i < n) {
+			p[i / 4] = 0;
+			for (; i < n; i++)
+				p[i / 4] |= (uint8_t)(op[i] << (2 * (i % 4)));
+		}
+	}
 	p += (n + 3) / 4;
 	{
 		struct code_state st = { .hw = -1, .age = 1, .base = w->ev_alloc_base };

@@ -243,8 +243,14 @@ int rec_put_allocinfo(struct rec_writer *w, uint64_t size, uint32_t trace, uint3
 	return rec_writer_record_done(w, REC_SEC_ALLOCINFOS);
 }
 
-static int put_event(struct rec_writer *w, uint32_t info, uint32_t op, uint64_t weight,
-		     uint64_t from)
+/*
+ * Inlined into its three callers: it runs for every event of a recording,
+ * and the calls (and record_done's, for a chunk that is not full) were a
+ * tenth of the interpreter's time on an allocation-only stream.
+ */
+static inline __attribute__((always_inline)) int put_event(struct rec_writer *w, uint32_t info,
+							    uint32_t op, uint64_t weight,
+							    uint64_t from)
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
 	size_t n = b->count;
@@ -282,6 +288,11 @@ static int put_event(struct rec_writer *w, uint32_t info, uint32_t op, uint64_t 
 	if (!rec_ev_class(op))
 		w->nallocs++;
 	w->nevents++;
+	/* rec_writer_record_done's test for the events section, without the call */
+	if (b->count + 1 < REC_EV_CHUNK && w->ev_weights.len < REC_CHUNK_TARGET) {
+		b->count++;
+		return 0;
+	}
 	return rec_writer_record_done(w, REC_SEC_EVENTS);
 }
 
