@@ -5,7 +5,7 @@
  *
  *   tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
  *
- * and each test then has a fresh directory, ck_tmpdir: $TMPDIR (or /tmp)
+ * (or makes its one test case with ck_tmpdir_suite) and each test then has a fresh directory, ck_tmpdir: $TMPDIR (or /tmp)
  * /<program>-XXXXXX. Teardown removes it and everything below it, without
  * following symbolic links, and fails the test if that does not work.
  * Checked fixtures run in the test's own process (CK_FORK), so ck_tmpdir
@@ -58,6 +58,20 @@ static inline void ck_tmpdir_teardown(void)
 static inline void ck_tmpdir_path(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "%s/%s", ck_tmpdir, name);
+}
+
+/*
+ * A suite called name of one test case, tcase (returned in *tc, tests are
+ * added to it after), whose tests each get a fresh ck_tmpdir.
+ */
+static inline Suite *ck_tmpdir_suite(const char *name, const char *tcase, TCase **tc)
+{
+	Suite *s = suite_create(name);
+
+	*tc = tcase_create(tcase);
+	tcase_add_checked_fixture(*tc, ck_tmpdir_setup, ck_tmpdir_teardown);
+	suite_add_tcase(s, *tc);
+	return s;
 }
 
 /* Run every test of s (CK_NORMAL output); EXIT_SUCCESS when none failed. Frees s. */

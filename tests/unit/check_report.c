@@ -154,6 +154,21 @@ static struct rec_reader *open_rec(const char *path)
 	return r;
 }
 
+/*
+ * write_basic(flush_every) into ck_tmpdir/name, opened into *r; returns its
+ * analysis by threads. The caller frees both (rpt_free, rec_close).
+ */
+static struct rpt_data *basic_data(const char *name, int flush_every, unsigned threads,
+				   struct rec_reader **r)
+{
+	char path[512];
+
+	ck_tmpdir_path(path, sizeof(path), name);
+	write_basic(path, flush_every, 1);
+	*r = open_rec(path);
+	return analyze(*r, threads);
+}
+
 static void check_costs(const struct rpt_costs *c, uint64_t calls, uint64_t bytes, uint64_t peak,
 			uint64_t leaked, uint64_t temporary)
 {
@@ -243,15 +258,10 @@ static void check_basic(struct rec_reader *r, struct rpt_data *d)
 
 START_TEST(test_basic_numbers)
 {
-	char path[512];
 	struct rec_reader *r;
-	struct rpt_data *d;
+	struct rpt_data *d = basic_data("basic.htap", 0, 1, &r);
 
-	ck_tmpdir_path(path, sizeof(path), "basic.htap");
-	write_basic(path, 0, 1);
-	r = open_rec(path);
 	ck_assert_int_eq(rec_truncated(r), 0);
-	d = analyze(r, 1);
 	check_basic(r, d);
 	rpt_free(d);
 	rec_close(r);
@@ -282,18 +292,13 @@ END_TEST
 
 START_TEST(test_traces_and_backtrace)
 {
-	char path[512];
 	struct rec_reader *r;
-	struct rpt_data *d;
+	struct rpt_data *d = basic_data("bt.htap", 0, 2, &r);
 	const struct rpt_site *const *top;
 	struct rpt_frame fr[8];
 	uint32_t bt[4];
 	size_t n, m;
 
-	ck_tmpdir_path(path, sizeof(path), "bt.htap");
-	write_basic(path, 0, 1);
-	r = open_rec(path);
-	d = analyze(r, 2);
 	top = rpt_top_sites(d, RPT_COST_CALLS, &n);
 	/* by calls: T2 (A0 x3 + A4 = 4 calls) before T4 (A1 x2) */
 	m = rpt_site_traces(d, top[0], RPT_COST_CALLS, bt, 4, &n);
@@ -452,16 +457,10 @@ static char *render(struct rpt_data *d, int json, size_t top)
 
 START_TEST(test_json)
 {
-	char path[512];
 	struct rec_reader *r;
-	struct rpt_data *d;
-	char *js;
+	struct rpt_data *d = basic_data("json.htap", 3, 2, &r);
+	char *js = render(d, 1, 10);
 
-	ck_tmpdir_path(path, sizeof(path), "json.htap");
-	write_basic(path, 3, 1);
-	r = open_rec(path);
-	d = analyze(r, 2);
-	js = render(d, 1, 10);
 	check_json_valid(js);
 	ck_assert_ptr_nonnull(strstr(js, "\"format\": \"heaptap-report\""));
 	ck_assert_ptr_nonnull(strstr(js, "\"command\": \"/usr/bin/prog --flag\""));
@@ -503,16 +502,10 @@ END_TEST
 
 START_TEST(test_text)
 {
-	char path[512];
 	struct rec_reader *r;
-	struct rpt_data *d;
-	char *tx;
+	struct rpt_data *d = basic_data("text.htap", 0, 1, &r);
+	char *tx = render(d, 0, 10);
 
-	ck_tmpdir_path(path, sizeof(path), "text.htap");
-	write_basic(path, 0, 1);
-	r = open_rec(path);
-	d = analyze(r, 1);
-	tx = render(d, 0, 10);
 	ck_assert_ptr_nonnull(strstr(tx, "allocation calls       8 "));
 	ck_assert_ptr_nonnull(strstr(tx, "recording state        complete, session end: exit\n"));
 	ck_assert_ptr_nonnull(strstr(tx, "peak heap              1.6 KiB at 0.000 s"));
@@ -812,10 +805,9 @@ END_TEST
 
 static Suite *report_suite(void)
 {
-	Suite *s = suite_create("report");
-	TCase *tc = tcase_create("core");
+	TCase *tc;
+	Suite *s = ck_tmpdir_suite("report", "core", &tc);
 
-	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_basic_numbers);
 	tcase_add_loop_test(tc, test_parallel_ranges, 1, 5);
 	tcase_add_test(tc, test_traces_and_backtrace);
@@ -829,7 +821,6 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_corrupt);
 	tcase_add_test(tc, test_format_size);
 	tcase_set_timeout(tc, 120);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

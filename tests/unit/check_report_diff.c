@@ -204,13 +204,11 @@ END_TEST
 
 static Suite *diff_suite(void)
 {
-	Suite *s = suite_create("report_diff");
-	TCase *tc = tcase_create("diff");
+	TCase *tc;
+	Suite *s = ck_tmpdir_suite("report_diff", "diff", &tc);
 
-	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_match_and_sort);
 	tcase_add_test(tc, test_write);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

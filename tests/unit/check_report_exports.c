@@ -134,27 +134,28 @@ static char *unzstd(const char *in, size_t len)
 
 START_TEST(test_collapsed)
 {
+	/* outer to inner; the inlined function after its host; ';' in a name becomes ':' */
+	static const struct {
+		enum rpt_fold_cost cost;
+		const char *want;
+	} cases[] = {
+		{ RPT_FOLD_CALLS, "main;fn#A;inl:fn 2\nmain;libx.so+0x234 1\n" },
+		{ RPT_FOLD_BYTES, "main;fn#A;inl:fn 200\nmain;libx.so+0x234 30\n" },
+		{ RPT_FOLD_PEAK, "main;fn#A;inl:fn 200\nmain;libx.so+0x234 30\n" },
+		{ RPT_FOLD_LEAKED, "main;fn#A;inl:fn 100\n" },
+		{ RPT_FOLD_TEMPORARY, "" },
+	};
 	struct fixture fx;
 	size_t n;
 	char *s;
 
 	load(&fx, 1);
-	s = render(fx.d, 0, RPT_FOLD_CALLS, &n);
-	/* outer to inner; the inlined function after its host; ';' in a name becomes ':' */
-	ck_assert_str_eq(s, "main;fn#A;inl:fn 2\nmain;libx.so+0x234 1\n");
-	free(s);
-	s = render(fx.d, 0, RPT_FOLD_BYTES, &n);
-	ck_assert_str_eq(s, "main;fn#A;inl:fn 200\nmain;libx.so+0x234 30\n");
-	free(s);
-	s = render(fx.d, 0, RPT_FOLD_PEAK, &n);
-	ck_assert_str_eq(s, "main;fn#A;inl:fn 200\nmain;libx.so+0x234 30\n");
-	free(s);
-	s = render(fx.d, 0, RPT_FOLD_LEAKED, &n);
-	ck_assert_str_eq(s, "main;fn#A;inl:fn 100\n");
-	free(s);
-	s = render(fx.d, 0, RPT_FOLD_TEMPORARY, &n);
-	ck_assert_str_eq(s, "");
-	free(s);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		s = render(fx.d, 0, cases[k].cost, &n);
+		ck_assert_msg(!strcmp(s, cases[k].want), "cost %d: got \"%s\", want \"%s\"",
+			      (int)cases[k].cost, s, cases[k].want);
+		free(s);
+	}
 	unload(&fx);
 }
 END_TEST
@@ -270,15 +271,13 @@ END_TEST
 
 static Suite *exports_suite(void)
 {
-	Suite *s = suite_create("report_exports");
-	TCase *tc = tcase_create("core");
+	TCase *tc;
+	Suite *s = ck_tmpdir_suite("report_exports", "core", &tc);
 
-	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_collapsed);
 	tcase_add_test(tc, test_massif);
 	tcase_add_test(tc, test_heaptrack);
 	tcase_add_test(tc, test_no_events);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -306,10 +306,9 @@ END_TEST
 
 static Suite *html_suite(void)
 {
-	Suite *s = suite_create("report_html");
-	TCase *tc = tcase_create("core");
+	TCase *tc;
+	Suite *s = ck_tmpdir_suite("report_html", "core", &tc);
 
-	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_curve_many_events);
 	tcase_add_test(tc, test_curve_few_events);
 	tcase_add_test(tc, test_curve_sampled);
@@ -317,7 +316,6 @@ static Suite *html_suite(void)
 	tcase_add_test(tc, test_curve_empty);
 	tcase_add_test(tc, test_flame_merge);
 	tcase_set_timeout(tc, 120);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
