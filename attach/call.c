@@ -51,14 +51,20 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "attach/internal.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 
 #ifndef PTRACE_GET_SYSCALL_INFO
 #define PTRACE_GET_SYSCALL_INFO 0x420e
 #endif
 #define SYSCALL_INFO_EXIT 2	/* PTRACE_SYSCALL_INFO_EXIT: op, the first byte of the info */
 #define RET_TRAMP (-1L)		/* run(): the call returns into the trampoline */
+#define RET_CHAIN (-2L)		/* run(): a bare mmap returning through the chained frame */
 
 static enum att_reason need_stopped(struct att_ctx *ctx)
 {
@@ -156,6 +162,49 @@ void att_choose_end_sig(struct att_ctx *ctx)
 	}
 }
 
+/* Is this signal stop the chained frame's end (att_call_map_at)? */
+static bool is_chain_end(struct att_ctx *ctx, struct att_thread *thr, int sig,
+			 struct user_regs_struct *gp)
+{
+	if (!ctx->end_sig || sig != ctx->end_sig || ptrace(PTRACE_GETREGS, thr->tid, 0, gp) < 0)
+		return false;
+	/*
+	 * between the two rt_sigreturns: nothing else runs there. The end
+	 * signal may be someone else's too (a standard signal pending twice
+	 * is delivered once): the process ignores it, suppressing it is what
+	 * the kernel would do.
+	 */
+	return gp->rip == ctx->fn_sigreturn && gp->rsp == thr->frame.addr + 8;
+}
+
+/*
+ * The chained call's mask: the call mask with the end signal blocked too,
+ * then the end signal sent, pending until the chained frame's mask opens it.
+ */
+static enum att_reason chain_signal(struct att_ctx *ctx, struct att_thread *thr)
+{
+	uint64_t mask = ~0ULL;
+	int err;
+
+	mask &= ~(1ULL << (SIGSEGV - 1) | 1ULL << (SIGBUS - 1) | 1ULL << (SIGILL - 1) |
+		  1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << (SIGSYS - 1));
+	if (ptrace(PTRACE_SETSIGMASK, thr->tid, (void *)sizeof(mask), &mask) < 0) {
+		err = errno;
+		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETSIGMASK thread %d", (int)thr->tid);
+	}
+	thr->mask_changed = true;
+	att_hang(ctx, "masked");
+	if (att_fault(ctx, "mask"))
+		return ATT_E_FAULT;
+	if (syscall(SYS_tgkill, ctx->pid, thr->tid, ctx->end_sig) < 0) {
+		err = errno;
+		return att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
+				"tgkill thread %d", (int)thr->tid);
+	}
+	att_hang(ctx, "sent");
+	return ATT_OK;
+}
+
 static enum att_reason set_return(struct att_ctx *ctx, struct att_thread *thr, uint64_t addr)
 {
 	int err;
@@ -190,16 +239,26 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 		return att_fail(ctx, ATT_E_STATE, 0, "remote call without saved registers");
 	if (nargs > 6)
 		return att_fail(ctx, ATT_E_STATE, 0, "%u arguments, at most 6", nargs);
-	why = set_return(ctx, thr, stub_sysno == RET_TRAMP ? ctx->scratch : ctx->fn_sigreturn);
-	if (why)
-		return why;
-	att_arch_setup_call(&gp, fn, args, nargs, thr->frame.addr);
+	if (stub_sysno == RET_CHAIN) {
+		/* fn: the "syscall; ret", args: mmap's; the chained frame is written */
+		att_arch_setup_syscall(&gp, fn, SYS_mmap, args, nargs, thr->chain_addr);
+	} else {
+		why = set_return(ctx, thr, stub_sysno == RET_TRAMP ? ctx->scratch : ctx->fn_sigreturn);
+		if (why)
+			return why;
+		att_arch_setup_call(&gp, fn, args, nargs, thr->frame.addr);
+	}
 	if (ptrace(PTRACE_SETREGS, thr->tid, 0, &gp) < 0) {
 		err = errno;
 		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETREGS thread %d", (int)thr->tid);
 	}
 	att_hang(ctx, "callregs");
-	if (!thr->mask_changed) {
+	if (stub_sysno == RET_CHAIN) {
+		/* after the call's registers: both frames' rt_sigreturns set a mask */
+		why = chain_signal(ctx, thr);
+		if (why)
+			return why;
+	} else if (!thr->mask_changed) {
 		/* after the call's registers: sigreturn would put the mask back */
 		why = att_mask_block(ctx, thr);
 		if (why)
@@ -209,8 +268,9 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 			return ATT_E_FAULT;
 	}
 	t0 = att_now_ns();
-	/* trampoline calls with an end signal need no syscall stops */
-	thr->call_req = stub_sysno == RET_TRAMP && ctx->end_sig ? PTRACE_CONT : PTRACE_SYSCALL;
+	/* trampoline and chained calls with an end signal need no syscall stops */
+	thr->call_req = (stub_sysno == RET_TRAMP && ctx->end_sig) || stub_sysno == RET_CHAIN
+				? PTRACE_CONT : PTRACE_SYSCALL;
 	/* data 0 also suppresses the signal of a stop we resume from */
 	if (ptrace(thr->call_req, thr->tid, 0, 0) < 0) {
 		err = errno;
@@ -228,8 +288,9 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 			if (ptrace(PTRACE_INTERRUPT, thr->tid, 0, 0) == 0)
 				continue;
 		}
-		if (ev == ATT_EV_SIGNAL_STOP && stub_sysno == RET_TRAMP &&
-		    is_end_signal(ctx, thr, WSTOPSIG(status), &gp)) {
+		if (ev == ATT_EV_SIGNAL_STOP &&
+		    (stub_sysno == RET_TRAMP ? is_end_signal(ctx, thr, WSTOPSIG(status), &gp)
+		     : stub_sysno == RET_CHAIN && is_chain_end(ctx, thr, WSTOPSIG(status), &gp))) {
 			thr->state = ATT_TS_STOPPED;
 			thr->at_signal_stop = true;
 			d = ATT_D_DONE;
@@ -273,6 +334,10 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 	if (d != ATT_D_DONE)
 		return why;
 	att_hang(ctx, "end");
+	if (stub_sysno == RET_CHAIN) {
+		*ret = 0;	/* the result is gone with the chained frame's registers */
+		return ATT_OK;
+	}
 	if (stub_sysno != RET_TRAMP) {
 		*ret = att_arch_ret(&gp);
 		return ATT_OK;
@@ -432,6 +497,99 @@ enum att_reason att_call_map(struct att_ctx *ctx, size_t data)
 			return why;
 	}
 	return ATT_OK;
+}
+
+/* mmap at a fixed address through the chained frame; then the trampoline. */
+static enum att_reason map_scratch_at(struct att_ctx *ctx, uint64_t at, size_t size)
+{
+	struct att_thread *thr = &ctx->thr;
+	unsigned char chain[ATT_CHAIN_LEN];
+	const unsigned char *code;
+	const struct att_map *m;
+	struct att_maps maps;
+	bool mapped, gone;
+	uint64_t args[6], ret = 0, mask = ~0ULL;
+	size_t len, marker_end;
+	enum att_reason why;
+	int err;
+
+	/* the chained frame's mask: the call mask (the end signal open) */
+	mask &= ~(1ULL << (SIGSEGV - 1) | 1ULL << (SIGBUS - 1) | 1ULL << (SIGILL - 1) |
+		  1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << (SIGSYS - 1) |
+		  1ULL << (ctx->end_sig - 1));
+	len = att_arch_chain_build(&thr->frame, ctx->fn_sigreturn, mask, chain, &thr->chain_addr);
+	err = att_mem_write(thr->tid, thr->chain_addr, chain, len);
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write the chained frame at %#" PRIx64,
+				thr->chain_addr);
+	args[0] = at;
+	args[1] = size;
+	args[2] = PROT_READ | PROT_EXEC;
+	args[3] = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
+	args[4] = (uint64_t)-1;
+	args[5] = 0;
+	why = run(ctx, ctx->fn_syscall_ret, args, 6, RET_CHAIN, &ret);
+	if (why)
+		return why;
+	/*
+	 * Mapped, or not (EEXIST, ENOMEM): the result went with the chained
+	 * frame's registers, so the maps tell. The range was free a moment
+	 * ago and lies far from where the kernel places mappings by itself
+	 * (loader.c picks it); a mapping of exactly this range, r-x,
+	 * anonymous, is ours.
+	 */
+	memset(&maps, 0, sizeof(maps));
+	err = att_maps_read_at(ctx->procdir, &maps);
+	if (err)
+		return att_fail(ctx, err == -ENOENT || err == -ESRCH ? ATT_E_EXITED : ATT_E_MEMORY, -err,
+				"read %s/maps", ctx->procdir);
+	m = att_maps_find(&maps, at);
+	mapped = m && m->start == at && m->end == at + size && !strncmp(m->perms, "r-xp", 4) &&
+		 !m->path[0];
+	gone = maps.n == 0;	/* a live process has mappings: it was killed meanwhile */
+	att_maps_free(&maps);
+	if (gone)
+		return att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+	if (!mapped)
+		return att_fail(ctx, ATT_E_REMOTE_MMAP, 0, "mmap of %zu bytes at %#" PRIx64
+				" made nothing there", size, at);
+	ctx->scratch = at;
+	ctx->scratch_size = size;
+	ctx->st.scratch = at;
+	if (att_fault(ctx, "scratch"))
+		return ATT_E_FAULT;
+	code = att_arch_tramp(&len, &marker_end);
+	err = att_mem_write(thr->tid, ctx->scratch, code, len);
+	if (err)
+		return att_fail(ctx, ATT_E_MEMORY, -err, "write trampoline at %#" PRIx64, ctx->scratch);
+	return ATT_OK;
+}
+
+enum att_reason att_call_map_at(struct att_ctx *ctx, uint64_t at, size_t size)
+{
+	struct att_thread *thr = &ctx->thr;
+	enum att_reason why;
+
+	why = need_stopped(ctx);
+	if (why)
+		return why;
+	if (!ctx->end_sig || !ctx->fn_syscall_ret || ctx->scratch || !ctx->funcs_known)
+		return att_fail(ctx, ATT_E_STATE, 0, "no fixed-address mmap possible");
+	if (!thr->regs_saved) {
+		why = att_regs_save(ctx, thr);
+		if (why)
+			return why;
+	}
+	defer_own_signals(ctx);
+	if (att_fault(ctx, "regs"))
+		return ATT_E_FAULT;
+	if (!thr->frame_written) {
+		why = write_frame(ctx, thr);
+		if (why)
+			return why;
+	}
+	att_hang(ctx, "saved");
+	return map_scratch_at(ctx, at, size);
 }
 
 enum att_reason att_call_begin(struct att_ctx *ctx, size_t data)

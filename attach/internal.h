@@ -33,6 +33,7 @@ struct elfr_file;
 #define ATT_FRAME_FPMAX (ATT_XSTATE_MAX + 64)
 #define ATT_FRAME_MAX (640 + ATT_FRAME_FPMAX)
 #define ATT_TRAMP_SPACE 128	/* the trampoline's bytes at the start of the scratch mapping */
+#define ATT_CHAIN_LEN 440	/* a second signal frame below the call frame (att_arch_chain_build) */
 
 /*
  * The loader thread (loader.c, arch/x86_64_loader.c). The scratch mapping
@@ -161,6 +162,7 @@ struct att_thread {
 	struct att_frame frame;		/* written at the first call, while regs_saved */
 	bool frame_written;
 	uint64_t frame_ret;		/* return address currently in the frame's slot */
+	uint64_t chain_addr;		/* the chained frame below it (att_call_map_at), 0 if none */
 	uint64_t t_interrupt;		/* monotonic ns at PTRACE_INTERRUPT */
 };
 
@@ -229,6 +231,7 @@ struct att_ctx {
 	bool libc_mode;			/* __libc_dlopen_mode / __libc_dlsym (glibc < 2.34) */
 	uint64_t fn_dlopen, fn_dlerror, fn_dlsym, fn_mmap, fn_munmap, fn_errno;
 	uint64_t fn_sigreturn;		/* "mov $15, %rax; syscall" in libc's code */
+	uint64_t fn_syscall_ret;	/* "syscall; ret" in libc's code (getpid's), 0 if none */
 	/* the loader thread's functions (loader.c); any 0: dlopen runs in the hijacked thread */
 	uint64_t fn_mprotect, fn_pthread_create, fn_pthread_self, fn_pthread_detach;
 	int end_sig;			/* a signal the process ignores (call.c), 0 if none */
@@ -361,9 +364,17 @@ bool att_arch_uses_restart_block(long sysno, const unsigned long args[6]);
 /* Prepare gp for a call of fn(args) on the frame at frame. */
 void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_t *args,
 			 unsigned nargs, uint64_t frame);
+/* Prepare gp for a bare syscall at insn ("syscall; ret"), rsp at sp. */
+void att_arch_setup_syscall(struct user_regs_struct *gp, uint64_t insn, long sysno,
+			    const uint64_t *args, unsigned nargs, uint64_t sp);
+/* A second signal frame below f0 that resumes at via with rsp at f0 (see arch/x86_64.c). */
+size_t att_arch_chain_build(const struct att_frame *f0, uint64_t via, uint64_t mask,
+			    unsigned char *buf, uint64_t *addr);
 /* Registers a thread stopped with *stop resumes with, orig_rax -1 (see arch/x86_64.c). */
 void att_arch_resume_regs(const struct user_regs_struct *stop, struct user_regs_struct *out,
 			  bool via_sigreturn);
+/* Stopped in a syscall that resumes through its restart block (see arch/x86_64.c)? */
+bool att_arch_stopped_in_restart_block(const struct user_regs_struct *stop);
 /* Build the call frame (signal frame of the saved state) below saved->gp.rsp. */
 void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f);
 /* The trampoline's code; *marker_end: offset right after its tgkill (the end of a call). */
@@ -379,6 +390,8 @@ const unsigned char *att_arch_loader(size_t *len);
 const unsigned char *att_arch_loader_stub(size_t *len);
 /* The i-th byte pattern of an rt_sigreturn stub, NULL past the last. */
 const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len);
+/* Offset of "syscall; ret" in the first len bytes of libc's getpid, or -1. */
+long att_arch_syscall_ret(const unsigned char *code, size_t len);
 uint64_t att_arch_ret(const struct user_regs_struct *gp);
 uint64_t att_arch_pc(const struct user_regs_struct *gp);
 uint64_t att_arch_sp(const struct user_regs_struct *gp);
@@ -427,6 +440,14 @@ enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
 enum att_reason att_call_begin(struct att_ctx *ctx, size_t data);
 /* att_call_begin without the __errno_location call: code in the scratch page saves errno itself. */
 enum att_reason att_call_map(struct att_ctx *ctx, size_t data);
+/*
+ * The same with the scratch mapping at a fixed free address, in one ptrace
+ * stop instead of two (needs ctx->end_sig and ctx->fn_syscall_ret): a bare
+ * mmap(at, size, r-x, MAP_FIXED_NOREPLACE) that returns through a chained
+ * signal frame, ending at the delivery stop of the end signal heaptap sent
+ * before the resume. Whether it mapped is read from the target's memory.
+ */
+enum att_reason att_call_map_at(struct att_ctx *ctx, uint64_t at, size_t size);
 /*
  * After a call that ran our own code (the loader stub): read the frame's
  * errno slots and stage word. When the call did not return normally

@@ -130,6 +130,89 @@ static enum att_reason inject_sync(struct att_ctx *ctx, const char *lib_path, co
 	return why;
 }
 
+/*
+ * Where the three pages go (att_call_map_at), or 0: the middle of the
+ * largest free range of the address space above 4 GB and below the top of
+ * a 47-bit space, if it is at least 4 GB. The kernel places mappings from
+ * the top of such a range down, next to the ones there, so nobody else
+ * maps this far inside it between this read and the mmap.
+ */
+static uint64_t free_range(struct att_ctx *ctx)
+{
+	const uint64_t floor = 1ULL << 32, top = (1ULL << 47) - (1ULL << 32);
+	uint64_t lo = floor, hi, best_lo = 0, best_len = 0, at;
+	struct att_maps m;
+	size_t i;
+
+	memset(&m, 0, sizeof(m));
+	if (att_maps_read_at(ctx->procdir, &m))
+		return 0;
+	for (i = 0; i <= m.n; i++) {
+		hi = i < m.n && m.v[i].start < top ? m.v[i].start : top;
+		if (hi > lo && hi - lo > best_len) {
+			best_len = hi - lo;
+			best_lo = lo;
+		}
+		if (hi == top)
+			break;
+		if (m.v[i].end > lo)
+			lo = m.v[i].end;
+	}
+	att_maps_free(&m);
+	if (best_len < floor)
+		return 0;
+	/* the middle half of the range, at random */
+	at = best_lo + best_len / 4 + random_cookie() % (best_len / 2);
+	return at & ~(uint64_t)(PAGE - 1);
+}
+
+/* libc's "syscall; ret" (att_call_map_at's mmap), or 0. */
+static uint64_t syscall_ret(struct att_ctx *ctx)
+{
+	unsigned char code[16];
+	uint64_t fn;
+	long off;
+
+	if (att_libc_symbol(ctx, "getpid", &fn) != ATT_OK ||
+	    att_mem_read(ctx->thr.tid, fn, code, sizeof(code)))
+		return 0;
+	off = att_arch_syscall_ret(code, sizeof(code));
+	return off < 0 ? 0 : fn + (uint64_t)off;
+}
+
+/*
+ * The three pages: at a fixed free address in one ptrace stop when the
+ * process ignores a signal and libc has the "syscall; ret", else through
+ * libc's mmap in two (its syscall's entry and exit stops). Not for a
+ * thread stopped in a relative sleep (restart block): the chained frame's
+ * rt_sigreturn would reset its block, and it would sleep its whole
+ * timeout again.
+ */
+static enum att_reason map_pages(struct att_ctx *ctx)
+{
+	enum att_reason why;
+	uint64_t at = 0;
+
+	if (!ctx->thr.regs_saved) {
+		why = att_regs_save(ctx, &ctx->thr);
+		if (why)
+			return why;
+	}
+	ctx->detail[0] = '\0';
+	if (ctx->end_sig && !att_arch_stopped_in_restart_block(&ctx->thr.saved.gp)) {
+		ctx->fn_syscall_ret = syscall_ret(ctx);
+		if (ctx->fn_syscall_ret)
+			at = free_range(ctx);
+	}
+	ctx->detail[0] = '\0';
+	ctx->err = 0;
+	if (at && !strcmp(ctx->fault, "fixed"))
+		at = ctx->fn_syscall_ret & ~(uint64_t)(PAGE - 1);	/* libc's code: EEXIST */
+	if (at)
+		return att_call_map_at(ctx, at, ATT_LD_PAGES * PAGE);
+	return att_call_map(ctx, ATT_LD_PAGES * PAGE - ATT_TRAMP_SPACE);
+}
+
 /* The stub's outcome: nothing made (all 3 pages go), or a loader thread to wait for. */
 static enum att_reason stub_result(struct att_ctx *ctx, uint64_t ret)
 {
@@ -151,8 +234,9 @@ static enum att_reason stub_result(struct att_ctx *ctx, uint64_t ret)
 
 /*
  * Map, fill and start: the part that runs in the stopped thread. Two
- * calls: mmap of the three pages (its syscall's entry and exit stops),
- * then the stub (one end-signal stop), which does the rest in the target.
+ * calls: mmap of the three pages (one stop at a fixed address, or its
+ * syscall's entry and exit stops), then the stub (one end-signal stop),
+ * which does the rest in the target.
  */
 static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char *sym,
 			     const char *arg)
@@ -166,7 +250,9 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 	uint32_t stage = 0;
 	int err;
 
-	why = att_call_map(ctx, ATT_LD_PAGES * PAGE - ATT_TRAMP_SPACE);
+	why = map_pages(ctx);
+	if (why == ATT_E_REMOTE_MMAP && !strcmp(ctx->fault, "fixed"))
+		return att_fail(ctx, ATT_E_FAULT, 0, "step fixed: the mmap at a taken address failed");
 	if (why)
 		return why;
 	stub_at = ctx->scratch + ATT_LD_STUB_AT;

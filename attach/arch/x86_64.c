@@ -169,6 +169,19 @@ void att_arch_setup_call(struct user_regs_struct *gp, uint64_t fn, const uint64_
 	gp->eflags &= ~((1ULL << 10) | (1ULL << 8));	/* DF, TF */
 }
 
+/*
+ * A bare syscall at insn (a "syscall; ret" of libc): sysno in rax,
+ * arguments in rdi, rsi, rdx, r10, r8, r9, rsp at sp (its ret pops the
+ * word there).
+ */
+void att_arch_setup_syscall(struct user_regs_struct *gp, uint64_t insn, long sysno,
+			    const uint64_t *args, unsigned nargs, uint64_t sp)
+{
+	att_arch_setup_call(gp, insn, args, nargs, sp);
+	gp->r10 = gp->rcx;
+	gp->rax = (unsigned long long)sysno;
+}
+
 #define ERESTARTSYS 512
 #define ERESTARTNOINTR 513
 #define ERESTARTNOHAND 514
@@ -223,6 +236,16 @@ void att_arch_resume_regs(const struct user_regs_struct *stop, struct user_regs_
 	}
 }
 
+/*
+ * Was the thread stopped in a syscall that resumes through its restart
+ * block? Any rt_sigreturn it runs resets that block (a chained frame's
+ * included), after which only a re-issue (a whole sleep again) is left.
+ */
+bool att_arch_stopped_in_restart_block(const struct user_regs_struct *stop)
+{
+	return (long)stop->orig_rax >= 0 && (long)stop->rax == -ERESTART_RESTARTBLOCK;
+}
+
 /* Kernel layouts (arch/x86/include/uapi/asm/sigcontext.h, asm-generic/ucontext.h). */
 struct k_sigcontext {
 	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
@@ -248,6 +271,7 @@ _Static_assert(sizeof(struct k_sigcontext) == 256, "sigcontext layout");
 _Static_assert(sizeof(struct k_ucontext) == 304, "ucontext layout");
 _Static_assert(offsetof(struct k_ucontext, mc) == 40, "ucontext layout");
 _Static_assert(ATT_FRAME_UC == 8 && ATT_FRAME_INFO == 8 + 304, "frame layout");
+_Static_assert(ATT_CHAIN_LEN == 8 + 304 + 128, "chained frame layout");
 
 #define UC_FP_XSTATE 0x1
 #define UC_SIGCONTEXT_SS 0x2
@@ -351,6 +375,38 @@ void att_arch_frame_build(const struct att_regs *saved, struct att_frame *f)
 }
 
 /*
+ * A second signal frame below the call frame f0, for a call that has no
+ * trampoline to return into yet (the fixed-address mmap of loader.c):
+ *
+ *   chain ->  | via (libc's sigreturn stub)  |  the call's return address
+ *             | ucontext: f0's, but rip = via, rsp = f0 + 8, mask = mask
+ *             | siginfo, 128 B (rt_sigreturn checks it is accessible)
+ *   f0 ->     | the call frame               |
+ *
+ * The call returns into via, whose rt_sigreturn on this frame sets the
+ * thread to run via again with rsp at f0's ucontext (the same XSAVE
+ * image, the given mask); that second rt_sigreturn puts the thread back
+ * as it was. With the end signal pending, blocked during the call and
+ * open in mask, the first rt_sigreturn's exit delivers it: the thread
+ * stops there, between the two. Returns the frame's length (at *addr).
+ */
+size_t att_arch_chain_build(const struct att_frame *f0, uint64_t via, uint64_t mask,
+			    unsigned char *buf, uint64_t *addr)
+{
+	struct k_ucontext uc;
+
+	*addr = (f0->addr - ATT_CHAIN_LEN) & ~(uint64_t)15;
+	memset(buf, 0, ATT_CHAIN_LEN);
+	memcpy(buf, &via, sizeof(via));
+	memcpy(&uc, f0->buf + ATT_FRAME_UC, sizeof(uc));
+	uc.mc.rip = via;
+	uc.mc.rsp = f0->addr + 8;
+	uc.sigmask = mask;
+	memcpy(buf + ATT_FRAME_UC, &uc, sizeof(uc));
+	return ATT_CHAIN_LEN;
+}
+
+/*
  * The trampoline a remote call returns into, at the start of the scratch
  * mapping; rsp points at the frame's ucontext. It stores rax in the
  * frame, puts errno back (when its address is known), and sends its own
@@ -413,6 +469,19 @@ const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len)
 		return b;
 	}
 	return NULL;
+}
+
+/*
+ * Offset of a "syscall; ret" in the code of libc's getpid ("mov $39, %eax;
+ * syscall; ret" in glibc 2.25 on), or -1 when the bytes differ.
+ */
+long att_arch_syscall_ret(const unsigned char *code, size_t len)
+{
+	static const unsigned char getpid[] = { 0xb8, 0x27, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3 };
+
+	if (len < sizeof(getpid) || memcmp(code, getpid, sizeof(getpid)) != 0)
+		return -1;
+	return 5;
 }
 
 uint64_t att_arch_ret(const struct user_regs_struct *gp)

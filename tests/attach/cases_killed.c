@@ -184,16 +184,19 @@ static const char *const key_steps[] = {
 };
 
 /*
- * loader-killed-steps-*: calls 1 mmap (two syscall stops: sysstop@1 is its
- * entry, end@1 its exit), 2 the stub (errno, mprotect, pthread_create in
- * the target; no munmap: the loader unmaps the pages). From callregs@2 on
+ * loader-killed-steps-*: calls 1 mmap (at a fixed address through a chained
+ * frame: "sent" is right after heaptap sent the end signal that stops the
+ * thread between the frames' two rt_sigreturns, end@1 that stop), 2 the
+ * stub (errno, mprotect, pthread_create in the target; no munmap: the
+ * loader unmaps the pages). The catchall victim ignores no signal: its
+ * mmap runs through libc's wrapper (two syscall stops). From callregs@2 on
  * the loader thread exists and finishes alone (no go: it starts after
  * 100 ms; no ack: it waits 5 s, then unmaps its own two pages and leaves
  * the trampoline page, which the hijacked thread may still have been
  * running when heaptap died).
  */
 static const char *const loader_all_steps[] = {
-	"stopped", "saved", "callregs@1", "masked", "resumed@1:kill", "sysstop@1", "end@1",
+	"stopped", "saved", "callregs@1", "masked", "sent", "resumed@1:kill", "end@1",
 	"callregs@2", "resumed@2:kill", "end@2", "restore-fp", "restored",
 };
 static const char *const loader_key_steps[] = {

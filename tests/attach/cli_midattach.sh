@@ -104,10 +104,11 @@ wait_stopped()
 echo "killed: heaptap SIGKILLed mid-attach"
 start_victim
 n=0
-# the command's calls (attach/loader.c): 1 mmap (sysstop@1 is its syscall's entry,
-# end@1 its exit), 2 the stub: errno, mprotect, pthread_create in the target (from
-# callregs@2 on a loader thread loads the library on its own)
-for step in stopped masked resumed@1:kill sysstop@1 end@1 callregs@2 resumed@2:kill end@2 \
+# the command's calls (attach/loader.c): 1 mmap at a fixed address (sent: its end
+# signal is queued; end@1: the stop between the chained frames' two rt_sigreturns),
+# 2 the stub: errno, mprotect, pthread_create in the target (from callregs@2 on a
+# loader thread loads the library on its own)
+for step in stopped masked sent resumed@1:kill end@1 callregs@2 resumed@2:kill end@2 \
 	restore-fp restored random random random random random; do
 	hang=$step
 	[ "$step" = random ] && hang=stopped
@@ -131,7 +132,7 @@ wait "$VPID" 2>/dev/null
 VPID=
 
 echo "exited: the process SIGKILLed while heaptap is inside the attach"
-for step in stopped saved sysstop@1 end@1 end@2 restore-fp; do
+for step in stopped saved sent end@1 end@2 restore-fp; do
 	start_victim
 	HEAPTAP_HANG=$step "$HEAPTAP" attach -o "$tmp/e.htap" "$VPID" 2>"$tmp/e.err" </dev/null &
 	ht=$!
