@@ -196,8 +196,9 @@ static size_t count_kind(const struct elfr_slot *s, size_t n, int kind)
 	return c;
 }
 
-static void check_fixture(const char *path, struct elfr_slot *slots, struct elfr_info *info,
-			  struct find *f)
+/* Load the fixture at path, walk it, compare with readelf; returns the slot count. */
+static size_t check_fixture(const char *path, struct elfr_slot *slots, struct elfr_info *info,
+			    struct find *f)
 {
 	void *h = load(path);
 	size_t n;
@@ -208,6 +209,7 @@ static void check_fixture(const char *path, struct elfr_slot *slots, struct elfr
 	/* The data pointers to malloc and free are absolute relocations. */
 	ck_assert_uint_ge(count_kind(slots, n, ELFR_SLOT_ABS), 2);
 	(void)h; /* stays loaded: its memory was walked, later tests use it */
+	return n;
 }
 
 START_TEST(test_fixture_plt)
@@ -215,10 +217,8 @@ START_TEST(test_fixture_plt)
 	static struct elfr_slot slots[MAXSLOTS];
 	struct elfr_info info;
 	struct find f;
-	size_t n;
+	size_t n = check_fixture(ELFR_FX_PLT, slots, &info, &f);
 
-	check_fixture(ELFR_FX_PLT, slots, &info, &f);
-	n = info.nslots;
 	ck_assert_uint_ge(count_kind(slots, n, ELFR_SLOT_JUMP), NWANTED);
 	ck_assert_int_eq(info.hash_kind, ELFR_HASH_GNU);
 	/* Partial RELRO: the lazily bound PLT slots stay writable. */
@@ -235,10 +235,8 @@ START_TEST(test_fixture_noplt)
 	void *(*real_malloc)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "malloc");
 	struct elfr_info info;
 	struct find f;
-	size_t n, seen = 0;
+	size_t n = check_fixture(ELFR_FX_NOPLT, slots, &info, &f), seen = 0;
 
-	check_fixture(ELFR_FX_NOPLT, slots, &info, &f);
-	n = info.nslots;
 	ck_assert_uint_eq(count_kind(slots, n, ELFR_SLOT_JUMP), 0);
 	ck_assert_uint_ge(count_kind(slots, n, ELFR_SLOT_GLOB_DAT), NWANTED);
 	/* GLOB_DAT slots are bound at load time: each malloc slot holds malloc. */
@@ -257,10 +255,8 @@ START_TEST(test_fixture_relro)
 	static struct elfr_slot slots[MAXSLOTS];
 	struct elfr_info info;
 	struct find f;
-	size_t n;
+	size_t n = check_fixture(ELFR_FX_RELRO, slots, &info, &f);
 
-	check_fixture(ELFR_FX_RELRO, slots, &info, &f);
-	n = info.nslots;
 	ck_assert_uint_ge(count_kind(slots, n, ELFR_SLOT_JUMP), NWANTED);
 	/* Full RELRO: every GOT slot is read-only after relocation. */
 	for (size_t i = 0; i < n; i++) {

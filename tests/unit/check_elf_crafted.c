@@ -250,6 +250,28 @@ static enum elfr_reason walk(void)
 			      elfr_strerror(want));                                                \
 	} while (0)
 
+/* One broken value of the dynamic section and the reason it must give. */
+struct dyn_case {
+	ElfW(Sxword) tag;
+	uintptr_t val;
+	enum elfr_reason want;
+};
+
+/* For each case: the good image with tag set to val walks to want. */
+static void check_dyn_cases(const struct dyn_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		enum elfr_reason r;
+
+		build();
+		set_dyn(c[i].tag, c[i].val);
+		r = walk();
+		ck_assert_msg(r == c[i].want, "tag %ld = %#lx: got \"%s\", want \"%s\"",
+			      (long)c[i].tag, (unsigned long)c[i].val, elfr_strerror(r),
+			      elfr_strerror(c[i].want));
+	}
+}
+
 /* The by-name fallback must find the same slots as the hash-table method. */
 static void check_by_name(uintptr_t bias)
 {
@@ -400,35 +422,27 @@ END_TEST
 
 START_TEST(test_strtab_broken)
 {
-	build();
-	set_dyn(DT_STRSZ, 0);
-	ck_reason(walk(), ELFR_E_STRTAB_EMPTY);
-	build();
-	set_dyn(DT_STRSZ, sizeof(strtab) - 1); /* ends inside "puts" */
-	ck_reason(walk(), ELFR_E_STRTAB_UNTERMINATED);
-	build();
-	set_dyn(DT_STRSZ, 0x1e01);
-	ck_reason(walk(), ELFR_E_STRTAB_RANGE);
-	build();
-	set_dyn(DT_SYMENT, 16);
-	ck_reason(walk(), ELFR_E_SYMENT);
+	static const struct dyn_case cases[] = {
+		{ DT_STRSZ, 0, ELFR_E_STRTAB_EMPTY },
+		{ DT_STRSZ, sizeof(strtab) - 1, ELFR_E_STRTAB_UNTERMINATED }, /* ends inside "puts" */
+		{ DT_STRSZ, 0x1e01, ELFR_E_STRTAB_RANGE },
+		{ DT_SYMENT, 16, ELFR_E_SYMENT },
+	};
+
+	check_dyn_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 END_TEST
 
 START_TEST(test_reloc_table_past_size)
 {
-	build();
-	set_dyn(DT_PLTRELSZ, 0x1000 * sizeof(ElfW(Rela)));
-	ck_reason(walk(), ELFR_E_REL_RANGE);
-	build();
-	set_dyn(DT_JMPREL, 0x1ff0); /* starts in R, would end in RW */
-	ck_reason(walk(), ELFR_E_REL_RANGE);
-	build();
-	set_dyn(DT_RELASZ, 2 * sizeof(ElfW(Rela)) - 4);
-	ck_reason(walk(), ELFR_E_RELSZ_ODD);
-	build();
-	set_dyn(DT_RELAENT, 16);
-	ck_reason(walk(), ELFR_E_RELENT);
+	static const struct dyn_case cases[] = {
+		{ DT_PLTRELSZ, 0x1000 * sizeof(ElfW(Rela)), ELFR_E_REL_RANGE },
+		{ DT_JMPREL, 0x1ff0, ELFR_E_REL_RANGE }, /* starts in R, would end in RW */
+		{ DT_RELASZ, 2 * sizeof(ElfW(Rela)) - 4, ELFR_E_RELSZ_ODD },
+		{ DT_RELAENT, 16, ELFR_E_RELENT },
+	};
+
+	check_dyn_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 END_TEST
 
@@ -552,16 +566,14 @@ END_TEST
 
 START_TEST(test_bad_pltrel)
 {
-	build();
-	set_dyn(DT_PLTREL, DT_RELASZ);
-	ck_reason(walk(), ELFR_E_BAD_PLTREL);
-	build();
-	set_dyn(DT_PLTREL, (uintptr_t)-1);
-	ck_reason(walk(), ELFR_E_BAD_PLTREL);
-	/* DT_REL claimed for RELA data: 72 bytes are not whole 16-byte entries. */
-	build();
-	set_dyn(DT_PLTREL, DT_REL);
-	ck_reason(walk(), ELFR_E_RELSZ_ODD);
+	static const struct dyn_case cases[] = {
+		{ DT_PLTREL, DT_RELASZ, ELFR_E_BAD_PLTREL },
+		{ DT_PLTREL, (uintptr_t)-1, ELFR_E_BAD_PLTREL },
+		/* DT_REL claimed for RELA data: 72 bytes are not whole 16-byte entries. */
+		{ DT_PLTREL, DT_REL, ELFR_E_RELSZ_ODD },
+	};
+
+	check_dyn_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 END_TEST
 
