@@ -224,6 +224,11 @@ struct itp_result;
 int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const char *cmd,
 		  const char *comm, pid_t pid, char *out, size_t outlen, struct itp_result *res);
 
+struct itp_input;
+
+/* cli_input_stats - one -v line: how the stream was read (reader thread, socket backlog). */
+void cli_input_stats(const char *cmd, const struct itp_input *in);
+
 /* ------------------------------------------------------------------ */
 /* Live status line on a terminal (status.c)                           */
 

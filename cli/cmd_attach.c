@@ -507,6 +507,8 @@ int cli_cmd_attach(int argc, char **argv)
 	if (a.verbose && stop_sig)
 		cli_msg("attach %d: session ended by %s", (int)pid,
 			stop_sig == SIGALRM ? "--duration" : strsignal(stop_sig));
+	if (a.verbose)
+		cli_input_stats("attach", &res.input);
 	code = summarize(pid, out, ret, &res, was_loaded);
 	if (code == CLI_EXIT_OK)
 		cli_sample_summary("attach", a.sample, &res);

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
@@ -327,6 +328,36 @@ int itp_agg_sites(struct itp_ctx *c);
 /* itp_agg_snapshot - call opt->snapshot with the sums, then restart "allocated since". */
 void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns);
 void itp_agg_free_all(struct itp_agg *g);
+
+/* ---------------------------------------------------------------- */
+/* the input queue: a reader thread drains the socket (inq.c)        */
+
+#define ITP_INQ_LIMIT ((size_t)64 << 20) /* default bytes of queued blocks */
+#define ITP_INQ_BLOCK ((size_t)128 << 10) /* bytes a block holds: the step of back-pressure */
+#define ITP_INQ_MIN_READ ((size_t)16 << 10) /* a new block once the tail has less room */
+
+struct itp_inq;
+
+/*
+ * itp_inq_start - start a reader thread that reads fd into at most limit
+ * bytes of blocks (0 = ITP_INQ_LIMIT; at least two blocks). If the thread
+ * cannot be created, itp_inq_take reads fd itself. 0, or -errno (no queue).
+ */
+int itp_inq_start(struct itp_inq **q, int fd, size_t limit);
+/*
+ * itp_inq_take - copy up to cap bytes, in stream order, into dst, waiting
+ * at most timeout_ms for some. Returns the bytes copied (> 0), 0 at EOF
+ * (after every byte was taken), -EAGAIN when nothing came in time, -EINTR
+ * when a signal interrupted the wait, or -errno of a failed read (after
+ * every byte read before it was taken).
+ */
+ssize_t itp_inq_take(struct itp_inq *q, void *dst, size_t cap, int timeout_ms);
+/* itp_inq_full_ns - time the reader has waited for room so far, the current wait included. */
+uint64_t itp_inq_full_ns(struct itp_inq *q);
+/* itp_inq_ended - 1 once the reader saw EOF or a failed read (the bytes before it may still wait). */
+int itp_inq_ended(struct itp_inq *q);
+/* itp_inq_stop - end the reader (it stops reading at once), free everything, give its numbers. */
+void itp_inq_stop(struct itp_inq *q, struct itp_input *st);
 
 /* ---------------------------------------------------------------- */
 /* the session                                                       */

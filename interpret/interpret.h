@@ -115,6 +115,12 @@ struct itp_options {
 	/* Bytes of pending out-of-order events before a gap is skipped; 0 = 256 MiB. */
 	size_t reorder_limit;
 	/*
+	 * Memory for stream bytes read and not yet interpreted (interpret/inq.c);
+	 * 0 = ITP_INQ_LIMIT (64 MiB). When it is full heaptap stops reading and
+	 * the target waits (and ends the session itself after 10 s without a read).
+	 */
+	size_t input_limit;
+	/*
 	 * Sampling (issue #8): with sample_ctl set, itp_run sends
 	 * WIRE_CTL_SAMPLE with this mean (0 = full tracing) and seed (0 = from
 	 * the clock) first thing, so the library starts in that mode (it waits
@@ -132,6 +138,23 @@ struct itp_options {
 	void (*snapshot)(const struct itp_snapshot *s, void *arg);
 	void *snapshot_arg;
 	uint64_t snapshot_ns;
+};
+
+/*
+ * How heaptap read the stream (interpret/inq.c): a reader thread drains the
+ * socket into at most input_limit bytes of memory; the interpreter takes
+ * from there. full_* say how long the reader waited because that memory
+ * was full (the target then waited for the interpreter).
+ */
+struct itp_input {
+	uint64_t bytes;	       /* read from the socket */
+	uint64_t reads;	       /* read calls that returned bytes */
+	uint64_t peak_bytes;   /* most memory the queue held (whole blocks) */
+	uint64_t peak_pending; /* most bytes read and not yet interpreted */
+	uint64_t peak_socket;  /* most bytes left in the socket right after a read, the queue not full */
+	uint64_t full_waits;   /* times the reader found the queue full */
+	uint64_t full_ns;      /* time it waited for room in all */
+	uint64_t full_max_ns;  /* its longest wait */
 };
 
 struct itp_result {
@@ -153,6 +176,7 @@ struct itp_result {
 	uint64_t site_calls;	 /* sampling: exact allocation calls (sum of the site counts) */
 	uint64_t site_bytes;	 /* sampling: exact bytes allocated */
 	uint64_t site_records;	 /* WIRE_REC_SITES records received */
+	struct itp_input input;	 /* see struct itp_input */
 };
 
 /*

@@ -1,19 +1,21 @@
-/* interpret/run.c - itp_run: read the socket, feed the parser, finish the recording */
+/* interpret/run.c - itp_run: take the stream from the input queue, feed the parser, finish the recording */
 /* SPDX-License-Identifier: MIT */
 /*
- * The loop reads big blocks into one buffer and parses records in place; a
- * record cut by the end of a read is moved to the front and completed by
- * the next read (records are at most WIRE_MAX_RECORD, the buffer holds
- * several). poll() wakes it at least every 250 ms while the stream is idle,
- * to call the status callback, flush the writer about once a second (so a
- * crash of heaptap leaves a readable file) and notice opt->stop.
+ * A reader thread (inq.c) drains the socket into memory, so the target's
+ * threads do not wait while this one interprets (docs/stream.md,
+ * "Reading"). The loop takes big blocks from it into one buffer and parses
+ * records in place; a record cut by the end of a block is moved to the
+ * front and completed by the next one (records are at most WIRE_MAX_RECORD,
+ * the buffer holds several). The wait for input wakes at least every
+ * 250 ms while the stream is idle, to call the status callback, flush the
+ * writer about once a second (so a crash of heaptap leaves a readable file)
+ * and notice opt->stop; a signal interrupts it at once.
  *
  * Whatever ends the stream (END, EOF, an error), the end is the same: drain
  * the reorder window skipping gaps, symbolize, write the final metadata and
  * close the recording, so it holds everything applied up to that point.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -25,6 +27,12 @@
 
 #define TICK_MS 250
 #define FLUSH_NS 1000000000ull
+/*
+ * Bytes taken from the input queue at a time: each take frees blocks for
+ * the reader, so when the queue is full the target gets room in steps of
+ * this much interpreting (about 2 ms), not of a whole 4 MiB buffer.
+ */
+#define TAKE_MAX ((size_t)256 << 10)
 
 uint64_t itp_now_ns(void)
 {
@@ -95,12 +103,12 @@ int itp_send_sample(int fd, uint64_t rate, uint64_t seed)
 	return w == (ssize_t)n ? 0 : -EAGAIN;
 }
 
-static int read_loop(struct itp_ctx *c, int fd)
+static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 {
 	const struct itp_options *opt = c->opt;
 	size_t cap = ITP_BUF_MIN, off = 0, len = 0, used;
 	uint8_t *buf = malloc(cap);
-	uint64_t t, last_status, last_flush, last_snap, deadline = 0, total = 0;
+	uint64_t t, last_status, last_flush, last_snap, deadline = 0, total = 0, full0 = 0;
 	unsigned stop_ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000;
 	int stop_asked = 0, stop_sent = 0, ret = 0, rc;
 
@@ -115,7 +123,6 @@ static int read_loop(struct itp_ctx *c, int fd)
 		(void)itp_send_sample(fd, opt->sample_bytes, opt->sample_seed);
 	last_status = last_flush = last_snap = now_ns();
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		int timeout = TICK_MS;
 		ssize_t n;
 
@@ -123,11 +130,24 @@ static int read_loop(struct itp_ctx *c, int fd)
 		if (opt->stop && *opt->stop && !stop_asked) {
 			stop_asked = 1;
 			deadline = t + (uint64_t)stop_ms * 1000000ull;
+			full0 = itp_inq_full_ns(q);
 		}
 		/* a full socket buffer (the target not reading) retries next round */
 		if (stop_asked && !stop_sent)
 			stop_sent = send_stop(fd);
 		if (stop_asked) {
+			/*
+			 * The limit is for the library: time our own queue was
+			 * full does not count (its end record waited behind
+			 * events we had not taken yet), and once the reader saw
+			 * the connection close, everything is here.
+			 */
+			uint64_t held = itp_inq_full_ns(q) - full0;
+
+			deadline += held;
+			full0 += held;
+			if (itp_inq_ended(q))
+				deadline = UINT64_MAX;
 			if (t >= deadline) {
 				ret = itp_fail(c, ITP_E_TRUNCATED,
 					       "no end record within %u ms after asking to stop",
@@ -154,35 +174,19 @@ static int read_loop(struct itp_ctx *c, int fd)
 			}
 			last_flush = t;
 		}
-		rc = poll(&pfd, 1, timeout);
-		if (rc < 0) {
-			if (errno == EINTR)
-				continue;
-			c->res->sys_errno = errno;
-			ret =
-			    itp_fail(c, ITP_E_IO, "poll on the event socket: %s", strerror(errno));
-			break;
-		}
-		if (!rc)
-			continue;
 		/* buf[off, len) holds unparsed bytes: make room at the end */
 		if (cap - len < cap / 4) {
 			memmove(buf, buf + off, len - off);
 			len -= off;
 			off = 0;
 		}
-		n = read(fd, buf + len, cap - len);
+		n = itp_inq_take(q, buf + len, cap - len < TAKE_MAX ? cap - len : TAKE_MAX, timeout);
 		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
+			if (n == -EINTR || n == -EAGAIN)
 				continue;
-			if (errno == ECONNRESET) /* the target died: same as EOF */
-				n = 0;
-			else {
-				c->res->sys_errno = errno;
-				ret = itp_fail(c, ITP_E_IO, "reading the event socket: %s",
-					       strerror(errno));
-				break;
-			}
+			c->res->sys_errno = (int)-n;
+			ret = itp_fail(c, ITP_E_IO, "reading the event socket: %s", strerror((int)-n));
+			break;
 		}
 		if (!n) {
 			if (!c->have_header)
@@ -203,9 +207,9 @@ static int read_loop(struct itp_ctx *c, int fd)
 		off += used;
 		total += used;
 		/*
-		 * A read that filled the buffer means a busy stream (or a record
+		 * A take that filled the buffer means a busy stream (or a record
 		 * bigger than what is left): grow, up to room for a whole record
-		 * of WIRE_MAX_RECORD plus a read block.
+		 * of WIRE_MAX_RECORD plus a block.
 		 */
 		if (len == cap && cap < ITP_BUF_SIZE) {
 			uint8_t *nb = realloc(buf, cap * 2);
@@ -261,6 +265,7 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 {
 	struct itp_result dummy;
 	struct itp_ctx c;
+	struct itp_inq *q = NULL;
 	int rerr = 0, rc;
 
 	if (!res)
@@ -281,7 +286,15 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 			 opt->output ? opt->output : "the discarding writer", rec_strerror(rerr));
 		goto out_free;
 	}
-	read_loop(&c, fd);
+	rc = itp_inq_start(&q, fd, opt->input_limit);
+	if (rc < 0) {
+		res->sys_errno = -rc;
+		itp_fail(&c, ITP_E_NOMEM, "cannot start reading the stream: %s", strerror(-rc));
+	} else {
+		read_loop(&c, fd, q);
+		/* stop reading before the slow part: the library has sent END, or we gave up */
+		itp_inq_stop(q, &res->input);
+	}
 	finish(&c);
 	rc = rec_writer_close(c.w);
 	c.w = NULL;
