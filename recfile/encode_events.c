@@ -66,12 +66,25 @@ struct code_state {
 	uint64_t base;	  /* AGE: alloc number of the range's first alloc */
 };
 
-static uint8_t *put_plain(const struct rec_writer *w, int mode, struct code_state *st, uint32_t info,
-			  int cl, uint8_t *p)
+/*
+ * The writer's columns, copied out of struct rec_writer: the coders store
+ * through a uint8_t pointer, which may alias anything, so the compiler
+ * reloaded every w->ev_* pointer for every event; a local struct whose
+ * address goes only to inlined code cannot be aliased.
+ */
+struct cols {
+	const uint32_t *info, *rank;
+	const uint8_t *op;
+	const uint64_t *from;
+	uint32_t *hist;
+};
+
+static inline uint8_t *put_plain(const struct cols *w, int mode, struct code_state *st,
+				 uint32_t info, int cl, uint8_t *p)
 {
 	switch (mode) {
 	case REC_EVM_RANKED: {
-		uint32_t r = w->ev_rank[info];
+		uint32_t r = w->rank[info];
 
 		if (r < REC_EV_ESC) {
 			*p++ = (uint8_t)r;
@@ -99,10 +112,10 @@ static uint8_t *put_plain(const struct rec_writer *w, int mode, struct code_stat
  * this chunk, as close as possible to the predicted age (allocs back); hist
  * holds the infos of the chunk's allocs so far.
  */
-static uint8_t *put_age(const struct rec_writer *w, struct code_state *st, uint32_t info,
-		       uint64_t from, uint8_t *p)
+static inline uint8_t *put_age(const struct cols *w, struct code_state *st, uint32_t info,
+			       uint64_t from, uint8_t *p)
 {
-	const uint32_t *hist = w->ev_hist;
+	const uint32_t *hist = w->hist;
 	int64_t nh = (int64_t)st->nh, a = 0;
 
 	if (st->age <= nh && hist[nh - st->age] == info) {
@@ -201,25 +214,46 @@ static void prime(struct rec_writer *w, size_t start, struct prefix *pf, struct 
  * the info column of events [start, start + n) in mode (with REC_EVF_AGE or
  * not), at p, from the coder state st0; returns the end
  */
+static inline __attribute__((always_inline)) uint8_t *
+put_infos_in(const struct cols *col, int mode, int age, struct code_state *st, size_t start,
+	     size_t n, uint8_t *p)
+{
+	for (size_t i = start; i < start + n; i++) {
+		uint32_t info = col->info[i];
+		int cl = rec_ev_class(col->op[i]);
+
+		if (!cl)
+			col->hist[st->nh++] = info;
+		if (cl && age)
+			p = put_age(col, st, info, col->from[i], p);
+		else
+			p = put_plain(col, mode, st, info, cl, p);
+	}
+	return p;
+}
+
 static uint8_t *put_infos(struct rec_writer *w, int mode, const struct code_state *st0, size_t start,
 			  size_t n, uint8_t *p)
 {
 	struct code_state st = *st0;
-	int age = mode & REC_EVF_AGE;
+	struct cols c = {.info = w->ev_info, .rank = w->ev_rank, .op = w->ev_op,
+			 .from = w->ev_from, .hist = w->ev_hist};
 
-	mode &= ~REC_EVF_AGE;
-	for (size_t i = start; i < start + n; i++) {
-		uint32_t info = w->ev_info[i];
-		int cl = rec_ev_class(w->ev_op[i]);
-
-		if (!cl)
-			w->ev_hist[st.nh++] = info;
-		if (cl && age)
-			p = put_age(w, &st, info, w->ev_from[i], p);
-		else
-			p = put_plain(w, mode, &st, info, cl, p);
+	/* one loop per mode, each with its mode a constant */
+	switch (mode) {
+	case REC_EVM_RECENT:
+		return put_infos_in(&c, REC_EVM_RECENT, 0, &st, start, n, p);
+	case REC_EVM_RANKED:
+		return put_infos_in(&c, REC_EVM_RANKED, 0, &st, start, n, p);
+	case REC_EVM_DELTA:
+		return put_infos_in(&c, REC_EVM_DELTA, 0, &st, start, n, p);
+	case REC_EVM_RECENT | REC_EVF_AGE:
+		return put_infos_in(&c, REC_EVM_RECENT, 1, &st, start, n, p);
+	case REC_EVM_RANKED | REC_EVF_AGE:
+		return put_infos_in(&c, REC_EVM_RANKED, 1, &st, start, n, p);
+	default:
+		return put_infos_in(&c, REC_EVM_DELTA, 1, &st, start, n, p);
 	}
-	return p;
 }
 
 /*
