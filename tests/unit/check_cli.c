@@ -313,6 +313,22 @@ static int att_parse(const char *line, struct cli_attach_args *a, char *err)
 
 START_TEST(test_attach_args)
 {
+	static const struct {
+		const char *line, *err;
+	} bad[] = {
+		{ "attach", "no process id given" },
+		{ "attach 1 2", "one process id only ('2' is extra)" },
+		{ "attach 0", "'0' is not a process id" },
+		{ "attach 12x", "'12x' is not a process id" },
+		{ "attach --output= 5", "-o needs a file name" },
+		{ "attach --out= --snapshot-every 1 5", "--out needs a directory" },
+		{ "attach --format json 5", "--format 'json': snapshots are written as pprof only" },
+		{ "attach -x 5", "unknown option '-x'" },
+		/* a missing PID is said before the options' pairing, an extra one after */
+		{ "attach --snapshot-every 1", "no process id given" },
+		{ "attach --snapshot-every 1 5 6", "--snapshot-every SECS and --out DIR go together" },
+		{ "attach --format pprof --out d 5", "--snapshot-every SECS and --out DIR go together" },
+	};
 	struct cli_attach_args a;
 	char err[256];
 
@@ -328,30 +344,10 @@ START_TEST(test_attach_args)
 	ck_assert_int_eq(a.pid, 7);
 	ck_assert_int_eq(att_parse("attach --help", &a, err), 0);
 	ck_assert_int_eq(a.help, 1);
-
-	ck_assert_int_eq(att_parse("attach", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "no process id given");
-	ck_assert_int_eq(att_parse("attach 1 2", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "one process id only ('2' is extra)");
-	ck_assert_int_eq(att_parse("attach 0", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "'0' is not a process id");
-	ck_assert_int_eq(att_parse("attach 12x", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "'12x' is not a process id");
-	ck_assert_int_eq(att_parse("attach --output= 5", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "-o needs a file name");
-	ck_assert_int_eq(att_parse("attach --out= --snapshot-every 1 5", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "--out needs a directory");
-	ck_assert_int_eq(att_parse("attach --format json 5", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "--format 'json': snapshots are written as pprof only");
-	ck_assert_int_eq(att_parse("attach -x 5", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "unknown option '-x'");
-	/* a missing PID is said before the options' pairing, an extra one after */
-	ck_assert_int_eq(att_parse("attach --snapshot-every 1", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "no process id given");
-	ck_assert_int_eq(att_parse("attach --snapshot-every 1 5 6", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "--snapshot-every SECS and --out DIR go together");
-	ck_assert_int_eq(att_parse("attach --format pprof --out d 5", &a, err), -EINVAL);
-	ck_assert_str_eq(err, "--snapshot-every SECS and --out DIR go together");
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ck_assert_int_eq(att_parse(bad[k].line, &a, err), -EINVAL);
+		ck_assert_str_eq(err, bad[k].err);
+	}
 }
 END_TEST
 
