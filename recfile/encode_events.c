@@ -79,8 +79,8 @@ struct cols {
 	uint32_t *hist;
 };
 
-static inline uint8_t *put_plain(const struct cols *w, int mode, struct code_state *st,
-				 uint32_t info, int cl, uint8_t *p)
+static inline __attribute__((always_inline)) uint8_t *
+put_plain(const struct cols *w, int mode, struct code_state *st, uint32_t info, int cl, uint8_t *p)
 {
 	switch (mode) {
 	case REC_EVM_RANKED: {
@@ -112,8 +112,8 @@ static inline uint8_t *put_plain(const struct cols *w, int mode, struct code_sta
  * this chunk, as close as possible to the predicted age (allocs back); hist
  * holds the infos of the chunk's allocs so far.
  */
-static inline uint8_t *put_age(const struct cols *w, struct code_state *st, uint32_t info,
-			       uint64_t from, uint8_t *p)
+static inline __attribute__((always_inline)) uint8_t *
+put_age(const struct cols *w, struct code_state *st, uint32_t info, uint64_t from, uint8_t *p)
 {
 	const uint32_t *hist = w->hist;
 	int64_t nh = (int64_t)st->nh, a = 0;
