@@ -19,7 +19,10 @@
  * the queue holds at most `limit` bytes of blocks; when it is full the
  * reader stops reading, the socket fills, and the target is slowed to the
  * interpreter's pace (back-pressure, in steps of one block), or stopped
- * by its own rule if the interpreter never takes anything again.
+ * by its own rule if the interpreter never takes anything again. And the
+ * reader also stops when the interpreter has taken nothing for
+ * ITP_INQ_STALL_MS while bytes wait for it, so a slow stream does not
+ * postpone that rule by the time it takes to fill the queue.
  *
  *   socket --read--> [blk][blk][blk]...[tail blk being filled]   <= limit bytes of blocks
  *                      ^ head: the interpreter copies from here (itp_inq_take)
@@ -86,6 +89,8 @@ struct itp_inq {
 	int threaded;	 /* the reader thread runs */
 	pthread_t thr;
 	uint64_t full_since; /* the reader waits for room since then (0: it does not) */
+	uint64_t last_take_ns; /* the interpreter's last take of some bytes */
+	uint64_t stall_ns;     /* no take for this long with bytes waiting: stop reading */
 	struct itp_input st;
 };
 
@@ -141,24 +146,42 @@ static struct blk *new_block_locked(struct itp_inq *q)
 }
 
 /*
+ * stuck_locked - the interpreter took nothing for stall_ns although bytes
+ * wait for it: it is stuck (or stopped by a debugger), so stop reading as
+ * if the queue were full. Otherwise a slow stream would keep the reader
+ * going for up to limit bytes before the library's 10-s rule could start.
+ */
+static int stuck_locked(struct itp_inq *q, uint64_t now)
+{
+	return q->pending && now - q->last_take_ns >= q->stall_ns;
+}
+
+/*
  * The tail block to read into, with at least ITP_INQ_MIN_READ free, waiting
- * (lock held) while the queue is full (*waited = 1). NULL: quit, or out of
- * memory (*oom).
+ * (lock held) while the queue is full or the interpreter stuck (*waited =
+ * 1). NULL: quit, or out of memory (*oom).
  */
 static struct blk *room_locked(struct itp_inq *q, int *oom, int *waited)
 {
+	struct blk *b = NULL;
+
 	*oom = 0;
 	*waited = 0;
-	for (;;) {
-		if (q->quit)
-			return NULL;
+	while (!q->quit) {
 		/* all taken: the interpreter never reuses the tail, we may (it is not being read) */
 		if (q->tail && q->tail->roff == q->tail->wlen)
 			q->tail->roff = q->tail->wlen = 0;
-		if (q->tail && q->block - q->tail->wlen >= ITP_INQ_MIN_READ)
-			return q->tail;
-		if ((q->nblocks + 1) * q->block <= q->limit || !q->nblocks)
-			break;
+		if (!stuck_locked(q, mono_ns())) {
+			if (q->tail && q->block - q->tail->wlen >= ITP_INQ_MIN_READ) {
+				b = q->tail;
+				break;
+			}
+			if ((q->nblocks + 1) * q->block <= q->limit || !q->nblocks) {
+				b = new_block_locked(q);
+				*oom = !b;
+				break;
+			}
+		}
 		/* full: the socket fills now and the target waits for the interpreter */
 		if (!q->full_since) {
 			q->full_since = mono_ns();
@@ -175,13 +198,7 @@ static struct blk *room_locked(struct itp_inq *q, int *oom, int *waited)
 			q->st.full_max_ns = w;
 		q->full_since = 0;
 	}
-	{
-		struct blk *b = new_block_locked(q);
-
-		if (!b)
-			*oom = 1;
-		return b;
-	}
+	return b;
 }
 
 /*
@@ -292,6 +309,8 @@ int itp_inq_start(struct itp_inq **out, int fd, size_t limit)
 	q->fd = fd;
 	q->block = ITP_INQ_BLOCK;
 	q->limit = limit ? limit : ITP_INQ_LIMIT;
+	q->stall_ns = (uint64_t)ITP_INQ_STALL_MS * 1000000ull;
+	q->last_take_ns = mono_ns();
 	if (q->limit < 2 * q->block)
 		q->limit = 2 * q->block;
 	q->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -374,7 +393,9 @@ static size_t copy_locked(struct itp_inq *q, uint8_t *dst, size_t cap)
 		}
 	}
 	q->pending -= got;
-	if (freed)
+	if (got)
+		q->last_take_ns = mono_ns();
+	if (freed || (got && q->full_since))
 		pthread_cond_signal(&q->room);
 	return got;
 }
@@ -432,6 +453,14 @@ uint64_t itp_inq_full_ns(struct itp_inq *q)
 	ns = q->st.full_ns + (q->full_since ? mono_ns() - q->full_since : 0);
 	pthread_mutex_unlock(&q->lock);
 	return ns;
+}
+
+void itp_inq_set_stall(struct itp_inq *q, unsigned ms)
+{
+	pthread_mutex_lock(&q->lock);
+	q->stall_ns = (uint64_t)ms * 1000000ull;
+	pthread_cond_signal(&q->room);
+	pthread_mutex_unlock(&q->lock);
 }
 
 int itp_inq_ended(struct itp_inq *q)

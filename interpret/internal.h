@@ -335,6 +335,7 @@ void itp_agg_free_all(struct itp_agg *g);
 #define ITP_INQ_LIMIT ((size_t)64 << 20) /* default bytes of queued blocks */
 #define ITP_INQ_BLOCK ((size_t)128 << 10) /* bytes a block holds: the step of back-pressure */
 #define ITP_INQ_MIN_READ ((size_t)16 << 10) /* a new block once the tail has less room */
+#define ITP_INQ_STALL_MS 5000 /* interpreter took nothing this long, bytes waiting: stop reading */
 
 struct itp_inq;
 
@@ -354,6 +355,8 @@ int itp_inq_start(struct itp_inq **q, int fd, size_t limit);
 ssize_t itp_inq_take(struct itp_inq *q, void *dst, size_t cap, int timeout_ms);
 /* itp_inq_full_ns - time the reader has waited for room so far, the current wait included. */
 uint64_t itp_inq_full_ns(struct itp_inq *q);
+/* itp_inq_set_stall - change ITP_INQ_STALL_MS for this queue (tests). */
+void itp_inq_set_stall(struct itp_inq *q, unsigned ms);
 /* itp_inq_ended - 1 once the reader saw EOF or a failed read (the bytes before it may still wait). */
 int itp_inq_ended(struct itp_inq *q);
 /* itp_inq_stop - end the reader (it stops reading at once), free everything, give its numbers. */

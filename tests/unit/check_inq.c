@@ -6,7 +6,8 @@
  *   - every byte comes out once, in order, however reads and takes are cut;
  *   - it never holds more than its limit: once full it stops reading, so
  *     the writer's socket fills and the writer can write no more (the
- *     library's back-pressure and its 10-s rule depend on that);
+ *     library's back-pressure and its 10-s rule depend on that), and it
+ *     stops as well when the interpreter takes nothing for a while;
  *   - EOF and read errors come after the bytes read before them;
  *   - a signal still interrupts the interpreter's wait;
  *   - stopping it ends the reader whether it waits for the socket or for room.
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,6 +230,68 @@ START_TEST(bound_holds_then_resumes)
 }
 END_TEST
 
+/*
+ * A stuck interpreter: bytes wait and nothing is taken for the stall time.
+ * The reader stops although its queue has room, so the writer blocks long
+ * before the limit (and the library's 10-s rule can start); one take lets
+ * it go on.
+ */
+START_TEST(stuck_interpreter_stops_reading)
+{
+	const uint64_t want = 100 * (64u << 10);
+	static uint8_t buf[64 << 10];
+	struct itp_input st;
+	struct itp_inq *q;
+	uint64_t sent = 0, got = 0;
+	int sv[2], sndbuf = 64 << 10, quiet = 0;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	ck_assert_int_eq(itp_inq_start(&q, sv[0], 0), 0); /* 64 MiB: the bound is not what stops it */
+	itp_inq_set_stall(q, 200);
+	/* a slow stream: 64 KiB every 20 ms, until 300 ms pass without a byte going in */
+	while (sent < want && quiet < 15) {
+		size_t i;
+		ssize_t k;
+
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = pattern(sent + i);
+		k = send(sv[1], buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k > 0) {
+			sent += (uint64_t)k;
+			quiet = 0;
+		} else {
+			quiet++;
+		}
+		sleep_ms(20);
+	}
+	ck_assert_msg(sent < want, "the reader kept reading for an interpreter that took nothing");
+	while (got < 1000) {
+		ssize_t n = itp_inq_take(q, buf, 1000 - got, 1000), i;
+
+		ck_assert_int_gt(n, 0);
+		for (i = 0; i < n; i++)
+			ck_assert_uint_eq(buf[i], pattern(got + (uint64_t)i));
+		got += (uint64_t)n;
+	}
+	/* the take woke the reader: the socket drains into the queue again */
+	for (quiet = 0; quiet < 100; quiet++) {
+		int left = -1;
+
+		ck_assert_int_eq(ioctl(sv[0], FIONREAD, &left), 0);
+		if (left == 0)
+			break;
+		sleep_ms(10);
+	}
+	ck_assert_int_lt(quiet, 100);
+	itp_inq_stop(q, &st);
+	ck_assert_uint_ge(st.full_waits, 1);
+	ck_assert_uint_eq(st.bytes, sent);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 /* Stopping ends the reader wherever it waits: for the socket (idle) or for room (full). */
 START_TEST(stop_idle_and_full)
 {
@@ -313,6 +377,7 @@ static Suite *inq_suite(void)
 	tcase_add_test(tc, order_default_limit);
 	tcase_add_test(tc, order_small_limit_slow_taker);
 	tcase_add_test(tc, bound_holds_then_resumes);
+	tcase_add_test(tc, stuck_interpreter_stops_reading);
 	tcase_add_test(tc, stop_idle_and_full);
 	tcase_add_test(tc, read_error);
 	tcase_add_test(tc, signal_interrupts_take);
