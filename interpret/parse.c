@@ -288,10 +288,9 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a chunk");
 			break;
 		}
+		/* each op sets the fields apply.c reads for it, and only those */
 		ev = &c->scratch[n];
 		ev->op = *p++;
-		ev->kind = 0;
-		ev->a = ev->b = ev->c = ev->d = 0;
 		GET(p, end, delta);
 		if (n && !delta) {
 			ret = itp_fail(c, ITP_E_CORRUPT,
@@ -315,6 +314,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			GET(p, end, ev->a);
 			GET(p, end, ev->b);
 			GET(p, end, ev->c);
+			ev->d = 0;
 			if (ev->op == WIRE_EV_ALLOC_W)
 				GET(p, end, ev->d);
 			break;
