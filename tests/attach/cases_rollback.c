@@ -289,6 +289,11 @@ int case_eagain(void)
 		return 1;
 	usleep(200000);
 	ctx = att_new(v.pid);
+	/*
+	 * the reader checks errno around its read: the failing pthread_create
+	 * sets it (its stack's mmap), and the stub's slots must put it back
+	 */
+	att_prefer_thread(ctx, v.tid[R_READER]);
 	why = att_preflight(ctx);
 	if (!why)
 		why = att_prepare(ctx, lib_path);

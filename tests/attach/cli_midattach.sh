@@ -70,7 +70,7 @@ check_victim()
 	echo ping >&"${VIC[1]}" || fail "$1: victim gone"
 	read -r -t 20 ans <&"${VIC[0]}" || fail "$1: victim does not answer"
 	echo "  $1: $ans" | cut -c1-160
-	for k in eintr epoll_eintr seqerr infobad regbad maskbad syserr othersig; do
+	for k in eintr epoll_eintr seqerr infobad regbad maskbad syserr othersig errnobad; do
 		[ "$(kv $k)" = 0 ] || fail "$1: $k=$(kv $k)"
 	done
 	[ "$(kv sent)" = "$(kv recv)" ] || fail "$1: signals sent $(kv sent), received $(kv recv)"

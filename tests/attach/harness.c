@@ -169,6 +169,7 @@ void victim_check_jc(struct victim *v, const char *when, int job_control)
 	check(kv(r, "maskbad") == 0, "%s: every thread kept its signal mask", when);
 	check(kv(r, "syserr") == 0, "%s: no blocking call failed otherwise", when);
 	check(kv(r, "othersig") == 0, "%s: no stray SIGURG/SIGWINCH/SIGCHLD", when);
+	check(kv(r, "errnobad") == 0, "%s: errno kept across every blocking call", when);
 	victim_check_progress(v, r, when);
 }
 

@@ -21,7 +21,9 @@
  * out of sequence, wrong si_code/si_pid, register corruption, and a signal
  * mask that changed under a looping thread (checked every lap), and any
  * other failure of a blocking call (syserr: e.g. errno 512 if a syscall
- * restart went wrong).
+ * restart went wrong). main, reader, sleeper and ticker set errno to a mark
+ * before their blocking call and count a successful call after which it
+ * changed (errnobad): heaptap's calls in the thread must put errno back.
  *
  * With ATT_VICTIM_CATCH set, it catches SIGURG, SIGWINCH and SIGCHLD (and
  * counts them: othersig) so that it ignores no signal, like a Go program.
@@ -58,6 +60,7 @@ static _Atomic long max_gap_ns[R_COUNT];
 static _Atomic long laps[R_COUNT];	/* turns of each loop: a thread stuck after an attach stops counting */
 static _Atomic int tids[R_COUNT];
 static _Atomic int eintr_count, epoll_eintr, reg_bad, seq_err, info_bad, mask_bad, sys_bad;
+static _Atomic int errno_bad;	/* errno changed under a blocking call that succeeded */
 static _Atomic int other_sigs;	/* ATT_VICTIM_CATCH: SIGURG/SIGWINCH/SIGCHLD received (none expected) */
 static _Atomic long sent, received;
 static _Atomic int pause_send, send_paused;
@@ -103,6 +106,13 @@ static void lap(enum role r, long *last)
 	*last = t;
 }
 
+/* errno still the mark set before a blocking call that succeeded? */
+static void errno_kept(int mark)
+{
+	if (errno != mark)
+		atomic_fetch_add(&errno_bad, 1);
+}
+
 /* A blocking call failed with e: EINTR is counted apart, anything else is a bad return. */
 static void failed_with(int e)
 {
@@ -126,9 +136,12 @@ static void *reader(void *a)
 	(void)a;
 	hello(R_READER);
 	for (;;) {
+		errno = 7001;
 		n = read(pipe_reader[0], &c, 1);
 		if (n < 0)
 			failed_with(errno);
+		else
+			errno_kept(7001);
 		lap(R_READER, &last);
 	}
 	return NULL;
@@ -142,8 +155,11 @@ static void *sleeper(void *a)
 	(void)a;
 	hello(R_SLEEPER);
 	for (;;) {
+		errno = 7002;
 		if (nanosleep(&ts, NULL) < 0)
 			failed_with(errno);
+		else
+			errno_kept(7002);
 		lap(R_SLEEPER, &last);
 	}
 	return NULL;
@@ -165,9 +181,12 @@ static void *ticker(void *a)
 			next.tv_nsec -= 1000000000;
 			next.tv_sec++;
 		}
+		errno = 7003;
 		rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
 		if (rc)
 			failed_with(rc);
+		else
+			errno_kept(7003);
 		lap(R_TICKER, &last);
 		if (write(pipe_reader[1], "t", 1) < 0 && errno == EINTR)
 			atomic_fetch_add(&eintr_count, 1);
@@ -450,11 +469,11 @@ static void ping(void)
 		usleep(1000);
 	len = snprintf(buf, sizeof(buf),
 		       "pong eintr=%d epoll_eintr=%d seqerr=%d infobad=%d sent=%ld recv=%ld regbad=%d "
-		       "maskbad=%d syserr=%d othersig=%d",
+		       "maskbad=%d syserr=%d othersig=%d errnobad=%d",
 		       atomic_load(&eintr_count), atomic_load(&epoll_eintr), atomic_load(&seq_err),
 		       atomic_load(&info_bad), atomic_load(&sent), atomic_load(&received),
 		       atomic_load(&reg_bad), atomic_load(&mask_bad),
-		       atomic_load(&sys_bad), atomic_load(&other_sigs));
+		       atomic_load(&sys_bad), atomic_load(&other_sigs), atomic_load(&errno_bad));
 	for (i = 0; i < R_COUNT; i++)
 		len += snprintf(buf + len, sizeof(buf) - (size_t)len, " gap_%s=%ld", role_name[i],
 				atomic_load(&max_gap_ns[i]) / 1000);
@@ -519,7 +538,10 @@ int main(void)
 	reply(line);
 
 	for (;;) {
+		errno = 7004;
 		n = read(0, buf + used, sizeof(buf) - 1 - used);
+		if (n > 0)
+			errno_kept(7004);
 		if (n < 0 && errno == EINTR) {
 			atomic_fetch_add(&eintr_count, 1);
 			continue;
