@@ -9,6 +9,9 @@
  * another mount namespace or after an upgrade replaced the file, and, when
  * that is not permitted, through /proc/PID/root/PATH. Symbols come from
  * elf/'s file view (elfr_file_symbol: default version wins).
+ * att_module_symbols finds glibc < 2.34's libdl and libpthread under their
+ * file names too (libdl-2.31.so), and takes from libc a name such a module
+ * leaves to it (pthread_self); tests/oldlibc runs both against glibc 2.31.
  */
 #include <elf.h>
 #include <errno.h>
@@ -91,6 +94,36 @@ enum att_reason att_libc_symbol(struct att_ctx *ctx, const char *name, uint64_t 
 	return ATT_OK;
 }
 
+/*
+ * glibc < 2.34 maps its libraries under their file names, which are not
+ * their sonames: libdl.so.2 is libdl-2.31.so, libpthread.so.0 is
+ * libpthread-2.31.so (the soname is a symlink). For a prefix "libX.so",
+ * look for "libX-2." too.
+ */
+static const struct att_map *old_glibc_module(const struct att_maps *maps, const char *prefix)
+{
+	char alt[64];
+	size_t n = strlen(prefix);
+
+	if (n < 4 || strcmp(prefix + n - 3, ".so") != 0 || n - 3 + sizeof("-2.") > sizeof(alt))
+		return NULL;
+	snprintf(alt, sizeof(alt), "%.*s-2.", (int)(n - 3), prefix);
+	return att_maps_module(maps, alt);
+}
+
+/*
+ * A name the module does not define, taken from libc: glibc < 2.34's
+ * libpthread.so.0 has pthread_create and pthread_detach but not
+ * pthread_self, which only libc.so.6 exports. True when found there.
+ */
+static bool from_libc(struct att_ctx *ctx, const char *name, uintptr_t *a)
+{
+	*a = 0;
+	if (libc_locate(ctx) != ATT_OK)
+		return false;
+	return elfr_file_symbol(ctx->libc, name, (uintptr_t)ctx->libc_bias, a) == ELFR_OK && *a;
+}
+
 enum att_reason att_module_symbols(struct att_ctx *ctx, const char *prefix, const char *const *names,
 				   uint64_t *addrs, size_t n)
 {
@@ -109,6 +142,8 @@ enum att_reason att_module_symbols(struct att_ctx *ctx, const char *prefix, cons
 		return att_fail(ctx, ret == -ENOENT || ret == -ESRCH ? ATT_E_EXITED : ATT_E_NO_SYMBOL,
 				-ret, "read %s/maps", ctx->procdir);
 	m = att_maps_module(&maps, prefix);
+	if (!m)
+		m = old_glibc_module(&maps, prefix);
 	if (m) {
 		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)ctx->pid,
 			 m->start, m->end);
@@ -118,7 +153,8 @@ enum att_reason att_module_symbols(struct att_ctx *ctx, const char *prefix, cons
 		why = att_fail(ctx, ATT_E_NO_SYMBOL, 0, "no readable %s* module in the process", prefix);
 	for (i = 0; !why && i < n; i++) {
 		a = 0;
-		if (elfr_file_symbol(f, names[i], (uintptr_t)(m->start - vaddr), &a) != ELFR_OK || !a)
+		if ((elfr_file_symbol(f, names[i], (uintptr_t)(m->start - vaddr), &a) != ELFR_OK || !a) &&
+		    !from_libc(ctx, names[i], &a))
 			why = att_fail(ctx, ATT_E_NO_SYMBOL, 0, "%s in %s", names[i], m->path);
 		addrs[i] = a;
 	}
