@@ -126,7 +126,8 @@ static bool is_end_signal(struct att_ctx *ctx, struct att_thread *thr, int sig,
  * SIG_IGN; never SIGCONT (it continues a stopped process even when
  * ignored). None (a Go program catches them all): 0, and the calls end at
  * the tgkill's syscall stop under PTRACE_SYSCALL, two stops per syscall of
- * the call instead of one stop.
+ * the call instead of one stop. With an end signal, the loader's one-stop
+ * mmap is prepared here too (att_loader_prepare), before anything stops.
  */
 void att_choose_end_sig(struct att_ctx *ctx)
 {
@@ -139,27 +140,25 @@ void att_choose_end_sig(struct att_ctx *ctx)
 
 	ctx->end_sig = 0;
 	ctx->st.end_sig = 0;
+	ctx->fn_syscall_ret = ctx->fixed_at = 0;
 	snprintf(path, sizeof(path), "%s/status", ctx->procdir);
 	if (att_read_file(path, buf, sizeof(buf)) < 0)
 		return;
 	if (!(v = att_status_field(buf, "SigIgn")) || sscanf(v, "%llx", &ign) != 1 ||
 	    !(v = att_status_field(buf, "SigCgt")) || sscanf(v, "%llx", &cgt) != 1)
 		return;
-	for (i = 0; i < sizeof(pref) / sizeof(pref[0]); i++) {
-		if (!(cgt & (1ULL << (pref[i] - 1)))) {
+	for (i = 0; i < sizeof(pref) / sizeof(pref[0]) && !ctx->end_sig; i++) {
+		if (!(cgt & (1ULL << (pref[i] - 1))))
 			ctx->end_sig = ctx->st.end_sig = pref[i];
-			return;
-		}
 	}
-	for (sig = 1; sig <= 64; sig++) {
+	for (sig = 1; sig <= 64 && !ctx->end_sig; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCONT || sig == SIGSEGV ||
 		    sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS)
 			continue;
-		if ((ign & (1ULL << (sig - 1))) && !(cgt & (1ULL << (sig - 1)))) {
+		if ((ign & (1ULL << (sig - 1))) && !(cgt & (1ULL << (sig - 1))))
 			ctx->end_sig = ctx->st.end_sig = sig;
-			return;
-		}
 	}
+	att_loader_prepare(ctx);
 }
 
 /* Is this signal stop the chained frame's end (att_call_map_at)? */

@@ -232,6 +232,7 @@ struct att_ctx {
 	uint64_t fn_dlopen, fn_dlerror, fn_dlsym, fn_mmap, fn_munmap, fn_errno;
 	uint64_t fn_sigreturn;		/* "mov $15, %rax; syscall" in libc's code */
 	uint64_t fn_syscall_ret;	/* "syscall; ret" in libc's code (getpid's), 0 if none */
+	uint64_t fixed_at;		/* free address for the loader's pages (loader.c), 0 if none */
 	/* the loader thread's functions (loader.c); any 0: dlopen runs in the hijacked thread */
 	uint64_t fn_mprotect, fn_pthread_create, fn_pthread_self, fn_pthread_detach;
 	int end_sig;			/* a signal the process ignores (call.c), 0 if none */
@@ -454,7 +455,10 @@ enum att_reason att_call_map_at(struct att_ctx *ctx, uint64_t at, size_t size);
  * (crash, timeout), the errno it saved is put back by att_call_end.
  */
 enum att_reason att_call_slots(struct att_ctx *ctx, bool returned, uint32_t *stage);
-/* Pick ctx->end_sig from /proc/PID/status (before anything is stopped). */
+/*
+ * Pick ctx->end_sig from /proc/PID/status (before anything is stopped),
+ * then what the loader's one-stop mmap needs with it (att_loader_prepare).
+ */
 void att_choose_end_sig(struct att_ctx *ctx);
 /* Unblock heaptap's own signals deferred by att_call_begin (idempotent). */
 void att_own_signals_restore(struct att_ctx *ctx);
@@ -468,6 +472,10 @@ enum att_reason att_inject_check(struct att_ctx *ctx, const char *lib_path, cons
 				 const char *arg);
 enum att_reason att_inject_tpath(struct att_ctx *ctx, const char *lib_path, char *tpath, size_t cap,
 				 int *staged);
+
+/* ---- loader.c ---- */
+/* libc's "syscall; ret" and a free range for att_call_map_at (needs end_sig); misses leave 0. */
+void att_loader_prepare(struct att_ctx *ctx);
 
 /* ---- stage.c ---- */
 /* Path of lib as the target sees it, staging a copy if needed (tpath out). */

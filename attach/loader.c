@@ -8,11 +8,14 @@
  *
  *   att_inject_start (thread stopped)          undo on failure
  *     stage                                    att_unstage (att_inject_wait, att_free)
- *     att_call_begin: 3 pages r-x, errno       att_call_end: munmap, errno, mask, regs
- *     mprotect data page rw (via the trampoline)
- *     write loader code and data
- *     pthread_create(&t, NULL, code, data)     -- (fails: no thread, all 3 pages go)
- *     att_call_end: errno, mask, regs; no munmap (the loader owns the pages)
+ *     call 1, mmap of 3 pages r-x:             att_call_end: munmap, errno, mask, regs
+ *       att_call_map_at (a free fixed address, one stop), else
+ *       att_call_map (libc's mmap, two stops)
+ *     write stub, loader code and data
+ *     call 2, the stub (one stop): errno into  -- (fails: no thread, all 3 pages go;
+ *       the frame, mprotect data page rw,          its stage word says whether
+ *       pthread_create(&t, NULL, code, data)       pthread_create ran at all)
+ *     att_call_end: mask, regs; no munmap (the loader owns the pages)
  *   att_release
  *   att_inject_wait (nothing stopped)          sets go, reads the data page (process_vm_readv)
  *   the loader unmaps all 3 pages after go, only its 2 without (heaptap died)
@@ -131,11 +134,11 @@ static enum att_reason inject_sync(struct att_ctx *ctx, const char *lib_path, co
 }
 
 /*
- * Where the three pages go (att_call_map_at), or 0: the middle of the
- * largest free range of the address space above 4 GB and below the top of
- * a 47-bit space, if it is at least 4 GB. The kernel places mappings from
- * the top of such a range down, next to the ones there, so nobody else
- * maps this far inside it between this read and the mmap.
+ * Where the three pages go (att_call_map_at), or 0: the middle half of
+ * the largest free range of the address space above 4 GB and below the
+ * top of a 47-bit space, if it is at least 4 GB. The kernel places
+ * mappings from the top of such a range down, next to the ones there, so
+ * nobody else maps this far inside it between this read and the mmap.
  */
 static uint64_t free_range(struct att_ctx *ctx)
 {
@@ -169,15 +172,38 @@ static uint64_t free_range(struct att_ctx *ctx)
 /* libc's "syscall; ret" (att_call_map_at's mmap), or 0. */
 static uint64_t syscall_ret(struct att_ctx *ctx)
 {
+	const char *task = strstr(ctx->procdir, "/task/");
+	pid_t who = task ? (pid_t)atoi(task + 6) : ctx->pid;	/* a zombie leader has no memory */
 	unsigned char code[16];
 	uint64_t fn;
 	long off;
 
-	if (att_libc_symbol(ctx, "getpid", &fn) != ATT_OK ||
-	    att_mem_read(ctx->thr.tid, fn, code, sizeof(code)))
+	if (att_libc_symbol(ctx, "getpid", &fn) != ATT_OK || att_mem_read(who, fn, code, sizeof(code)))
 		return 0;
 	off = att_arch_syscall_ret(code, sizeof(code));
 	return off < 0 ? 0 : fn + (uint64_t)off;
+}
+
+/*
+ * What the one-stop mmap needs, found before anything is stopped when
+ * att_prepare ran (att_choose_end_sig calls this): libc's "syscall; ret"
+ * and a free range. The range is checked again after the mmap.
+ */
+void att_loader_prepare(struct att_ctx *ctx)
+{
+	char detail[sizeof(ctx->detail)];
+	int err = ctx->err;
+
+	snprintf(detail, sizeof(detail), "%s", ctx->detail);
+	ctx->fn_syscall_ret = 0;
+	ctx->fixed_at = 0;
+	if (ctx->end_sig) {
+		ctx->fn_syscall_ret = syscall_ret(ctx);
+		if (ctx->fn_syscall_ret)
+			ctx->fixed_at = free_range(ctx);
+	}
+	snprintf(ctx->detail, sizeof(ctx->detail), "%s", detail);	/* a miss is no failure */
+	ctx->err = err;
 }
 
 /*
@@ -198,16 +224,11 @@ static enum att_reason map_pages(struct att_ctx *ctx)
 		if (why)
 			return why;
 	}
-	ctx->detail[0] = '\0';
-	if (ctx->end_sig && !att_arch_stopped_in_restart_block(&ctx->thr.saved.gp)) {
-		ctx->fn_syscall_ret = syscall_ret(ctx);
-		if (ctx->fn_syscall_ret)
-			at = free_range(ctx);
-	}
-	ctx->detail[0] = '\0';
-	ctx->err = 0;
+	if (!att_arch_stopped_in_restart_block(&ctx->thr.saved.gp) && ctx->fn_syscall_ret)
+		at = ctx->fixed_at;
 	if (at && !strcmp(ctx->fault, "fixed"))
 		at = ctx->fn_syscall_ret & ~(uint64_t)(PAGE - 1);	/* libc's code: EEXIST */
+	ctx->fixed_at = 0;	/* once: a second injection of this ctx would find it taken */
 	if (at)
 		return att_call_map_at(ctx, at, ATT_LD_PAGES * PAGE);
 	return att_call_map(ctx, ATT_LD_PAGES * PAGE - ATT_TRAMP_SPACE);

@@ -142,8 +142,17 @@ static void loaders_after_kills(struct victim *v, const char *const *steps, size
 	for (k = 0; k < n && first == n; k++)
 		if (!strncmp(steps[k], "callregs@2", 10) || !strncmp(steps[k], "resumed@2", 9))
 			first = k;
-	for (i = 0; i < 1000 && loaders_alive(v->pid); i++)
+	/*
+	 * a loader names itself only after its wait for go (100 ms): on a
+	 * loaded machine one may not be visible yet, so wait for its start
+	 * line too (each then waits 5 s for an ack that never comes)
+	 */
+	for (i = 0; i < 2000; i++) {
+		lines = count_lines(out_file, "start ");
+		if (!loaders_alive(v->pid) && lines >= (int)(n - first))
+			break;
 		usleep(10000);
+	}
 	check(loaders_alive(v->pid) == 0, "every loader thread left behind ended by itself");
 	lines = count_lines(out_file, "start ");
 	check(lines == (int)(n - first), "%d start calls: one per kill from %s on (%zu)", lines,
