@@ -10,11 +10,14 @@
 #         pthread_create, dlopen/dlsym/dlerror of libdl
 #   sh    (dash, links libc only): no pthread_create, no dlopen: the
 #         hijacked thread itself calls __libc_dlopen_mode; no dlerror text
+#   mt    (mt_victim.c, built here against the rootfs's libpthread and libc,
+#         three threads): a loader thread, which calls __libc_dlopen_mode
 # Cases:
-#   loader, libc                 the no-libc test library is loaded and its start function runs
-#                                (in the loader thread / in the hijacked thread)
-#   loader-dlerror, libc-dlerror a library with an undefined symbol: the dlerror() text comes
-#                                back (perl), or the library's path (sh: no dlerror there)
+#   loader, libc, threads        the no-libc test library is loaded and its start function runs
+#                                (in the loader thread / in the hijacked thread / loader thread)
+#   loader-dlerror, libc-dlerror, threads-dlerror
+#                                a library with an undefined symbol: the dlerror() text comes
+#                                back (perl), or the library's path (sh, mt: no dlerror there)
 #   cli, cli-libc                the real `heaptap attach`: one clear line, exit 46, nothing left
 # Every case then checks the target: alive, not traced, not stopped, its
 # loop still turning, no failed call seen by it.
@@ -59,14 +62,30 @@ trap cleanup EXIT
 
 case $case_ in
 loader | loader-dlerror | cli) target=perl ;;
+threads | threads-dlerror) target=mt ;;
 *) target=sh ;;
 esac
+if [ "$target" = mt ]; then
+	# linked against the rootfs's libraries, so every symbol binds to a version glibc 2.31 has
+	lib=$root/lib/x86_64-linux-gnu cc=${CC:-cc}
+	crt=()
+	for f in crt1.o crti.o crtn.o; do
+		crt+=("$($cc -print-file-name=$f)")
+		[ -f "${crt[-1]}" ] || fail "no $f to build mt_victim with"
+	done
+	$cc -O2 -fno-stack-protector -U_FORTIFY_SOURCE -c "$here/mt_victim.c" -o "$work/mt_victim.o"
+	$cc -nostdlib -o "$work/mt_victim" "${crt[0]}" "${crt[1]}" "$work/mt_victim.o" \
+		"$lib/libpthread.so.0" "$lib/libc.so.6" "${crt[2]}" -Wl,-rpath-link,"$lib" \
+		-Wl,-dynamic-linker,/lib64/ld-linux-x86-64.so.2
+fi
 : >"$work/ticks"
 if [ "$target" = perl ]; then
 	# a tick every 50 ms; a failed select (EINTR, ...) ends it with ERR
 	chroot "$root" /usr/bin/perl -e '$| = 1; for (;;) {
 		if (select(undef, undef, undef, 0.05) < 0) { print "ERR $!\n"; exit 3 }
 		print ++$i, "\n" }' >>"$work/ticks" 2>&1 &
+elif [ "$target" = mt ]; then
+	chroot "$root" "/tmp/$name/mt_victim" >>"$work/ticks" 2>&1 &
 else
 	chroot "$root" /bin/sh -c 'i=0; while :; do i=$((i + 1)); echo $i;
 		sleep 0.05 || { echo ERR; exit 3; }; done' >>"$work/ticks" 2>&1 &
@@ -99,6 +118,7 @@ check_target() {
 sigblk() { awk '/^SigBlk:/ {print $2}' "/proc/$pid/status"; }
 wait_ticks 3
 blk0=$(sigblk)
+ntask=$(ls "/proc/$pid/task" | wc -l)
 
 # Which glibc path the target takes: what it has mapped.
 maps=$(awk '{print $6}' "/proc/$pid/maps" | sort -u)
@@ -106,6 +126,10 @@ echo "$maps" | grep -q '/libc-2\.31\.so$' || fail "target does not run glibc 2.3
 if [ "$target" = perl ]; then
 	echo "$maps" | grep -q '/libdl-2\.31\.so$' || fail "perl has no libdl-2.31.so mapped"
 	echo "$maps" | grep -q '/libpthread-2\.31\.so$' || fail "perl has no libpthread-2.31.so mapped"
+elif [ "$target" = mt ]; then
+	echo "$maps" | grep -q '/libpthread-2\.31\.so$' || fail "mt_victim has no libpthread-2.31.so mapped"
+	! echo "$maps" | grep -q '/libdl-' || fail "mt_victim has libdl mapped"
+	[ "$ntask" = 3 ] || fail "mt_victim has $ntask threads, not 3"
 else
 	! echo "$maps" | grep -Eq '/lib(dl|pthread)-' || fail "sh has libdl or libpthread mapped"
 fi
@@ -117,7 +141,7 @@ run_driver() { # LIB: attach with the driver, start function oldlibc_start(/tmp/
 }
 
 case $case_ in
-loader | libc)
+loader | libc | threads)
 	run_driver "$oklib"
 	[ "$(field exit)" = 0 ] || fail "attach failed: $out"
 	[ -f "$work/marker" ] || fail "the start function did not run (no marker)"
@@ -125,16 +149,16 @@ loader | libc)
 	echo "marker: $line"
 	[ "$(wc -l <"$work/marker")" = 1 ] || fail "start function ran more than once"
 	lt=$(field loader_tid)
-	if [ "$case_" = loader ]; then
-		[ "$(field threaded)" = 1 ] || fail "perl (libpthread loaded) was not loaded by a loader thread"
+	if [ "$target" != sh ]; then
+		[ "$(field threaded)" = 1 ] || fail "$target (libpthread loaded) was not loaded by a loader thread"
 		[ "$lt" -gt 0 ] && [ "$lt" != "$pid" ] || fail "loader tid $lt"
 		[ "$line" = "ran tid=$lt pid=$pid arg=/tmp/$name/marker" ] ||
 			fail "marker '$line' is not the loader thread's ($lt)"
 		for i in $(seq 100); do # the loader thread ends
-			[ "$(ls "/proc/$pid/task" | wc -l)" = 1 ] && break
+			[ "$(ls "/proc/$pid/task" | wc -l)" = "$ntask" ] && break
 			sleep 0.05
 		done
-		[ "$(ls "/proc/$pid/task" | wc -l)" = 1 ] || fail "loader thread still there"
+		[ "$(ls "/proc/$pid/task" | wc -l)" = "$ntask" ] || fail "loader thread still there"
 	else
 		[ "$(field threaded)" = 0 ] || fail "sh (no libpthread) cannot have a loader thread"
 		[ "$line" = "ran tid=$pid pid=$pid arg=/tmp/$name/marker" ] ||
@@ -148,7 +172,7 @@ loader | libc)
 	[ "$(wc -l <"$work/marker")" = 2 ] || fail "second start did not run"
 	line2=$(sed -n 2p "$work/marker")
 	echo "marker: $line2"
-	if [ "$case_" = loader ]; then
+	if [ "$target" != sh ]; then
 		lt2=$(field loader_tid)
 		[ "$lt2" != "$lt" ] && [ "$line2" = "ran tid=$lt2 pid=$pid arg=/tmp/$name/marker" ] ||
 			fail "second marker '$line2' is not the new loader thread's ($lt2)"
@@ -156,17 +180,24 @@ loader | libc)
 		[ "$line2" = "$line" ] || fail "second marker '$line2' differs from the first"
 	fi
 	;;
-loader-dlerror | libc-dlerror)
+loader-dlerror | libc-dlerror | threads-dlerror)
 	run_driver "$undeflib"
 	[ "$(field exit)" = 46 ] || fail "expected exit 46 (the process could not load the library): $out"
 	[ ! -e "$work/marker" ] || fail "the start function ran despite dlopen failing"
-	if [ "$case_" = loader-dlerror ]; then
+	if [ "$target" != sh ]; then
 		[ "$(field threaded)" = 1 ] || fail "not through the loader thread: $out"
+	fi
+	if [ "$target" = perl ]; then
 		grep -q 'detail=.*liboldlibc_undef\.so: undefined symbol: heaptap_oldlibc_absent' <<<"$out" ||
 			fail "libdl's dlerror() text is not in the detail: $out"
 	else
-		# glibc < 2.34 without libdl.so.2: __libc_dlopen_mode keeps its error to itself
-		grep -q 'detail=.*liboldlibc_undef\.so' <<<"$out" || fail "the detail does not name the library: $out"
+		# glibc < 2.34 without libdl.so.2: __libc_dlopen_mode keeps its error to itself;
+		# the hijacked thread's att_inject names the library, the loader thread's outcome does not
+		if [ "$target" = sh ]; then
+			grep -q 'detail=.*liboldlibc_undef\.so' <<<"$out" || fail "the detail does not name the library: $out"
+		else
+			grep -q 'detail=dlopen returned NULL$' <<<"$out" || fail "unexpected detail: $out"
+		fi
 	fi
 	;;
 cli | cli-libc)
