@@ -59,23 +59,48 @@ static void *boot_alloc(size_t size, size_t align)
 	return p;
 }
 
-PLD_EXPORT void *malloc(size_t size)
+/*
+ * The four hot functions test "resolved" inline and keep everything else
+ * (the lookup, the arena) in a function of its own, so their usual path
+ * needs no frame: a load, a compare and a tail call to track/ with the
+ * return address read from the stack top (sampling's fast path follows
+ * there, docs/track.md).
+ */
+#define RESOLVED() __builtin_expect(atomic_load_explicit(&pld_real_state, memory_order_acquire) == 2, 1)
+
+static __attribute__((noinline)) void *malloc_boot(size_t size, const void *ra)
 {
 	if (!pld_resolve())
 		return boot_alloc(size, 16);
-	return trk_malloc_ra(size, RA);
+	return trk_malloc_ra(size, ra);
 }
 
-PLD_EXPORT void free(void *ptr)
+PLD_EXPORT void *malloc(size_t size)
+{
+	if (RESOLVED())
+		return trk_malloc_ra(size, RA);
+	return malloc_boot(size, RA);
+}
+
+static __attribute__((noinline)) void free_boot(void *ptr, const void *ra)
 {
 	if (pld_boot_owns(ptr))
 		return;
 	if (!pld_resolve())
 		return; /* nothing but the arena exists yet */
-	trk_free_ra(ptr, RA);
+	trk_free_ra(ptr, ra);
 }
 
-PLD_EXPORT void *calloc(size_t nmemb, size_t size)
+PLD_EXPORT void free(void *ptr)
+{
+	if (RESOLVED() && !pld_boot_owns(ptr)) {
+		trk_free_ra(ptr, RA);
+		return;
+	}
+	free_boot(ptr, RA);
+}
+
+static __attribute__((noinline)) void *calloc_boot(size_t nmemb, size_t size, const void *ra)
 {
 	size_t bytes;
 
@@ -86,15 +111,31 @@ PLD_EXPORT void *calloc(size_t nmemb, size_t size)
 		}
 		return boot_alloc(bytes, 16); /* the arena is zero-filled */
 	}
-	return trk_calloc_ra(nmemb, size, RA);
+	return trk_calloc_ra(nmemb, size, ra);
 }
 
+PLD_EXPORT void *calloc(size_t nmemb, size_t size)
+{
+	if (RESOLVED())
+		return trk_calloc_ra(nmemb, size, RA);
+	return calloc_boot(nmemb, size, RA);
+}
+
+static __attribute__((noinline)) void *realloc_boot(void *ptr, size_t size, const void *ra);
+
 PLD_EXPORT void *realloc(void *ptr, size_t size)
+{
+	if (RESOLVED() && !pld_boot_owns(ptr))
+		return trk_realloc_ra(ptr, size, RA);
+	return realloc_boot(ptr, size, RA);
+}
+
+static __attribute__((noinline)) void *realloc_boot(void *ptr, size_t size, const void *ra)
 {
 	if (pld_boot_owns(ptr)) {
 		/* move a bootstrap block to the real heap; the old one stays */
 		size_t old = pld_boot_size(ptr);
-		void *p = pld_resolve() ? trk_malloc_ra(size, RA) : boot_alloc(size, 16);
+		void *p = pld_resolve() ? trk_malloc_ra(size, ra) : boot_alloc(size, 16);
 
 		if (p)
 			memcpy(p, ptr, old < size ? old : size);
@@ -102,7 +143,7 @@ PLD_EXPORT void *realloc(void *ptr, size_t size)
 	}
 	if (!pld_resolve())
 		return ptr ? NULL : boot_alloc(size, 16);
-	return trk_realloc_ra(ptr, size, RA);
+	return trk_realloc_ra(ptr, size, ra);
 }
 
 PLD_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)

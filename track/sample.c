@@ -80,24 +80,35 @@
 
 #include "track/internal.h"
 
-struct trk_smp_global trk_smp TRK_HIDDEN;
+/* gen never 0: a new thread's key is 0; a line of its own (read by every hook) */
+struct trk_smp_global trk_smp TRK_HIDDEN __attribute__((aligned(64))) = { .gen = 1 };
 __thread struct trk_smp_tls trk_smp_tls __attribute__((tls_model("initial-exec")));
 _Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)];
 
 #define FILTER_SIZE (1u << TRK_SMP_FILTER_BITS)
 #define SET_BITS 17
-#define SET_CAP (1u << SET_BITS)	/* 1 MiB of pointers, touched as it fills */
+#define SET_CAP (1u << SET_BITS)	/* at most 1 MiB of pointers */
+#define SET_MIN (1u << 12)		/* to begin with: 32 KiB, grown by doubling */
 #define SET_MAX (SET_CAP / 4 * 3)
 #define SITE_PROBES 8
 #define SITES_BUF (32 * 1024)		/* payload bytes of one SITES record at most */
 
-/* The sampled-pointer set and its filter (mmap'd once, kept for later sessions). */
+/*
+ * The sampled-pointer set and its filter. The set begins with SET_MIN slots
+ * and doubles (rehashed under the lock) whenever it is 3/4 full, up to
+ * SET_CAP: a fresh mapping is never written at start (a memset of 1 MiB at
+ * every start faulted in 256 pages, 0.6 ms of the target's start-up), and a
+ * program with few live samples touches a few pages. The filter is mapped
+ * once and cleared by the next session only if it was used.
+ */
 static struct {
 	atomic_flag lock;
-	uintptr_t *slot;		/* SET_CAP pointers, 0 = empty */
+	uintptr_t *slot;		/* cap pointers, 0 = empty */
+	size_t cap;			/* a power of two, SET_MIN .. SET_CAP */
 	_Atomic uint8_t *filter;	/* FILTER_SIZE counters, 255 = stuck (never lowered);
 					   trk_smp_bits mirrors counter != 0 */
 	size_t n;
+	bool used;			/* anything inserted since the last reset */
 } pset = { .lock = ATOMIC_FLAG_INIT };
 
 /* Every thread's sampling state, for the timer (pushed once, never removed). */
@@ -117,7 +128,7 @@ static inline uint64_t mix64(uint64_t k)
 
 static inline size_t set_at(uintptr_t p)
 {
-	return (size_t)(mix64(p) & (SET_CAP - 1));
+	return (size_t)(mix64(p) & (pset.cap - 1));
 }
 
 static void *map_zero(size_t len)
@@ -187,14 +198,40 @@ static void set_unlock(void)
 	atomic_flag_clear_explicit(&pset.lock, memory_order_release);
 }
 
-/* set_insert - add p (lock held); 0, or -ENOSPC when the set is full. */
+/* set_grow - double the set (lock held): a new mapping, every member rehashed; 0 or -ENOMEM. */
+static int set_grow(void)
+{
+	uintptr_t *old = pset.slot;
+	size_t old_cap = pset.cap, i, j;
+
+	pset.slot = map_zero(2 * old_cap * sizeof(*pset.slot));
+	if (!pset.slot) {
+		pset.slot = old;
+		return -ENOMEM;
+	}
+	pset.cap = 2 * old_cap;
+	for (i = 0; i < old_cap; i++) {
+		if (!old[i])
+			continue;
+		for (j = set_at(old[i]); pset.slot[j]; j = (j + 1) & (pset.cap - 1))
+			;
+		pset.slot[j] = old[i];
+	}
+	munmap(old, old_cap * sizeof(*old));
+	return 0;
+}
+
+/* set_insert - add p (lock held); 0, or -ENOSPC when the set is full (or cannot grow). */
 static int set_insert(uintptr_t p)
 {
 	size_t i;
 
 	if (pset.n >= SET_MAX)
 		return -ENOSPC;
-	for (i = set_at(p); pset.slot[i]; i = (i + 1) & (SET_CAP - 1))
+	if (pset.n >= pset.cap / 4 * 3 && set_grow() < 0)
+		return -ENOSPC;
+	pset.used = true;
+	for (i = set_at(p); pset.slot[i]; i = (i + 1) & (pset.cap - 1))
 		if (pset.slot[i] == p)
 			return 0; /* already there (a block the program leaked into reuse) */
 	pset.slot[i] = p;
@@ -208,17 +245,17 @@ static bool set_take(uintptr_t p)
 {
 	size_t i, j, home;
 
-	for (i = set_at(p);; i = (i + 1) & (SET_CAP - 1)) {
+	for (i = set_at(p);; i = (i + 1) & (pset.cap - 1)) {
 		if (!pset.slot[i])
 			return false;
 		if (pset.slot[i] == p)
 			break;
 	}
 	/* shift later members of the probe run back over the hole */
-	for (j = (i + 1) & (SET_CAP - 1); pset.slot[j]; j = (j + 1) & (SET_CAP - 1)) {
+	for (j = (i + 1) & (pset.cap - 1); pset.slot[j]; j = (j + 1) & (pset.cap - 1)) {
 		home = set_at(pset.slot[j]);
 		/* the entry at j may move to i when i lies cyclically in [home, j) */
-		if (((j - home) & (SET_CAP - 1)) >= ((j - i) & (SET_CAP - 1))) {
+		if (((j - home) & (pset.cap - 1)) >= ((j - i) & (pset.cap - 1))) {
 			pset.slot[i] = pset.slot[j];
 			i = j;
 		}
@@ -227,6 +264,14 @@ static bool set_take(uintptr_t p)
 	pset.n--;
 	filter_lower(p);
 	return true;
+}
+
+void trk_smp_set_stats(size_t *n, size_t *cap)
+{
+	set_lock();
+	*n = pset.n;
+	*cap = pset.slot ? pset.cap : 0;
+	set_unlock();
 }
 
 bool trk_smp_free_take(const void *ptr)
@@ -337,7 +382,7 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 {
 	struct trk_smp_tls *l = &trk_smp_tls;
 	struct trk_smp_thr *s = t->smp;
-	uint32_t gen = atomic_load_explicit(&trk_smp.gen, memory_order_acquire);
+	uint64_t gen = atomic_load_explicit(&trk_smp.gen, memory_order_acquire);
 	double w;
 
 	if (unlikely(!s)) {
@@ -350,9 +395,9 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 		seed_thread(s, t->tid);
 	}
 	count_site(s, (uintptr_t)ra - 1, size);
-	if (unlikely(l->gen != gen || l->s != s)) {
+	if (unlikely(l->k.gen != (uint32_t)gen || l->s != s)) {
 		/* a new rate (or session, or thread): a new distance with its mean */
-		l->gen = 0; /* the fast path stays off until it is drawn, and with rate 0 */
+		l->k.gen = 0; /* the fast path stays off until it is drawn, and with rate 0 */
 		l->s = s;
 		if (s->seed_gen != trk_smp.seed_gen) {
 			s->seed_gen = trk_smp.seed_gen;
@@ -362,7 +407,14 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 		if (!s->rate)
 			return 0;
 		l->left = draw(s, s->rate);
-		l->gen = gen;
+		/*
+		 * the fast path does not look at the state: its key is set only
+		 * while the session records. trk_smp_stop bumps gen after the
+		 * state left ON, so if gen (acquire) is still the one read above
+		 * and the state was ON, a later bump makes the key stale.
+		 */
+		if (atomic_load_explicit(&trk_g.state, memory_order_acquire) == TRK_ON)
+			l->k.gen = (uint32_t)gen;
 	}
 	if (likely((uint64_t)l->left > size)) {
 		l->left -= (int64_t)size;
@@ -453,23 +505,27 @@ void trk_smp_start(int fd, const struct trk_config *cfg)
 	atomic_store(&trk_smp.filter, 0);
 	trk_smp.seed = 0;
 	atomic_fetch_add(&trk_smp.gen, 1);
-	if (!pset.slot) {
-		pset.slot = map_zero(SET_CAP * sizeof(*pset.slot));
-		pset.filter = map_zero(FILTER_SIZE);
-		if (!pset.filter && pset.slot) {
-			munmap(pset.slot, SET_CAP * sizeof(*pset.slot));
-			pset.slot = NULL;
-		}
+	set_lock();
+	if (!pset.filter)
+		pset.filter = map_zero(FILTER_SIZE); /* fresh: zero, untouched */
+	if (pset.slot && pset.used) {
+		/* an earlier session's set: a fresh small one (its pages are not written) */
+		munmap(pset.slot, pset.cap * sizeof(*pset.slot));
+		pset.slot = NULL;
 	}
-	if (pset.slot) {
-		set_lock();
-		memset(pset.slot, 0, SET_CAP * sizeof(*pset.slot));
+	if (!pset.slot && pset.filter) {
+		pset.slot = map_zero(SET_MIN * sizeof(*pset.slot));
+		pset.cap = SET_MIN;
+	}
+	if (pset.used) {
 		memset((void *)pset.filter, 0, FILTER_SIZE);
 		memset((void *)trk_smp_bits, 0, sizeof(trk_smp_bits));
-		pset.n = 0;
-		set_unlock();
-		atomic_store(&trk_smp.filter, 1);
+		pset.used = false;
 	}
+	pset.n = 0;
+	set_unlock();
+	if (pset.slot)
+		atomic_store(&trk_smp.filter, 1);
 	/* counts of earlier sessions are not this one's */
 	pthread_mutex_lock(&sites_lock);
 	for (s = atomic_load(&smp_threads); s; s = s->next) {
@@ -487,6 +543,13 @@ void trk_smp_start(int fd, const struct trk_config *cfg)
 		peek_start_rate(fd, cfg->sample_wait_ms);
 	if (!atomic_load(&trk_smp.rate))
 		atomic_store(&trk_smp.filter, 0);
+}
+
+void trk_smp_stop(void)
+{
+	/* the hot paths check neither state nor guard: their key and the filter go stale here */
+	atomic_store(&trk_smp.filter, 0);
+	atomic_fetch_add(&trk_smp.gen, 1);
 }
 
 /* ---- sending the site counts --------------------------------------------------- */

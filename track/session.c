@@ -252,6 +252,7 @@ void trk_end(int reason)
 		return;
 	if (!atomic_compare_exchange_strong(&trk_g.state, &expected, TRK_DONE))
 		return;
+	trk_smp_stop(); /* the sampled hot paths do not look at the state */
 	trk_tls_guard = 1;
 	trk_run_before_end(&restored, &left);
 	trk_thr_flush_all();
@@ -311,6 +312,7 @@ void trk_after_fork_child(void)
 	 * socket.
 	 */
 	atomic_store(&trk_g.state, TRK_DONE);
+	trk_smp_stop(); /* the sampled hot paths do not look at the state */
 	trk_g.ended = 1;
 	trk_g.timer_ok = 0;
 	trk_sock_close_locked(); /* our lock may be held by a vanished thread: not taken */

@@ -199,6 +199,7 @@ static void stalled_locked(void)
 {
 	trk_g.ended = 1;
 	atomic_store(&trk_g.state, TRK_DONE);
+	trk_smp_stop();
 	if (trk_sock_ours())
 		shutdown(trk_g.fd, SHUT_RDWR);
 }
@@ -217,6 +218,7 @@ int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt)
 		trk_g.ended = 1;
 		trk_g.fd = -1;
 		atomic_store(&trk_g.state, TRK_DONE);
+		trk_smp_stop();
 		return -EBADF;
 	}
 	if (iovcnt > HDR_IOV)
@@ -238,6 +240,7 @@ int trk_sock_send_locked(uint8_t type, const struct iovec *iov, int iovcnt)
 		/* heaptap went away: nothing more can be said, stop recording */
 		trk_g.ended = 1;
 		atomic_store(&trk_g.state, TRK_DONE);
+		trk_smp_stop();
 	}
 	return ret;
 }

@@ -13,7 +13,10 @@
  *     same samples as the same rate and seed sent as CTL_SAMPLE; an attach
  *     start (sample_wait_ms) waits for a CTL_SAMPLE that comes late;
  *   - the hot path's counts stay exact with more call sites than slots
- *     (probing, the "other" slot) and through realloc.
+ *     (probing, the "other" slot) and through realloc;
+ *   - the hot path stays off with the guard held, after the end and in a
+ *     fork child; the sampled set grows from its small start and the next
+ *     session begins small again.
  */
 #include <check.h>
 #include <errno.h>
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -763,6 +767,115 @@ START_TEST(threads)
 }
 END_TEST
 
+/* calls counted in this thread's site table (every slot, "other" included) */
+static uint64_t thread_calls(void)
+{
+	struct trk_smp_thr *t = trk_smp_tls.s;
+	uint64_t n = 0;
+
+	if (!t)
+		return 0;
+	for (size_t i = 0; i <= TRK_SMP_SITES; i++)
+		n += atomic_load(&t->site[i].calls);
+	return n;
+}
+
+/*
+ * The hot path checks neither the state nor the guard: its key (generation
+ * and guard in one word) must keep it off while the guard is held, after
+ * the session ended, and in a fork child (trk_smp_stop).
+ */
+START_TEST(hot_path_key)
+{
+	struct reader r;
+	struct sstream s;
+	uint64_t before;
+	pid_t pid;
+	int st;
+
+	start(&r, (uint64_t)1 << 40, 5); /* no sample: every call takes the hot path */
+	for (int i = 0; i < 100; i++)
+		trk_free(site_small());
+	ck_assert_uint_eq(trk_smp_tls.key, atomic_load(&trk_smp.gen)); /* on */
+	before = thread_calls();
+	ck_assert_uint_ge(before, 100);
+	trk_tls_guard = 1; /* our own allocations are not the program's */
+	for (int i = 0; i < 100; i++)
+		trk_free(site_small());
+	trk_tls_guard = 0;
+	ck_assert_uint_eq(thread_calls(), before);
+	for (int i = 0; i < 100; i++)
+		trk_free(site_small());
+	ck_assert_uint_eq(thread_calls(), before + 100);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		uint64_t c;
+
+		trk_after_fork_child();
+		c = thread_calls();
+		for (int i = 0; i < 100; i++)
+			trk_free(site_small());
+		_exit(thread_calls() == c && !trk_smp_filtering() ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	finish(&r, &s);
+	ck_assert_uint_ne(trk_smp_tls.key, atomic_load(&trk_smp.gen)); /* off after the end */
+	ck_assert(!trk_smp_filtering());
+	before = thread_calls();
+	for (int i = 0; i < 100; i++)
+		trk_free(site_small());
+	ck_assert_uint_eq(thread_calls(), before);
+	free(s.ev);
+}
+END_TEST
+
+/*
+ * The sampled set begins small and doubles as it fills (no 1 MiB memset at
+ * start): with 15,000 live samples it has grown, frees are still filtered,
+ * every sampled block's free is sent once; the next session begins small.
+ */
+START_TEST(set_grows)
+{
+	struct reader r;
+	struct sstream s;
+	static void *p[15000];
+	uint64_t sampled = 0, freed = 0;
+	size_t n, cap, cap0;
+
+	start(&r, 64, 7); /* small mean: nearly every block of 256+ bytes is sampled */
+	trk_smp_set_stats(&n, &cap0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_le(cap0, 8192);
+	for (int i = 0; i < 15000; i++)
+		p[i] = site_mid(256 + (size_t)(i % 7) * 16);
+	trk_smp_set_stats(&n, &cap);
+	ck_assert_uint_gt(n, 14000);
+	ck_assert_uint_gt(cap, cap0);
+	ck_assert_uint_ge(cap, n * 4 / 3);
+	ck_assert(trk_smp_filtering());
+	for (int i = 0; i < 15000; i++)
+		trk_free(p[i]);
+	trk_smp_set_stats(&n, &cap);
+	ck_assert_uint_eq(n, 0);
+	finish(&r, &s);
+	for (size_t i = 0; i < s.nev; i++) {
+		sampled += s.ev[i].op == WIRE_EV_ALLOC_W;
+		freed += s.ev[i].op == WIRE_EV_FREE;
+	}
+	ck_assert_uint_gt(sampled, 14000);
+	ck_assert_uint_eq(freed, sampled);
+	free(s.ev);
+	start(&r, 64, 7);
+	trk_smp_set_stats(&n, &cap);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(cap, cap0);
+	finish(&r, &s);
+	free(s.ev);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sample_track");
@@ -779,6 +892,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, set_under_churn);
 	tcase_add_test(tc, full_session_unchanged);
 	tcase_add_test(tc, threads);
+	tcase_add_test(tc, hot_path_key);
+	tcase_add_test(tc, set_grows);
 	suite_add_tcase(s, tc);
 	return s;
 }
