@@ -22,7 +22,7 @@
 #include "track/internal.h"
 
 __thread struct trk_thr *trk_tls_thr __attribute__((tls_model("initial-exec")));
-/* trk_tls_guard lives in sample.c's trk_smp_tls (internal.h) */
+__thread int trk_tls_guard __attribute__((tls_model("initial-exec")));
 
 #define FRAMES_SLOTS (TRK_DEPTH_MAX + 32)
 
@@ -87,10 +87,13 @@ struct trk_thr *trk_thr_new(uint32_t tid)
 
 struct trk_thr *trk_thr_get_slow(void)
 {
+	int e = errno; /* kept for the hooks that do not save it (free) */
 	struct trk_thr *t = trk_thr_new(trk_gettid());
 
-	if (!t)
+	if (!t) {
+		errno = e;
 		return NULL;
+	}
 	trk_tls_thr = t;
 	trk_unwind_thread_init(t);
 	/*
@@ -99,6 +102,7 @@ struct trk_thr *trk_thr_get_slow(void)
 	 */
 	if (trk_g.key_ok)
 		pthread_setspecific(trk_g.key, t);
+	errno = e;
 	return t;
 }
 
@@ -112,6 +116,7 @@ static bool flush_chunk(struct trk_thr *t, bool ctl)
 	uint8_t hdr[2 * WIRE_VARINT_MAX];
 	struct iovec v[2];
 	size_t hl = 0;
+	int e = errno; /* a hook flushing a full buffer: the free hook does not save errno */
 
 	if (t->len == 0)
 		return true;
@@ -133,6 +138,7 @@ static bool flush_chunk(struct trk_thr *t, bool ctl)
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	t->len = 0;
 	t->nev = 0;
+	errno = e;
 	return true;
 }
 

@@ -27,36 +27,88 @@ static inline bool hook_on(void)
 }
 
 /* put_alloc - owner inside enter/exit: append ALLOC numbered seq. */
-static inline void put_alloc(struct trk_thr *t, uint64_t seq, uint8_t kind, size_t size,
+static inline __attribute__((always_inline)) void put_alloc(struct trk_thr *t, uint64_t seq, uint8_t kind, size_t size,
 			     uint32_t leaf, const void *p, uint64_t weight)
 {
 	uint8_t *q = trk_ev_put(t, ALLOC_EV_MAX, weight ? WIRE_EV_ALLOC_W : WIRE_EV_ALLOC, seq);
 
 	*q++ = kind;
-	q += wire_put_varint(q, size);
-	q += wire_put_varint(q, leaf);
-	q += wire_put_varint(q, (uintptr_t)p);
+	q += trk_put_varint(q, size);
+	q += trk_put_varint(q, leaf);
+	q += trk_put_varint(q, (uintptr_t)p);
 	if (weight)
-		q += wire_put_varint(q, weight);
+		q += trk_put_varint(q, weight);
 	trk_ev_end(t, q);
 }
 
 /*
- * put_alloc_sent - owner inside enter, seq taken: append ALLOC (leaf
- * announced in session gen) and exit. If seq belongs to another session (one
- * began meanwhile), seq becomes a NOP and the leaf is announced there first.
+ * renumber - seq belongs to another session than gen (one began
+ * meanwhile): seq becomes a NOP, the leaf is announced in the new session
+ * first, and a new number is taken (inside enter again). Out of line.
  */
-static inline void put_alloc_sent(struct trk_thr *t, uint64_t seq, uint32_t gen, uint8_t kind,
-				  size_t size, uint32_t leaf, const void *p, uint64_t weight)
+static __attribute__((noinline)) uint64_t renumber(struct trk_thr *t, uint64_t seq, uint32_t gen,
+						   uint32_t leaf)
 {
-	while (unlikely(trk_seq_gen(seq) != gen)) {
+	while (trk_seq_gen(seq) != gen) {
 		trk_ev_end(t, trk_ev_put(t, 2 + WIRE_VARINT_MAX, WIRE_EV_NOP, seq));
 		trk_thr_exit(t);
 		gen = trk_tree_send(t, leaf);
 		seq = trk_thr_enter_seq(t);
 	}
+	return seq;
+}
+
+/*
+ * put_alloc_sent - owner inside enter, seq taken: append ALLOC (leaf
+ * announced in session gen) and exit (see renumber). Inlined: every
+ * recorded allocation comes here.
+ */
+static inline __attribute__((always_inline)) void put_alloc_sent(struct trk_thr *t, uint64_t seq,
+								  uint32_t gen, uint8_t kind, size_t size,
+								  uint32_t leaf, const void *p,
+								  uint64_t weight)
+{
+	if (unlikely(trk_seq_gen(seq) != gen))
+		seq = renumber(t, seq, gen, leaf);
 	put_alloc(t, seq, kind, size, leaf, p, weight);
 	trk_thr_exit(t);
+}
+
+/*
+ * capture_trace - the leaf of the allocating code's stack, announced in the
+ * session *gen (trk_tree_trace). A hook called again with the stack of the
+ * thread's previous walk (a loop's allocations at one call site) takes that
+ * walk's leaf (trk_walk_repeat); otherwise the CFI walker (libunwind as the
+ * fallback, see trk_capture) and the tree. Inlined into the outermost hook
+ * function, like trk_capture: its frame pointer leads to the caller.
+ */
+static inline __attribute__((always_inline)) uint32_t capture_trace(struct trk_thr *t, const void *ra,
+								    uint32_t *gen)
+{
+	uint32_t leaf;
+	size_t n;
+
+	if (likely(trk_g.fast_unwind)) {
+		const uintptr_t *fp = __builtin_frame_address(0);
+
+		if (likely(fp[1] == (uintptr_t)ra)) {
+			uint32_t cur = atomic_load_explicit(&trk_g.sess_gen, memory_order_acquire);
+
+			leaf = trk_walk_repeat(t, (uintptr_t)ra, fp, cur);
+			if (likely(leaf)) {
+				*gen = cur;
+				return leaf;
+			}
+			n = trk_walk(t, t->frames, (uintptr_t)ra, fp);
+			if (likely(n)) {
+				leaf = trk_tree_trace(t, n, gen);
+				trk_walk_note(t, leaf, *gen);
+				return leaf;
+			}
+		}
+	}
+	n = trk_cut_stack(t, t->frames, trk_capture_libunwind(t->frames, ra));
+	return trk_tree_trace(t, n, gen);
 }
 
 /*
@@ -68,7 +120,6 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 	struct trk_thr *t = trk_thr_get();
 	uint64_t weight = 0;
 	uint32_t leaf, gen;
-	size_t n;
 
 	if (unlikely(!t)) {
 		atomic_fetch_add(&trk_g.dropped, 1);
@@ -76,18 +127,15 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 	}
 	if (unlikely(trk_smp_sampling()) && !(weight = trk_smp_alloc(t, p, size, ra)))
 		return;
-	n = trk_capture(t, ra);
-	leaf = trk_tree_trace(t, n, &gen);
+	leaf = capture_trace(t, ra, &gen);
 	put_alloc_sent(t, trk_thr_enter_seq(t), gen, kind, size, leaf, p, weight);
 }
 
 /*
- * The sampled fast path (trk_smp_fast: sampling, guard clear, no sample
- * reached) is checked first, before the state and the guard (its key
- * covers both: sample.c bumps the generation when the state leaves ON). It
- * only counts the call for its site and forwards, counting before the call
- * so the real function is a tail call: no frame, no guard, no errno save
- * (a failing call is counted too: it asked for the bytes). Everything else
+ * The sampled fast path (trk_smp_fast: sampling, no sample reached) only
+ * counts the call for its site and forwards, counting before the call so
+ * the real function is a tail call: no frame, no guard, no errno save (a
+ * failing call is counted too: it asked for the bytes). Everything else
  * goes to the *_full functions, out of line so the fast path needs no
  * frame, and reached by tail calls: their frame is then the hook's and
  * trk_capture's frame-pointer start (fp[1] == ra) holds. Were a call left
@@ -111,10 +159,12 @@ static __attribute__((noinline)) void *malloc_full(size_t size, const void *ra)
 
 void *trk_malloc_ra(size_t size, const void *ra)
 {
-	/* sampling, no sample reached: counted for its call site, nothing sent */
-	if (likely(trk_smp_fast(size)) && likely(trk_smp_count(ra, size)))
-		return trk_g.real.malloc(size);
+	struct trk_smp_thr *s;
+
 	if (!hook_on())
+		return trk_g.real.malloc(size);
+	/* sampling, no sample reached: counted for its call site, nothing sent */
+	if (likely((s = trk_smp_fast(size)) != NULL) && likely(trk_smp_count(s, ra, size)))
 		return trk_g.real.malloc(size);
 	return malloc_full(size, ra);
 }
@@ -128,22 +178,24 @@ static __attribute__((noinline)) void free_record(void *ptr)
 {
 	struct trk_thr *t;
 	uint8_t *q;
-	int e;
 
+	/*
+	 * No errno save: what could change it here (making the thread's
+	 * buffer, a flush) keeps it itself (buf.c), and the real free is
+	 * called last.
+	 */
 	trk_tls_guard = 1;
-	e = errno;
 	t = trk_thr_get();
 	if (likely(t != NULL)) {
 		uint64_t seq = trk_thr_enter_seq(t);
 
 		q = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE, seq);
-		q += wire_put_varint(q, (uintptr_t)ptr);
+		q += trk_put_varint(q, (uintptr_t)ptr);
 		trk_ev_end(t, q);
 		trk_thr_exit(t);
 	} else {
 		atomic_fetch_add(&trk_g.dropped, 1);
 	}
-	errno = e;
 	trk_g.real.free(ptr);
 	trk_tls_guard = 0;
 }
@@ -157,36 +209,23 @@ static __attribute__((noinline)) void free_filtered(void *ptr)
 		trk_g.real.free(ptr);
 }
 
-/*
- * free_slow - trk_free_ra past the sampled fast path: not filtering (full
- * tracing, no session), or ptr passed the filter.
- */
-static __attribute__((noinline)) void free_slow(void *ptr)
+void trk_free_ra(void *ptr, const void *ra)
 {
+	(void)ra;
 	if (!ptr || !hook_on()) {
 		trk_g.real.free(ptr);
 		return;
 	}
 	if (trk_smp_filtering()) {
+		/* sampling: a pointer that was not sampled costs one bitmap load */
+		if (likely(!trk_smp_maybe(ptr))) {
+			trk_g.real.free(ptr);
+			return;
+		}
 		free_filtered(ptr);
 		return;
 	}
 	free_record(ptr);
-}
-
-void trk_free_ra(void *ptr, const void *ra)
-{
-	(void)ra;
-	/*
-	 * sampling: a pointer that was not sampled costs one bitmap load (the
-	 * filter is on only while the state is ON; a guarded free, or NULL, that
-	 * passes the bitmap is sorted out in free_slow)
-	 */
-	if (likely(trk_smp_filtering()) && likely(!trk_smp_maybe(ptr))) {
-		trk_g.real.free(ptr);
-		return;
-	}
-	free_slow(ptr);
 }
 
 /* calloc_full - trk_calloc_ra past the sampled fast path (see malloc_full). */
@@ -207,13 +246,14 @@ static __attribute__((noinline)) void *calloc_full(size_t nmemb, size_t size, co
 
 void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
 {
+	struct trk_smp_thr *s;
 	size_t bytes;
 
-	/* sampling, no sample reached (see malloc_full) */
-	if (!__builtin_mul_overflow(nmemb, size, &bytes) && likely(trk_smp_fast(bytes)) &&
-	    likely(trk_smp_count(ra, bytes)))
-		return trk_g.real.calloc(nmemb, size);
 	if (!hook_on())
+		return trk_g.real.calloc(nmemb, size);
+	/* sampling, no sample reached (see malloc_full) */
+	if (!__builtin_mul_overflow(nmemb, size, &bytes) && likely((s = trk_smp_fast(bytes)) != NULL) &&
+	    likely(trk_smp_count(s, ra, bytes)))
 		return trk_g.real.calloc(nmemb, size);
 	return calloc_full(nmemb, size, ra);
 }
@@ -226,7 +266,7 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 {
 	struct trk_thr *t;
 	uint64_t fseq = 0, weight = 0;
-	size_t n, bytes;
+	size_t bytes;
 	uint32_t leaf = 0, gen = 0;
 	bool overflow, smp, send_free = ptr != NULL, send_alloc = true;
 	void *q;
@@ -252,10 +292,8 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 			send_free = trk_smp_free_sent(ptr);
 	}
 	/* unwind before the number is reserved: new nodes must come first */
-	if (send_alloc) {
-		n = trk_capture(t, ra);
-		leaf = trk_tree_trace(t, n, &gen);
-	}
+	if (send_alloc)
+		leaf = capture_trace(t, ra, &gen);
 	if (send_free)
 		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
 	errno = e;
@@ -275,7 +313,7 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 					freed ? WIRE_EV_FREE : WIRE_EV_NOP, fseq);
 
 		if (freed)
-			w += wire_put_varint(w, (uintptr_t)ptr);
+			w += trk_put_varint(w, (uintptr_t)ptr);
 		else if (unlikely(smp))
 			trk_smp_keep(ptr); /* still live and sampled */
 		trk_ev_end(t, w);
@@ -300,11 +338,13 @@ static __attribute__((noinline)) void *realloc_full(void *ptr, size_t size, cons
 
 void *trk_realloc_ra(void *ptr, size_t size, const void *ra)
 {
-	/* sampling, no sample reached, ptr not sampled: nothing to send (see malloc_full) */
-	if (likely(trk_smp_fast(size)) && (!ptr || (trk_smp_filtering() && !trk_smp_maybe(ptr))) &&
-	    likely(trk_smp_count(ra, size)))
-		return trk_g.real.realloc(ptr, size);
+	struct trk_smp_thr *s;
+
 	if (!hook_on())
+		return trk_g.real.realloc(ptr, size);
+	/* sampling, no sample reached, ptr not sampled: nothing to send (see malloc_full) */
+	if (likely((s = trk_smp_fast(size)) != NULL) &&
+	    (!ptr || (trk_smp_filtering() && !trk_smp_maybe(ptr))) && likely(trk_smp_count(s, ra, size)))
 		return trk_g.real.realloc(ptr, size);
 	return realloc_full(ptr, size, ra);
 }
@@ -358,62 +398,55 @@ ALIGNED_HOOK(memalign, WIRE_KIND_MEMALIGN, size, (size_t alignment, size_t size,
 ALIGNED_HOOK(valloc, WIRE_KIND_VALLOC, size, (size_t size, const void *ra), (size))
 ALIGNED_HOOK(pvalloc, WIRE_KIND_PVALLOC, size, (size_t size, const void *ra), (size))
 
-/*
- * The exact-signature hooks: their own return address is the call site.
- * They only pass it on (a tail call), so they need no frame: without one
- * the return address is read from the stack top (with one, a push, a load
- * through rbp and a pop on every call of the program). The *_ra functions
- * they jump to keep theirs.
- */
+/* The exact-signature hooks: their own return address is the call site. */
 #define RA __builtin_return_address(0)
-#define NOFRAME __attribute__((optimize("omit-frame-pointer")))
 
-NOFRAME void *trk_malloc(size_t size)
+void *trk_malloc(size_t size)
 {
 	return trk_malloc_ra(size, RA);
 }
 
-NOFRAME void trk_free(void *ptr)
+void trk_free(void *ptr)
 {
 	trk_free_ra(ptr, RA);
 }
 
-NOFRAME void *trk_calloc(size_t nmemb, size_t size)
+void *trk_calloc(size_t nmemb, size_t size)
 {
 	return trk_calloc_ra(nmemb, size, RA);
 }
 
-NOFRAME void *trk_realloc(void *ptr, size_t size)
+void *trk_realloc(void *ptr, size_t size)
 {
 	return trk_realloc_ra(ptr, size, RA);
 }
 
-NOFRAME void *trk_reallocarray(void *ptr, size_t nmemb, size_t size)
+void *trk_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
 	return trk_reallocarray_ra(ptr, nmemb, size, RA);
 }
 
-NOFRAME int trk_posix_memalign(void **memptr, size_t alignment, size_t size)
+int trk_posix_memalign(void **memptr, size_t alignment, size_t size)
 {
 	return trk_posix_memalign_ra(memptr, alignment, size, RA);
 }
 
-NOFRAME void *trk_aligned_alloc(size_t alignment, size_t size)
+void *trk_aligned_alloc(size_t alignment, size_t size)
 {
 	return trk_aligned_alloc_ra(alignment, size, RA);
 }
 
-NOFRAME void *trk_memalign(size_t alignment, size_t size)
+void *trk_memalign(size_t alignment, size_t size)
 {
 	return trk_memalign_ra(alignment, size, RA);
 }
 
-NOFRAME void *trk_valloc(size_t size)
+void *trk_valloc(size_t size)
 {
 	return trk_valloc_ra(size, RA);
 }
 
-NOFRAME void *trk_pvalloc(size_t size)
+void *trk_pvalloc(size_t size)
 {
 	return trk_pvalloc_ra(size, RA);
 }

@@ -138,11 +138,32 @@ struct trk_rule {
  */
 struct trk_wstep {
 	uintptr_t ra, sp, rbp; /* the frame's return address, sp and rbp */
-	uintptr_t rslot, rval; /* caller's return address read at rslot (0: outermost frame) */
-	uintptr_t bslot, bval; /* caller's rbp read at bslot (0: rbp unchanged) */
+	uintptr_t rslot, rval; /* caller's return address read at rslot (outermost frame: a 0 word) */
+	uintptr_t bslot, bval; /* caller's rbp read at bslot (rbp unchanged: a 0 word, unwind.c) */
 };
 
 #define TRK_WALK_KEEP 64 /* a walk of at most this many frames is kept (2 x 3.5 KiB) */
+
+/*
+ * A stack seen at a call site, for trk_walk_repeat (unwind.c): the state of
+ * its first frame and the two slots its step read, the state of the frame
+ * that step led to and that frame's tree node, the leaf. 96 bytes.
+ */
+struct trk_wmemo {
+	uintptr_t ra, sp, rbp;		    /* frame 0 (ra 0: empty) */
+	uintptr_t rslot, rval, bslot, bval; /* what its step read */
+	uintptr_t ra1, sp1, rbp1;	    /* frame 1; sp1 0: frame 0 is the outermost */
+	uint32_t parent;		    /* node of frames 1 .. (0: none) */
+	uint32_t leaf, gen;		    /* the stack's leaf, announced in session gen */
+	uint32_t n;			    /* frames */
+};
+
+#define TRK_WMEMO_BITS 6 /* 64 call sites per thread (6 KiB) */
+
+static inline size_t trk_wmemo_at(uintptr_t ra)
+{
+	return (size_t)((ra * 0x9E3779B97F4A7C15ull) >> (64 - TRK_WMEMO_BITS));
+}
 
 /*
  * The per-thread recent-stack cache (tree.c): a stack seen lately by this
@@ -218,6 +239,10 @@ struct trk_thr {
 	struct trk_rule rules[TRK_RULES];
 	/* the last complete walk (wstep[wcur][0 .. walk_n)) and room for the next */
 	uint32_t walk_n, wcur;
+	int walk_kept;		    /* the last trk_walk kept its walk (its leaf may be noted) */
+	int wnode_ok;		    /* wnode holds the kept walk's nodes */
+	uint32_t wnode[TRK_WALK_KEEP]; /* wnode[k]: tree node of the kept walk's frames k .. */
+	struct trk_wmemo wmemo[1u << TRK_WMEMO_BITS]; /* call site -> leaf (trk_walk_repeat) */
 	struct trk_wstep wstep[2][TRK_WALK_KEEP];
 	struct trk_rstack rstack[1u << TRK_RS_BITS];
 	uint8_t data[TRK_BUF_SIZE];
@@ -299,15 +324,10 @@ struct trk_range_set {
 
 extern struct trk_global trk_g TRK_HIDDEN;
 
-/*
- * Thread-local state: a buffer pointer and a recursion guard. The guard
- * lives in the sampled hot path's TLS block (struct trk_smp_tls, below):
- * one 64-bit compare there covers "guard clear" and "sampling at the
- * current rate".
- */
+/* Thread-local state: a buffer pointer and a recursion guard. */
 extern __thread struct trk_thr *trk_tls_thr
 	__attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
-#define trk_tls_guard (trk_smp_tls.k.guard)
+extern __thread int trk_tls_guard __attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
 
 /* ---- buf.c ---------------------------------------------------------------- */
 
@@ -419,6 +439,35 @@ static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, ui
 	t->last_seq = seq;
 	t->nev++;
 	return p;
+}
+
+/*
+ * trk_put_varint - wire_put_varint without its loop: a number below 2^56
+ * (pointers, sizes, node indices) is spread into 7-bit groups with three
+ * shift-and-mask steps and stored as one 8-byte word; the length comes
+ * from the count of leading zeros. Writes up to 8 bytes (the caller has
+ * WIRE_VARINT_MAX of room), returns the bytes the number takes (as
+ * wire_put_varint).
+ */
+static inline size_t trk_put_varint(uint8_t *p, uint64_t v)
+{
+	uint64_t x = v;
+	size_t len;
+
+	if (unlikely(v >> 56))
+		return wire_put_varint(p, v);
+	x = (x & 0xfffffffull) | (x & 0xfffffff0000000ull) << 4;
+	x = (x & 0x00003fff00003fffull) | (x & 0x0fffc0000fffc000ull) << 2;
+	x = (x & 0x007f007f007f007full) | (x & 0x3f803f803f803f80ull) << 1;
+	len = ((unsigned)(70 - __builtin_clzll(v | 1)) * 37u) >> 8; /* ceil(bits / 7) for bits <= 56 */
+	x |= 0x8080808080808080ull & ((1ull << (8 * (len - 1))) - 1);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	__builtin_memcpy(p, &x, 8);
+#else
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(x >> (8 * i));
+#endif
+	return len;
 }
 
 static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)
@@ -598,6 +647,22 @@ static inline __attribute__((always_inline)) size_t trk_capture_libunwind(uintpt
 size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t *fp) TRK_HIDDEN;
 
 /*
+ * trk_walk_repeat - the leaf of the stack at this hook (ra, fp as for
+ * trk_walk), announced in session gen, when its call site was noted
+ * (struct trk_wmemo) with the same first frame and the rest of the stack
+ * is the thread's kept walk from some frame on: the stack of a loop's
+ * allocations, or of another call site in the same function. 0: walk
+ * and trace.
+ */
+uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, uint32_t gen) TRK_HIDDEN;
+
+/*
+ * trk_walk_note - after trk_walk and trk_tree_trace: note the leaf of the
+ * walk if it was kept (its nodes for later matches, its call site).
+ */
+void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen) TRK_HIDDEN;
+
+/*
  * trk_capture - the stack of the allocating code (see above), with the CFI
  * walker first and libunwind as the fallback. Must be inlined into the
  * outermost hook function, whose frame pointer leads to the caller (the
@@ -702,13 +767,7 @@ struct trk_smp_thr {
  */
 struct trk_smp_tls {
 	int64_t left;		      /* bytes until the next sample, >= 1 */
-	union {
-		uint64_t key;	      /* gen | guard << 32: == trk_smp.gen on the hot path */
-		struct {
-			uint32_t gen; /* trk_smp.gen left was drawn for, 0 = none */
-			int guard;    /* trk_tls_guard: inside a hook or our own code */
-		} k;
-	};
+	uint32_t gen;		      /* trk_smp.gen left was drawn for, 0 = none */
 	struct trk_smp_thr *s;	      /* this thread's state (its trk_thr's smp) */
 };
 
@@ -720,9 +779,7 @@ extern _Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)] TRK_HIDDEN
 struct trk_smp_global {
 	_Atomic uint64_t rate;	      /* mean bytes between samples; 0 = full tracing */
 	_Atomic int filter;	      /* frees are sent only for sampled pointers */
-	_Atomic uint64_t gen;	      /* bumped with every rate change and at the end: threads
-					 draw again; starts at 1, stays below 2^32 in practice,
-					 never 0 (a new thread's key is 0) */
+	_Atomic uint32_t gen;	      /* bumped with every rate change: threads draw again */
 	uint64_t seed;		      /* PRNG seed, 0 = from the clock */
 	uint32_t seed_gen;	      /* bumped with every seed given: threads seed again */
 };
@@ -742,20 +799,19 @@ static inline bool trk_smp_filtering(void)
 }
 
 /*
- * trk_smp_fast - the sampled hot path (hooks.c), the first thing a hook
- * checks: this thread's key is the current generation (so: a session
- * records, it samples, this thread's distance was drawn for the current
- * rate, the guard is clear) and an allocation of size bytes does not reach
- * its next sample. Then trk_smp_count counts it. False: the hook takes its
- * usual path (state, guard), where trk_smp_alloc decides (first use, a new
- * rate, full tracing, or a sample). Two loads (one %fs-relative, one global
- * that changes only with the rate), no dependent load. The generation is
- * bumped when the session ends (trk_smp_stop), so no state check is needed.
+ * trk_smp_fast - the sampled hot path (hooks.c): sampling is on, this
+ * thread's distance was drawn for the current rate, and an allocation of
+ * size bytes does not reach its next sample. Returns the state to count it
+ * with (trk_smp_count) once it succeeded; NULL: the hook takes the full
+ * path, where trk_smp_alloc decides (first use, a new rate, full tracing,
+ * or a sample). Only reads: one global, three thread-local words, no
+ * dependent load.
  */
-static inline bool trk_smp_fast(size_t size)
+static inline struct trk_smp_thr *trk_smp_fast(size_t size)
 {
-	return trk_smp_tls.key == atomic_load_explicit(&trk_smp.gen, memory_order_acquire) &&
-	       likely((uint64_t)trk_smp_tls.left > size);
+	if (trk_smp_tls.gen != atomic_load_explicit(&trk_smp.gen, memory_order_acquire))
+		return NULL;
+	return likely((uint64_t)trk_smp_tls.left > size) ? trk_smp_tls.s : NULL;
 }
 
 /* trk_smp_site_at - the home slot of call site ip in a thread's site table. */
@@ -765,16 +821,14 @@ static inline size_t trk_smp_site_at(uintptr_t ip)
 }
 
 /*
- * trk_smp_count - after trk_smp_fast(size): when the call site ra has its
- * home slot (the usual case), take size from the distance and add 1 and
- * size to the site's exact counts (owner only: plain loads and stores, no
- * lock instruction), true. False: nothing done; the full path
- * (trk_smp_alloc) counts it (probing, a new site, the "other" slot). The
- * state pointer is set before the key (trk_smp_alloc): never NULL here.
+ * trk_smp_count - after trk_smp_fast(size) gave s: when the call site ra
+ * has its home slot (the usual case), take size from the distance and add
+ * 1 and size to the site's exact counts (owner only: plain loads and
+ * stores, no lock instruction), true. False: nothing done; the full path
+ * (trk_smp_alloc) counts it (probing, a new site, the "other" slot).
  */
-static inline bool trk_smp_count(const void *ra, size_t size)
+static inline bool trk_smp_count(struct trk_smp_thr *s, const void *ra, size_t size)
 {
-	struct trk_smp_thr *s = trk_smp_tls.s;
 	uintptr_t ip = (uintptr_t)ra - 1;
 	struct trk_smp_site *e = &s->site[trk_smp_site_at(ip)];
 
@@ -829,14 +883,6 @@ static inline bool trk_smp_free_sent(const void *ptr)
 }
 /* trk_smp_keep - put ptr back into the sampled set (realloc failed after its free was taken). */
 void trk_smp_keep(const void *ptr) TRK_HIDDEN;
-/*
- * trk_smp_stop - the state left TRK_ON (trk_end, a fork child): the hot
- * paths, which do not look at the state, stop (generation bumped, filter
- * off), so every hook goes its usual way and passes through.
- */
-void trk_smp_stop(void) TRK_HIDDEN;
-/* trk_smp_set_stats - the sampled set's live members and capacity (tests). */
-void trk_smp_set_stats(size_t *n, size_t *cap) TRK_HIDDEN;
 /*
  * trk_smp_start - trk_start, before the hooks record: reset, then the
  * first rate: cfg's when it has one (sample_given), else heaptap's first

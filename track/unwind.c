@@ -65,6 +65,9 @@ void trk_unwind_thread_init(struct trk_thr *t)
 	memset(t->rules, 0, sizeof(t->rules));
 	t->walk_n = 0; /* a recycled buffer's last walk was another thread's */
 	t->wcur = 0;
+	t->walk_kept = 0;
+	t->wnode_ok = 0;
+	memset(t->wmemo, 0, sizeof(t->wmemo));
 	if (trk_gettid() == (uint32_t)getpid())
 		hi = (uintptr_t)__libc_stack_end;
 	else
@@ -95,6 +98,7 @@ static inline void rules_fresh(struct trk_thr *t)
 		memset(t->rules, 0, sizeof(t->rules));
 		t->rules_gen = atomic_load(&trk_g.code_gen);
 		t->walk_n = 0; /* its steps came from rules that may be gone */
+		memset(t->wmemo, 0, sizeof(t->wmemo));
 	}
 }
 
@@ -132,16 +136,18 @@ static inline bool ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
  */
 static inline bool same_above(const struct trk_wstep *w, size_t m)
 {
-	bool same = true;
+	uintptr_t dr = 0, db = 0;
 
+	/* no branch and two independent chains: the loads all issue at once */
 	for (size_t k = 0; k < m; k++) {
-		if (w[k].rslot && *(const uintptr_t *)w[k].rslot != w[k].rval)
-			same = false;
-		if (w[k].bslot && *(const uintptr_t *)w[k].bslot != w[k].bval)
-			same = false;
+		dr |= *(const uintptr_t *)w[k].rslot ^ w[k].rval;
+		db |= *(const uintptr_t *)w[k].bslot ^ w[k].bval;
 	}
-	return same;
+	return (dr | db) == 0;
 }
+
+/* What a step that read no slot points at (rslot, bslot): always 0, as its rval, bval. */
+static const uintptr_t no_slot;
 
 /*
  * trk_walk keeps each walk that ended at the outermost frame within
@@ -160,6 +166,7 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 	const struct trk_wstep *prev;
 	struct trk_wstep *cur;
 
+	t->walk_kept = 0;
 	/* not on the thread's own stack (signal stack, coroutine): libunwind's job */
 	if (unlikely(sp < t->stack_lo || sp >= hi || ra < 4096))
 		return 0;
@@ -188,6 +195,8 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 						cur[n + k] = prev[j + k];
 					t->walk_n = (uint32_t)(n + m);
 					t->wcur ^= 1;
+					t->walk_kept = 1;
+					t->wnode_ok = 0; /* until trk_walk_note */
 				}
 				return n + m;
 			}
@@ -207,7 +216,8 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 			w->ra = ra;
 			w->sp = sp;
 			w->rbp = rbp;
-			w->rslot = w->bslot = 0;
+			w->rslot = w->bslot = (uintptr_t)&no_slot;
+			w->rval = w->bval = 0;
 		}
 		if (r->ra_off == 0)
 			goto outermost; /* return address undefined: the outermost frame (_start, clone3) */
@@ -241,6 +251,88 @@ outermost:
 	if (n <= TRK_WALK_KEEP) {
 		t->walk_n = (uint32_t)n;
 		t->wcur ^= 1;
+		t->walk_kept = 1;
+		t->wnode_ok = 0; /* until trk_walk_note */
 	}
 	return n;
+}
+
+/*
+ * trk_walk_note: the kept walk's frames are the leaf's path in the tree,
+ * so its nodes come from the parent links (wnode[k] stands for frames k ..
+ * of the walk: two stacks with the same node there have the same frames
+ * from there on). The call site's entry gets the first frame's state and
+ * the slots its step read, the state that step led to and its node.
+ */
+void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
+{
+	const struct trk_wstep *w = t->wstep[t->wcur];
+	size_t pn = t->walk_n, k;
+	struct trk_wmemo *e;
+	uint32_t node = leaf;
+
+	if (!t->walk_kept || !leaf || pn == 0)
+		return;
+	for (k = 0; k < pn && node; k++) {
+		t->wnode[k] = node;
+		node = trk_node_at(node)->parent;
+	}
+	if (k != pn || node != 0)
+		return; /* not the walk's path (cannot happen): note nothing */
+	t->wnode_ok = 1;
+	e = &t->wmemo[trk_wmemo_at(w[0].ra)];
+	e->ra = w[0].ra;
+	e->sp = w[0].sp;
+	e->rbp = w[0].rbp;
+	e->rslot = w[0].rslot;
+	e->rval = w[0].rval;
+	e->bslot = w[0].bslot;
+	e->bval = w[0].bval;
+	e->ra1 = pn > 1 ? w[1].ra : 0;
+	e->sp1 = pn > 1 ? w[1].sp : 0;
+	e->rbp1 = pn > 1 ? w[1].rbp : 0;
+	e->parent = pn > 1 ? t->wnode[1] : 0;
+	e->leaf = leaf;
+	e->gen = gen;
+	e->n = (uint32_t)pn;
+}
+
+/*
+ * trk_walk_repeat: a call site noted with the same first frame (ra, sp,
+ * rbp) whose step reads the same two slots leads to the same second frame;
+ * if the kept walk passes through that frame (same state) with every slot
+ * it read from there on unchanged (same_above), the rest of the stack is
+ * the kept walk's from there, whose node is wnode[j]; when that is the node
+ * the entry was noted with, the stack is the entry's, and so is its leaf.
+ * No step, no copy of the frames, no tree or cache lookup. This covers the
+ * same call site again (a loop's allocations: j = 1) and the other call
+ * sites of the same function (churn's malloc, realloc and calloc). The
+ * rules must be those of the walks (code_gen), the stack not deeper than
+ * the depth (else it would be cut), and the leaf announced in the session
+ * the caller numbers in.
+ */
+uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, uint32_t gen)
+{
+	const struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
+	const struct trk_wstep *w;
+	size_t pn, j = 0;
+
+	if (e->ra != ra || e->sp != (uintptr_t)(fp + 2) || e->rbp != fp[0] || e->gen != gen ||
+	    e->n > trk_g.depth ||
+	    t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))
+		return 0;
+	if (((*(const uintptr_t *)e->rslot ^ e->rval) | (*(const uintptr_t *)e->bslot ^ e->bval)) != 0)
+		return 0;
+	if (e->sp1 == 0)
+		return e->leaf; /* the first frame was the outermost */
+	if (!t->wnode_ok)
+		return 0;
+	w = t->wstep[t->wcur];
+	pn = t->walk_n;
+	while (j < pn && w[j].sp < e->sp1)
+		j++;
+	if (j == pn || w[j].sp != e->sp1 || w[j].ra != e->ra1 || w[j].rbp != e->rbp1 ||
+	    t->wnode[j] != e->parent)
+		return 0;
+	return same_above(w + j, pn - j) ? e->leaf : 0;
 }

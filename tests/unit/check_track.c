@@ -52,6 +52,35 @@ START_TEST(varint_round_trip)
 }
 END_TEST
 
+/* trk_put_varint (the hooks' loop-free encoder) writes what wire_put_varint writes */
+START_TEST(varint_fast_matches)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	for (int i = 0; i < 20000; i++) {
+		uint8_t a[WIRE_VARINT_MAX + 8], b[WIRE_VARINT_MAX + 8];
+		uint64_t v;
+		size_t na, nb;
+
+		if (i < 64 * 3) {
+			/* every length boundary: 2^k - 1, 2^k, 2^k + 1 */
+			v = (1ull << (i / 3)) + (uint64_t)(i % 3) - 1;
+		} else {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			v = x >> (x & 63); /* all magnitudes */
+		}
+		memset(a, 0xAA, sizeof(a));
+		memset(b, 0xAA, sizeof(b));
+		na = trk_put_varint(a, v);
+		nb = wire_put_varint(b, v);
+		ck_assert_uint_eq(na, nb);
+		ck_assert_int_eq(memcmp(a, b, na), 0);
+	}
+}
+END_TEST
+
 START_TEST(varint_rejects_bad)
 {
 	uint8_t eleven[11], over[10];
@@ -433,6 +462,147 @@ START_TEST(unwind_walker_reuses_only_unchanged_frames)
 	trk_g.depth = TRK_DEPTH_MAX;
 	walk_rec(t, 12);
 	walk_check();
+}
+END_TEST
+
+/*
+ * trk_walk_repeat: the probe asks for the leaf of its stack and, when it
+ * gets none, walks, traces and notes the leaf (as the hooks do).
+ */
+static uint32_t repeat_got, repeat_leaf, repeat_gen = 1;
+static uintptr_t repeat_ra; /* the probe's return address */
+
+__attribute__((noinline)) static void repeat_probe(struct trk_thr *t)
+{
+	const uintptr_t *fp = __builtin_frame_address(0);
+	uint32_t g;
+
+	repeat_ra = fp[1];
+	repeat_leaf = 0;
+	repeat_got = trk_walk_repeat(t, fp[1], fp, repeat_gen);
+	if (!repeat_got) {
+		walk_nfast = trk_walk(t, t->frames, fp[1], fp);
+		memcpy(walk_fast, t->frames, walk_nfast * sizeof(walk_fast[0]));
+		walk_nslow = trk_capture_libunwind(walk_slow, (const void *)fp[1]);
+		repeat_leaf = trk_tree_trace(t, walk_nfast, &g);
+		trk_walk_note(t, repeat_leaf, repeat_gen);
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+static volatile int repeat_site; /* which of repeat_common's two call sites */
+
+__attribute__((noinline)) static void repeat_common(struct trk_thr *t)
+{
+	if (repeat_site) {
+		__asm__ volatile("nop" ::: "memory");
+		repeat_probe(t);
+	} else {
+		repeat_probe(t);
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void repeat_via_a(struct trk_thr *t)
+{
+	repeat_common(t);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void repeat_via_b(struct trk_thr *t)
+{
+	repeat_common(t);
+	__asm__ volatile("nop" ::: "memory");
+}
+
+/* repeat_drive - one call site for every step of the test below: its stack differs only by via */
+__attribute__((noinline)) static void repeat_drive(struct trk_thr *t, int via)
+{
+	static void (*volatile fn[2])(struct trk_thr *) = { repeat_via_a, repeat_via_b };
+
+	repeat_site = via == 2 || via == 4;
+	if (via >= 3) {
+		__asm__ volatile("nop" ::: "memory");
+		repeat_via_a(t); /* another path to repeat_via_a */
+	} else {
+		fn[via == 1](t); /* one call site: a and b differ only in the return into them */
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+/* the same stack again (a loop's call site) gives the noted leaf; anything else walks */
+START_TEST(unwind_walk_repeat)
+{
+	/*
+	 * via 0: repeat_via_a -> repeat_common's first site; 1: repeat_via_b (same
+	 * depth, same sp and rbp at the probe, another caller above); 2:
+	 * repeat_via_a -> repeat_common's second site (another call site in the
+	 * same function); 3 and 4: as 0 and 2, but repeat_via_a is called from
+	 * another place (the first two frames the same as 0's and 2's, the rest
+	 * not: after 4 was walked, 3 must not take 0's entry). hit: the leaf
+	 * noted when that stack was walked (want[via]); 0: walked (and noted).
+	 */
+	static const struct {
+		int via;
+		uint32_t gen;	/* the session asked for */
+		int bump;	/* a module went away before the step */
+		unsigned depth; /* trk_g.depth; 2 cuts the walk (not kept) */
+		int hit;
+	} step[] = {
+		{ 0, 1, 0, TRK_DEPTH_MAX, 0 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 },
+		{ 1, 1, 0, TRK_DEPTH_MAX, 0 }, { 1, 1, 0, TRK_DEPTH_MAX, 1 }, { 0, 1, 0, TRK_DEPTH_MAX, 0 },
+		{ 0, 1, 0, TRK_DEPTH_MAX, 1 }, { 2, 1, 0, TRK_DEPTH_MAX, 0 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 },
+		{ 2, 1, 0, TRK_DEPTH_MAX, 1 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 }, { 1, 1, 0, TRK_DEPTH_MAX, 0 },
+		{ 2, 1, 0, TRK_DEPTH_MAX, 0 }, { 0, 2, 0, TRK_DEPTH_MAX, 0 }, { 0, 2, 0, TRK_DEPTH_MAX, 1 },
+		{ 0, 2, 1, TRK_DEPTH_MAX, 0 }, { 0, 2, 0, TRK_DEPTH_MAX, 1 }, { 0, 2, 0, 2, 0 },
+		{ 0, 2, 0, 2, 0 },	       { 0, 2, 0, TRK_DEPTH_MAX, 1 }, { 4, 2, 0, TRK_DEPTH_MAX, 0 },
+		{ 3, 2, 0, TRK_DEPTH_MAX, 0 }, { 3, 2, 0, TRK_DEPTH_MAX, 1 }, { 0, 2, 0, TRK_DEPTH_MAX, 0 },
+		{ 4, 2, 0, TRK_DEPTH_MAX, 0 }, { 4, 2, 0, TRK_DEPTH_MAX, 1 }, { 3, 2, 0, TRK_DEPTH_MAX, 0 },
+	};
+	volatile size_t nstep = sizeof(step) / sizeof(step[0]); /* a loop the compiler keeps */
+	struct trk_thr *t = tree_setup();
+	uint32_t want[5] = { 0, 0, 0, 0, 0 };
+	int slot_via[1u << TRK_WMEMO_BITS]; /* whose stack each call-site entry holds */
+
+	trk_thr_get();
+	t = trk_tls_thr;
+	for (size_t k = 0; k < nstep; k++) {
+		repeat_gen = step[k].gen;
+		trk_g.depth = step[k].depth;
+		if (step[k].bump)
+			atomic_fetch_add(&trk_g.code_gen, 1);
+		if (k == 0)
+			memset(slot_via, 0xff, sizeof(slot_via));
+		repeat_drive(t, step[k].via);
+		/*
+		 * The two call sites may share an entry (1 in 64): then the one
+		 * noted last holds it and the other walks. Else the script.
+		 */
+		if (step[k].hit && slot_via[trk_wmemo_at(repeat_ra)] != step[k].via)
+			ck_assert_msg(repeat_got == 0, "step %zu: entry taken, got %u", k, repeat_got);
+		else if (step[k].hit) {
+			ck_assert_msg(repeat_got == want[step[k].via] && repeat_got != 0,
+				      "step %zu: got %u, want %u", k, repeat_got, want[step[k].via]);
+		} else {
+			ck_assert_msg(repeat_got == 0, "step %zu: got %u, want a walk", k, repeat_got);
+			ck_assert_uint_ne(repeat_leaf, 0);
+			if (step[k].depth == TRK_DEPTH_MAX) { /* kept and noted */
+				ck_assert(want[step[k].via] == 0 || want[step[k].via] == repeat_leaf);
+				want[step[k].via] = repeat_leaf;
+				slot_via[trk_wmemo_at(repeat_ra)] = step[k].via;
+			}
+			ck_assert_uint_eq(walk_nfast, step[k].depth < walk_nslow ? step[k].depth : walk_nslow);
+			for (size_t i = 0; i < walk_nfast; i++)
+				ck_assert_uint_eq(walk_fast[i], walk_slow[i]);
+		}
+	}
+	trk_g.depth = TRK_DEPTH_MAX;
+	/* five stacks, five leaves */
+	for (int i = 0; i < 5; i++) {
+		ck_assert_uint_ne(want[i], 0);
+		for (int j = 0; j < i; j++)
+			ck_assert_uint_ne(want[i], want[j]);
+	}
 }
 END_TEST
 
@@ -1203,6 +1373,7 @@ static Suite *track_suite(void)
 
 	tcase_add_test(tc, varint_round_trip);
 	tcase_add_test(tc, varint_rejects_bad);
+	tcase_add_test(tc, varint_fast_matches);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tree");
 	tcase_add_test(tc, tree_same_and_different);
@@ -1215,6 +1386,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, unwind_walker_matches_libunwind);
 	tcase_add_test(tc, unwind_walker_reuses_only_unchanged_frames);
 	tcase_add_test(tc, unwind_cut_at_code_without_unwind_info);
+	tcase_add_test(tc, unwind_walk_repeat);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("session");
 	tcase_set_timeout(tc, 60);
