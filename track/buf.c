@@ -22,7 +22,7 @@
 #include "track/internal.h"
 
 __thread struct trk_thr *trk_tls_thr __attribute__((tls_model("initial-exec")));
-__thread int trk_tls_guard __attribute__((tls_model("initial-exec")));
+/* trk_tls_guard lives in sample.c's trk_smp_tls (internal.h) */
 
 #define FRAMES_SLOTS (TRK_DEPTH_MAX + 32)
 

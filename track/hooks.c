@@ -132,10 +132,12 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
 }
 
 /*
- * The sampled fast path (trk_smp_fast: sampling, no sample reached) only
- * counts the call for its site and forwards, counting before the call so
- * the real function is a tail call: no frame, no guard, no errno save (a
- * failing call is counted too: it asked for the bytes). Everything else
+ * The sampled fast path (trk_smp_fast: sampling, guard clear, no sample
+ * reached) is checked first, before the state and the guard (its key
+ * covers both: sample.c bumps the generation when the state leaves ON). It
+ * only counts the call for its site and forwards, counting before the call
+ * so the real function is a tail call: no frame, no guard, no errno save
+ * (a failing call is counted too: it asked for the bytes). Everything else
  * goes to the *_full functions, out of line so the fast path needs no
  * frame, and reached by tail calls: their frame is then the hook's and
  * trk_capture's frame-pointer start (fp[1] == ra) holds. Were a call left
@@ -159,12 +161,10 @@ static __attribute__((noinline)) void *malloc_full(size_t size, const void *ra)
 
 void *trk_malloc_ra(size_t size, const void *ra)
 {
-	struct trk_smp_thr *s;
-
-	if (!hook_on())
-		return trk_g.real.malloc(size);
 	/* sampling, no sample reached: counted for its call site, nothing sent */
-	if (likely((s = trk_smp_fast(size)) != NULL) && likely(trk_smp_count(s, ra, size)))
+	if (likely(trk_smp_fast(size)) && likely(trk_smp_count(ra, size)))
+		return trk_g.real.malloc(size);
+	if (!hook_on())
 		return trk_g.real.malloc(size);
 	return malloc_full(size, ra);
 }
@@ -209,23 +209,36 @@ static __attribute__((noinline)) void free_filtered(void *ptr)
 		trk_g.real.free(ptr);
 }
 
-void trk_free_ra(void *ptr, const void *ra)
+/*
+ * free_slow - trk_free_ra past the sampled fast path: not filtering (full
+ * tracing, no session), or ptr passed the filter.
+ */
+static __attribute__((noinline)) void free_slow(void *ptr)
 {
-	(void)ra;
 	if (!ptr || !hook_on()) {
 		trk_g.real.free(ptr);
 		return;
 	}
 	if (trk_smp_filtering()) {
-		/* sampling: a pointer that was not sampled costs one bitmap load */
-		if (likely(!trk_smp_maybe(ptr))) {
-			trk_g.real.free(ptr);
-			return;
-		}
 		free_filtered(ptr);
 		return;
 	}
 	free_record(ptr);
+}
+
+void trk_free_ra(void *ptr, const void *ra)
+{
+	(void)ra;
+	/*
+	 * sampling: a pointer that was not sampled costs one bitmap load (the
+	 * filter is on only while the state is ON; a guarded free, or NULL, that
+	 * passes the bitmap is sorted out in free_slow)
+	 */
+	if (likely(trk_smp_filtering()) && likely(!trk_smp_maybe(ptr))) {
+		trk_g.real.free(ptr);
+		return;
+	}
+	free_slow(ptr);
 }
 
 /* calloc_full - trk_calloc_ra past the sampled fast path (see malloc_full). */
@@ -246,14 +259,13 @@ static __attribute__((noinline)) void *calloc_full(size_t nmemb, size_t size, co
 
 void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
 {
-	struct trk_smp_thr *s;
 	size_t bytes;
 
-	if (!hook_on())
-		return trk_g.real.calloc(nmemb, size);
 	/* sampling, no sample reached (see malloc_full) */
-	if (!__builtin_mul_overflow(nmemb, size, &bytes) && likely((s = trk_smp_fast(bytes)) != NULL) &&
-	    likely(trk_smp_count(s, ra, bytes)))
+	if (!__builtin_mul_overflow(nmemb, size, &bytes) && likely(trk_smp_fast(bytes)) &&
+	    likely(trk_smp_count(ra, bytes)))
+		return trk_g.real.calloc(nmemb, size);
+	if (!hook_on())
 		return trk_g.real.calloc(nmemb, size);
 	return calloc_full(nmemb, size, ra);
 }
@@ -338,13 +350,11 @@ static __attribute__((noinline)) void *realloc_full(void *ptr, size_t size, cons
 
 void *trk_realloc_ra(void *ptr, size_t size, const void *ra)
 {
-	struct trk_smp_thr *s;
-
-	if (!hook_on())
-		return trk_g.real.realloc(ptr, size);
 	/* sampling, no sample reached, ptr not sampled: nothing to send (see malloc_full) */
-	if (likely((s = trk_smp_fast(size)) != NULL) &&
-	    (!ptr || (trk_smp_filtering() && !trk_smp_maybe(ptr))) && likely(trk_smp_count(s, ra, size)))
+	if (likely(trk_smp_fast(size)) && (!ptr || (trk_smp_filtering() && !trk_smp_maybe(ptr))) &&
+	    likely(trk_smp_count(ra, size)))
+		return trk_g.real.realloc(ptr, size);
+	if (!hook_on())
 		return trk_g.real.realloc(ptr, size);
 	return realloc_full(ptr, size, ra);
 }
@@ -398,55 +408,62 @@ ALIGNED_HOOK(memalign, WIRE_KIND_MEMALIGN, size, (size_t alignment, size_t size,
 ALIGNED_HOOK(valloc, WIRE_KIND_VALLOC, size, (size_t size, const void *ra), (size))
 ALIGNED_HOOK(pvalloc, WIRE_KIND_PVALLOC, size, (size_t size, const void *ra), (size))
 
-/* The exact-signature hooks: their own return address is the call site. */
+/*
+ * The exact-signature hooks: their own return address is the call site.
+ * They only pass it on (a tail call), so they need no frame: without one
+ * the return address is read from the stack top (with one, a push, a load
+ * through rbp and a pop on every call of the program). The *_ra functions
+ * they jump to keep theirs.
+ */
 #define RA __builtin_return_address(0)
+#define NOFRAME __attribute__((optimize("omit-frame-pointer")))
 
-void *trk_malloc(size_t size)
+NOFRAME void *trk_malloc(size_t size)
 {
 	return trk_malloc_ra(size, RA);
 }
 
-void trk_free(void *ptr)
+NOFRAME void trk_free(void *ptr)
 {
 	trk_free_ra(ptr, RA);
 }
 
-void *trk_calloc(size_t nmemb, size_t size)
+NOFRAME void *trk_calloc(size_t nmemb, size_t size)
 {
 	return trk_calloc_ra(nmemb, size, RA);
 }
 
-void *trk_realloc(void *ptr, size_t size)
+NOFRAME void *trk_realloc(void *ptr, size_t size)
 {
 	return trk_realloc_ra(ptr, size, RA);
 }
 
-void *trk_reallocarray(void *ptr, size_t nmemb, size_t size)
+NOFRAME void *trk_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
 	return trk_reallocarray_ra(ptr, nmemb, size, RA);
 }
 
-int trk_posix_memalign(void **memptr, size_t alignment, size_t size)
+NOFRAME int trk_posix_memalign(void **memptr, size_t alignment, size_t size)
 {
 	return trk_posix_memalign_ra(memptr, alignment, size, RA);
 }
 
-void *trk_aligned_alloc(size_t alignment, size_t size)
+NOFRAME void *trk_aligned_alloc(size_t alignment, size_t size)
 {
 	return trk_aligned_alloc_ra(alignment, size, RA);
 }
 
-void *trk_memalign(size_t alignment, size_t size)
+NOFRAME void *trk_memalign(size_t alignment, size_t size)
 {
 	return trk_memalign_ra(alignment, size, RA);
 }
 
-void *trk_valloc(size_t size)
+NOFRAME void *trk_valloc(size_t size)
 {
 	return trk_valloc_ra(size, RA);
 }
 
-void *trk_pvalloc(size_t size)
+NOFRAME void *trk_pvalloc(size_t size)
 {
 	return trk_pvalloc_ra(size, RA);
 }

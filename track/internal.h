@@ -324,10 +324,15 @@ struct trk_range_set {
 
 extern struct trk_global trk_g TRK_HIDDEN;
 
-/* Thread-local state: a buffer pointer and a recursion guard. */
+/*
+ * Thread-local state: a buffer pointer and a recursion guard. The guard
+ * lives in the sampled hot path's TLS block (struct trk_smp_tls, below):
+ * one 64-bit compare there covers "guard clear" and "sampling at the
+ * current rate".
+ */
 extern __thread struct trk_thr *trk_tls_thr
 	__attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
-extern __thread int trk_tls_guard __attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
+#define trk_tls_guard (trk_smp_tls.k.guard)
 
 /* ---- buf.c ---------------------------------------------------------------- */
 
@@ -767,7 +772,13 @@ struct trk_smp_thr {
  */
 struct trk_smp_tls {
 	int64_t left;		      /* bytes until the next sample, >= 1 */
-	uint32_t gen;		      /* trk_smp.gen left was drawn for, 0 = none */
+	union {
+		uint64_t key;	      /* gen | guard << 32: == trk_smp.gen on the hot path */
+		struct {
+			uint32_t gen; /* trk_smp.gen left was drawn for, 0 = none */
+			int guard;    /* trk_tls_guard: inside a hook or our own code */
+		} k;
+	};
 	struct trk_smp_thr *s;	      /* this thread's state (its trk_thr's smp) */
 };
 
@@ -779,7 +790,9 @@ extern _Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)] TRK_HIDDEN
 struct trk_smp_global {
 	_Atomic uint64_t rate;	      /* mean bytes between samples; 0 = full tracing */
 	_Atomic int filter;	      /* frees are sent only for sampled pointers */
-	_Atomic uint32_t gen;	      /* bumped with every rate change: threads draw again */
+	_Atomic uint64_t gen;	      /* bumped with every rate change and at the end: threads
+					 draw again; starts at 1, stays below 2^32 in practice,
+					 never 0 (a new thread's key is 0) */
 	uint64_t seed;		      /* PRNG seed, 0 = from the clock */
 	uint32_t seed_gen;	      /* bumped with every seed given: threads seed again */
 };
@@ -799,19 +812,20 @@ static inline bool trk_smp_filtering(void)
 }
 
 /*
- * trk_smp_fast - the sampled hot path (hooks.c): sampling is on, this
- * thread's distance was drawn for the current rate, and an allocation of
- * size bytes does not reach its next sample. Returns the state to count it
- * with (trk_smp_count) once it succeeded; NULL: the hook takes the full
- * path, where trk_smp_alloc decides (first use, a new rate, full tracing,
- * or a sample). Only reads: one global, three thread-local words, no
- * dependent load.
+ * trk_smp_fast - the sampled hot path (hooks.c), the first thing a hook
+ * checks: this thread's key is the current generation (so: a session
+ * records, it samples, this thread's distance was drawn for the current
+ * rate, the guard is clear) and an allocation of size bytes does not reach
+ * its next sample. Then trk_smp_count counts it. False: the hook takes its
+ * usual path (state, guard), where trk_smp_alloc decides (first use, a new
+ * rate, full tracing, or a sample). Two loads (one %fs-relative, one global
+ * that changes only with the rate), no dependent load. The generation is
+ * bumped when the session ends (trk_smp_stop), so no state check is needed.
  */
-static inline struct trk_smp_thr *trk_smp_fast(size_t size)
+static inline bool trk_smp_fast(size_t size)
 {
-	if (trk_smp_tls.gen != atomic_load_explicit(&trk_smp.gen, memory_order_acquire))
-		return NULL;
-	return likely((uint64_t)trk_smp_tls.left > size) ? trk_smp_tls.s : NULL;
+	return trk_smp_tls.key == atomic_load_explicit(&trk_smp.gen, memory_order_acquire) &&
+	       likely((uint64_t)trk_smp_tls.left > size);
 }
 
 /* trk_smp_site_at - the home slot of call site ip in a thread's site table. */
@@ -821,14 +835,16 @@ static inline size_t trk_smp_site_at(uintptr_t ip)
 }
 
 /*
- * trk_smp_count - after trk_smp_fast(size) gave s: when the call site ra
- * has its home slot (the usual case), take size from the distance and add
- * 1 and size to the site's exact counts (owner only: plain loads and
- * stores, no lock instruction), true. False: nothing done; the full path
- * (trk_smp_alloc) counts it (probing, a new site, the "other" slot).
+ * trk_smp_count - after trk_smp_fast(size): when the call site ra has its
+ * home slot (the usual case), take size from the distance and add 1 and
+ * size to the site's exact counts (owner only: plain loads and stores, no
+ * lock instruction), true. False: nothing done; the full path
+ * (trk_smp_alloc) counts it (probing, a new site, the "other" slot). The
+ * state pointer is set before the key (trk_smp_alloc): never NULL here.
  */
-static inline bool trk_smp_count(struct trk_smp_thr *s, const void *ra, size_t size)
+static inline bool trk_smp_count(const void *ra, size_t size)
 {
+	struct trk_smp_thr *s = trk_smp_tls.s;
 	uintptr_t ip = (uintptr_t)ra - 1;
 	struct trk_smp_site *e = &s->site[trk_smp_site_at(ip)];
 
@@ -883,6 +899,14 @@ static inline bool trk_smp_free_sent(const void *ptr)
 }
 /* trk_smp_keep - put ptr back into the sampled set (realloc failed after its free was taken). */
 void trk_smp_keep(const void *ptr) TRK_HIDDEN;
+/*
+ * trk_smp_stop - the state left TRK_ON (trk_end, a fork child): the hot
+ * paths, which do not look at the state, stop (generation bumped, filter
+ * off), so every hook goes its usual way and passes through.
+ */
+void trk_smp_stop(void) TRK_HIDDEN;
+/* trk_smp_set_stats - the sampled set's live members and capacity (tests). */
+void trk_smp_set_stats(size_t *n, size_t *cap) TRK_HIDDEN;
 /*
  * trk_smp_start - trk_start, before the hooks record: reset, then the
  * first rate: cfg's when it has one (sample_given), else heaptap's first
