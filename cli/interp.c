@@ -55,7 +55,7 @@ int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const 
 void cli_input_stats(const char *cmd, const struct itp_input *in)
 {
 	cli_msg("%s: read %.1f MiB in %llu reads; left in the socket after a read at most %llu KiB "
-		"(queue not full); read ahead at most %.1f MiB (%.1f MiB of blocks); queue full "
+		"(reader late); read ahead at most %.1f MiB (%.1f MiB of blocks); queue full "
 		"%llu times, %.1f ms in all, longest %.1f ms",
 		cmd, (double)in->bytes / 1048576.0, (unsigned long long)in->reads,
 		(unsigned long long)(in->peak_socket >> 10), (double)in->peak_pending / 1048576.0,

@@ -90,6 +90,7 @@ struct itp_inq {
 	pthread_t thr;
 	uint64_t full_since; /* the reader waits for room since then (0: it does not) */
 	uint64_t last_take_ns; /* the interpreter's last take of some bytes */
+	int catch_up;	       /* the reader was held back and has not emptied the socket since */
 	uint64_t stall_ns;     /* no take for this long with bytes waiting: stop reading */
 	struct itp_input st;
 };
@@ -203,8 +204,9 @@ static struct blk *room_locked(struct itp_inq *q, int *oom, int *waited)
 
 /*
  * One read into b above its published length; publishes it. Lock not held.
- * held: the queue was full just before (the socket's backlog is then ours
- * by design, not the reader's lateness). 1 = go on, 0 = ended.
+ * held: the queue was full just before. From then until a read empties the
+ * socket, its backlog is back-pressure by design, not the reader's
+ * lateness, and stays out of peak_socket. 1 = go on, 0 = ended.
  */
 static int read_once(struct itp_inq *q, struct blk *b, int wait, int held)
 {
@@ -238,7 +240,11 @@ static int read_once(struct itp_inq *q, struct blk *b, int wait, int held)
 			q->st.reads++;
 			if (q->pending > q->st.peak_pending)
 				q->st.peak_pending = q->pending;
-			if (!held && (uint64_t)left > q->st.peak_socket)
+			if (held)
+				q->catch_up = 1;
+			if (!left)
+				q->catch_up = 0;
+			if (!q->catch_up && (uint64_t)left > q->st.peak_socket)
 				q->st.peak_socket = (uint64_t)left;
 		} else if (n == 0) {
 			q->eof = 1;

@@ -151,7 +151,7 @@ struct itp_input {
 	uint64_t reads;	       /* read calls that returned bytes */
 	uint64_t peak_bytes;   /* most memory the queue held (whole blocks) */
 	uint64_t peak_pending; /* most bytes read and not yet interpreted */
-	uint64_t peak_socket;  /* most bytes left in the socket right after a read, the queue not full */
+	uint64_t peak_socket;  /* most left in the socket after a read, not counting the catch-up after a full queue */
 	uint64_t full_waits;   /* times the reader found the queue full */
 	uint64_t full_ns;      /* time it waited for room in all */
 	uint64_t full_max_ns;  /* its longest wait */
