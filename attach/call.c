@@ -42,11 +42,13 @@
  * which makes the frame unused.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -498,15 +500,74 @@ enum att_reason att_call_map(struct att_ctx *ctx, size_t data)
 	return ATT_OK;
 }
 
+/*
+ * PROCMAP_QUERY (Linux 6.11, uapi linux/fs.h): one VMA of /proc/PID/maps
+ * by address, without reading the whole file.
+ */
+struct procmap_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY_IOCTL 0xC0686611UL	/* _IOWR('f', 17, struct procmap_query) */
+#define PROCMAP_VMA_R 0x01
+#define PROCMAP_VMA_W 0x02
+#define PROCMAP_VMA_X 0x04
+#define PROCMAP_VMA_SHARED 0x08
+_Static_assert(sizeof(struct procmap_query) == 104, "procmap_query layout");
+
+/*
+ * Is [at, at + size) one private anonymous r-x mapping? 1 yes, 0 no,
+ * -ESRCH the process is gone, other -errno: no answer. PROCMAP_QUERY,
+ * else the whole maps file (kernels before 6.11).
+ */
+static int mapped_exactly(struct att_ctx *ctx, uint64_t at, size_t size)
+{
+	struct procmap_query q;
+	const struct att_map *m;
+	struct att_maps maps;
+	char path[96];
+	int fd, ret, err;
+
+	snprintf(path, sizeof(path), "%s/maps", ctx->procdir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = at;
+	ret = ioctl(fd, PROCMAP_QUERY_IOCTL, &q);
+	err = ret < 0 ? errno : 0;
+	close(fd);
+	if (ret == 0)
+		return q.vma_start == at && q.vma_end == at + size && !q.inode &&
+		       (q.vma_flags & (PROCMAP_VMA_R | PROCMAP_VMA_W | PROCMAP_VMA_X | PROCMAP_VMA_SHARED)) ==
+			       (PROCMAP_VMA_R | PROCMAP_VMA_X);
+	if (err == ENOENT)	/* no mapping there */
+		return att_process_alive(ctx->pid) ? 0 : -ESRCH;
+	if (err == ESRCH)
+		return -ESRCH;
+	memset(&maps, 0, sizeof(maps));
+	ret = att_maps_read_at(ctx->procdir, &maps);
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	m = att_maps_find(&maps, at);
+	ret = m && m->start == at && m->end == at + size && !strncmp(m->perms, "r-xp", 4) &&
+	      !m->path[0];
+	if (maps.n == 0)	/* a live process has mappings: it was killed meanwhile */
+		ret = -ESRCH;
+	att_maps_free(&maps);
+	return ret;
+}
+
 /* mmap at a fixed address through the chained frame; then the trampoline. */
 static enum att_reason map_scratch_at(struct att_ctx *ctx, uint64_t at, size_t size)
 {
 	struct att_thread *thr = &ctx->thr;
 	unsigned char chain[ATT_CHAIN_LEN];
 	const unsigned char *code;
-	const struct att_map *m;
-	struct att_maps maps;
-	bool mapped, gone;
+	int mapped;
 	uint64_t args[6], ret = 0, mask = ~0ULL;
 	size_t len, marker_end;
 	enum att_reason why;
@@ -537,18 +598,11 @@ static enum att_reason map_scratch_at(struct att_ctx *ctx, uint64_t at, size_t s
 	 * (loader.c picks it); a mapping of exactly this range, r-x,
 	 * anonymous, is ours.
 	 */
-	memset(&maps, 0, sizeof(maps));
-	err = att_maps_read_at(ctx->procdir, &maps);
-	if (err)
-		return att_fail(ctx, err == -ENOENT || err == -ESRCH ? ATT_E_EXITED : ATT_E_MEMORY, -err,
-				"read %s/maps", ctx->procdir);
-	m = att_maps_find(&maps, at);
-	mapped = m && m->start == at && m->end == at + size && !strncmp(m->perms, "r-xp", 4) &&
-		 !m->path[0];
-	gone = maps.n == 0;	/* a live process has mappings: it was killed meanwhile */
-	att_maps_free(&maps);
-	if (gone)
+	mapped = mapped_exactly(ctx, at, size);
+	if (mapped == -ESRCH)
 		return att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+	if (mapped < 0)
+		return att_fail(ctx, ATT_E_MEMORY, -mapped, "read %s/maps", ctx->procdir);
 	if (!mapped)
 		return att_fail(ctx, ATT_E_REMOTE_MMAP, 0, "mmap of %zu bytes at %#" PRIx64
 				" made nothing there", size, at);
