@@ -39,9 +39,13 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 		c->res->warn.unknown_traces++;
 		trace = 0;
 	}
-	rc = itp_infos_find(&c->infos, e->a, trace, kind, &p.info, &created);
-	if (rc)
-		return table_fail(c, rc, "allocation infos");
+	/* the inline lookup first: a new info (the call) is the rare case */
+	created = 0;
+	if (!itp_infos_get(&c->infos, e->a, trace, kind, &p.info)) {
+		rc = itp_infos_find(&c->infos, e->a, trace, kind, &p.info, &created);
+		if (rc)
+			return table_fail(c, rc, "allocation infos");
+	}
 	if (created) {
 		uint32_t idx;
 

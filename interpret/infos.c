@@ -13,20 +13,6 @@
 
 #include "interpret/internal.h"
 
-#define IDX_MASK ((1u << ITP_INFO_IDX_BITS) - 1)
-
-/*
- * The slot of (size, trace, kind) in a table of 2^bits slots: the top bits
- * of one multiply of the key folded to 64 bits (multiply-shift hashing).
- * The murmur finalizer used before cost three dependent steps more on every
- * allocation, while the lookup waits for the hash.
- */
-static inline size_t info_slot(uint64_t size, uint32_t trace, uint32_t kind, unsigned bits)
-{
-	uint64_t k = size ^ ((uint64_t)trace << 4 | kind) * 0xc2b2ae3d27d4eb4fULL;
-
-	return (size_t)((k * 0x9e3779b97f4a7c15ULL) >> (64 - bits));
-}
 
 /* 256 slots at first (4 KiB, in L1 while a program has few distinct infos) */
 #define FIRST_CAP 256
@@ -44,7 +30,7 @@ static int grow(struct itp_infos *t)
 
 		if (!f->kind_idx)
 			continue;
-		j = info_slot(f->size, f->trace, f->kind_idx >> ITP_INFO_IDX_BITS, bits);
+		j = itp_info_slot(f->size, f->trace, f->kind_idx >> ITP_INFO_IDX_BITS, bits);
 		while (tab[j].kind_idx)
 			j = (j + 1) & mask;
 		tab[j] = *f;
@@ -63,19 +49,8 @@ int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t 
 	int rc;
 
 	*created = 0;
-	if (t->cap) {
-		mask = t->cap - 1;
-		for (i = info_slot(size, trace, kind, (unsigned)__builtin_ctzll(t->cap));
-		     t->tab[i].kind_idx; i = (i + 1) & mask) {
-			const struct itp_info_ent *f = &t->tab[i];
-
-			if (f->size == size && f->trace == trace &&
-			    (f->kind_idx & ~IDX_MASK) == want) {
-				*idx = (f->kind_idx & IDX_MASK) - 1;
-				return 0;
-			}
-		}
-	}
+	if (itp_infos_get(t, size, trace, kind, idx))
+		return 0;
 	if (t->n >= ITP_MAX_INFOS)
 		return -E2BIG;
 	if ((t->n + 1) * 2 > t->cap) {
@@ -84,7 +59,7 @@ int itp_infos_find(struct itp_infos *t, uint64_t size, uint32_t trace, uint32_t 
 			return rc;
 	}
 	mask = t->cap - 1;
-	for (i = info_slot(size, trace, kind, (unsigned)__builtin_ctzll(t->cap)); t->tab[i].kind_idx;
+	for (i = itp_info_slot(size, trace, kind, (unsigned)__builtin_ctzll(t->cap)); t->tab[i].kind_idx;
 	     i = (i + 1) & mask)
 		;
 	t->tab[i] = (struct itp_info_ent){

@@ -130,6 +130,44 @@ struct itp_infos {
 };
 
 /*
+ * The slot of (size, trace, kind) in a table of 2^bits slots: the top bits
+ * of one multiply of the key folded to 64 bits (multiply-shift hashing).
+ * The murmur finalizer used before cost three dependent steps more on every
+ * allocation, while the lookup waits for the hash.
+ */
+static inline size_t itp_info_slot(uint64_t size, uint32_t trace, uint32_t kind, unsigned bits)
+{
+	uint64_t k = size ^ ((uint64_t)trace << 4 | kind) * 0xc2b2ae3d27d4eb4fULL;
+
+	return (size_t)((k * 0x9e3779b97f4a7c15ULL) >> (64 - bits));
+}
+
+/*
+ * itp_infos_get - 1 and *idx when (size, trace, kind) is known, else 0.
+ * Inline (as itp_map_get): it runs for every allocation.
+ */
+static inline int itp_infos_get(const struct itp_infos *t, uint64_t size, uint32_t trace,
+				uint32_t kind, uint32_t *idx)
+{
+	uint32_t want = kind << ITP_INFO_IDX_BITS, mask_idx = (1u << ITP_INFO_IDX_BITS) - 1;
+	size_t mask, i;
+
+	if (!t->cap)
+		return 0;
+	mask = t->cap - 1;
+	for (i = itp_info_slot(size, trace, kind, (unsigned)__builtin_ctzll(t->cap));
+	     t->tab[i].kind_idx; i = (i + 1) & mask) {
+		const struct itp_info_ent *f = &t->tab[i];
+
+		if (f->size == size && f->trace == trace && (f->kind_idx & ~mask_idx) == want) {
+			*idx = (f->kind_idx & mask_idx) - 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
  * itp_infos_find - index of (size, trace, kind), kind <= 15; *created is 1
  * when it is new (the caller then writes it). Returns 0 or -ENOMEM / -E2BIG.
  */
@@ -159,10 +197,77 @@ struct itp_ptrmap {
 	size_t n;
 };
 
-/* itp_ptrmap_put - insert or replace; *replaced says a live entry was overwritten. */
-int itp_ptrmap_put(struct itp_ptrmap *m, const struct itp_ptr *e, int *replaced);
-/* itp_ptrmap_take - remove ptr, copying it to *out; 1 if found, else 0. */
-int itp_ptrmap_take(struct itp_ptrmap *m, uint64_t ptr, struct itp_ptr *out);
+/*
+ * The pointer table's hot paths are inline (as itp_map_get): one put per
+ * allocation, one take per free, and the calls were a measurable part of
+ * an event's cost. Growth stays in ptrmap.c.
+ */
+static inline size_t itp_ptrmap_home(uint64_t ptr, size_t mask)
+{
+	/* blocks are 16-aligned: a multiplicative hash spreads the high bits */
+	return (size_t)((ptr * 0x9e3779b97f4a7c15ULL) >> 20) & mask;
+}
+
+/* itp_ptrmap_grow - double the table (first: 256 slots). 0, -ENOMEM or -E2BIG. */
+int itp_ptrmap_grow(struct itp_ptrmap *m);
+
+/* itp_ptrmap_put - insert or replace; *replaced says a live entry was overwritten. 0 or -errno. */
+static inline int itp_ptrmap_put(struct itp_ptrmap *m, const struct itp_ptr *e, int *replaced)
+{
+	size_t mask, i;
+
+	*replaced = 0;
+	if ((m->n + 1) * 2 > m->cap) {
+		int rc = itp_ptrmap_grow(m);
+
+		if (rc)
+			return rc;
+	}
+	mask = m->cap - 1;
+	for (i = itp_ptrmap_home(e->ptr, mask); m->v[i].ptr; i = (i + 1) & mask) {
+		if (m->v[i].ptr == e->ptr) {
+			m->v[i] = *e;
+			*replaced = 1;
+			return 0;
+		}
+	}
+	m->v[i] = *e;
+	m->n++;
+	return 0;
+}
+
+/*
+ * itp_ptrmap_take - remove ptr, copying it to *out; 1 if found, else 0.
+ * Backward shift: later entries of the run move into the hole when their
+ * home slot does not lie cyclically in (hole, j], so no tombstones.
+ */
+static inline int itp_ptrmap_take(struct itp_ptrmap *m, uint64_t ptr, struct itp_ptr *out)
+{
+	size_t mask, i, j;
+
+	if (!m->cap || !ptr)
+		return 0;
+	mask = m->cap - 1;
+	for (i = itp_ptrmap_home(ptr, mask);; i = (i + 1) & mask) {
+		if (!m->v[i].ptr)
+			return 0;
+		if (m->v[i].ptr == ptr)
+			break;
+	}
+	*out = m->v[i];
+	for (j = (i + 1) & mask; m->v[j].ptr; j = (j + 1) & mask) {
+		size_t h = itp_ptrmap_home(m->v[j].ptr, mask);
+
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			m->v[i] = m->v[j];
+			i = j;
+		}
+	}
+	m->v[i].ptr = 0;
+	m->n--;
+	return 1;
+}
+
 void itp_ptrmap_free(struct itp_ptrmap *m);
 
 /* ---------------------------------------------------------------- */
