@@ -147,10 +147,11 @@ struct trk_wstep {
 /*
  * A stack seen at a call site, for trk_walk_repeat (unwind.c): the state of
  * its first frame and the two slots its step read, the state of the frame
- * that step led to and that frame's tree node, the leaf. 96 bytes.
+ * that step led to and that frame's tree node, the leaf. 104 bytes.
  */
 struct trk_wmemo {
 	uintptr_t ra, sp, rbp;		    /* frame 0 (ra 0: empty) */
+	uintptr_t rbp_mask;		    /* ~0: its step uses rbp; 0: rbp is restored from a slot */
 	uintptr_t rslot, rval, bslot, bval; /* what its step read */
 	uintptr_t ra1, sp1, rbp1;	    /* frame 1; sp1 0: frame 0 is the outermost */
 	uint32_t parent;		    /* node of frames 1 .. (0: none) */
@@ -158,7 +159,7 @@ struct trk_wmemo {
 	uint32_t n;			    /* frames */
 };
 
-#define TRK_WMEMO_BITS 6 /* 64 call sites per thread (6 KiB) */
+#define TRK_WMEMO_BITS 6 /* 64 call sites per thread (6.5 KiB) */
 
 static inline size_t trk_wmemo_at(uintptr_t ra)
 {

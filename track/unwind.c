@@ -268,6 +268,7 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 {
 	const struct trk_wstep *w = t->wstep[t->wcur];
 	size_t pn = t->walk_n, k;
+	const struct trk_rule *r;
 	struct trk_wmemo *e;
 	uint32_t node = leaf;
 
@@ -281,9 +282,16 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 		return; /* not the walk's path (cannot happen): note nothing */
 	t->wnode_ok = 1;
 	e = &t->wmemo[trk_wmemo_at(w[0].ra)];
+	r = rule_for(t, w[0].ra - 1); /* cached: the walk just used it */
 	e->ra = w[0].ra;
 	e->sp = w[0].sp;
-	e->rbp = w[0].rbp;
+	/*
+	 * Code without a frame pointer uses rbp as it likes (a loop counter):
+	 * a step whose CFA is rsp-based and that restores rbp from a slot does
+	 * not depend on rbp, so the first frame's rbp is not compared then.
+	 */
+	e->rbp_mask = r->cfa_reg == TRK_CFA_RSP && r->rbp_off != 0 ? 0 : ~(uintptr_t)0;
+	e->rbp = w[0].rbp & e->rbp_mask;
 	e->rslot = w[0].rslot;
 	e->rval = w[0].rval;
 	e->bslot = w[0].bslot;
@@ -299,7 +307,8 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 
 /*
  * trk_walk_repeat: a call site noted with the same first frame (ra, sp,
- * rbp) whose step reads the same two slots leads to the same second frame;
+ * rbp if its step uses it) whose step reads the same two slots leads to
+ * the same second frame;
  * if the kept walk passes through that frame (same state) with every slot
  * it read from there on unchanged (same_above), the rest of the stack is
  * the kept walk's from there, whose node is wnode[j]; when that is the node
@@ -317,7 +326,7 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 	const struct trk_wstep *w;
 	size_t pn, j = 0;
 
-	if (e->ra != ra || e->sp != (uintptr_t)(fp + 2) || e->rbp != fp[0] || e->gen != gen ||
+	if (e->ra != ra || e->sp != (uintptr_t)(fp + 2) || e->rbp != (fp[0] & e->rbp_mask) || e->gen != gen ||
 	    e->n > trk_g.depth ||
 	    t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))
 		return 0;
