@@ -329,6 +329,19 @@ typedef void (*elfr_func_fn)(void *arg, const char *name, uint64_t value, uint64
 enum elfr_reason elfr_file_foreach_func(const struct elfr_file *f, elfr_func_fn fn,
 					void *arg) ELFR_MUST_CHECK;
 
+/*
+ * The newest symbol version that `need` requires from the library soname
+ * (its SHT_GNU_verneed, e.g. "GLIBC_2.34" from "libc.so.6") and that `def`
+ * does not define (its SHT_GNU_verdef), into missing[0..mcap); newest gets
+ * def's newest definition of the same family ("GLIBC_2.31"), or "". Both
+ * are "" when def defines all, when need needs nothing from soname, or when
+ * either file has no such section (musl: nothing to compare). Returns
+ * ELFR_OK or ELFR_E_ARG.
+ */
+enum elfr_reason elfr_file_version_missing(const struct elfr_file *need, const char *soname,
+					   const struct elfr_file *def, char *missing, size_t mcap,
+					   char *newest, size_t ncap) ELFR_MUST_CHECK;
+
 /* The .eh_frame_hdr binary search table of a file, in file addresses (add the load bias). */
 struct elfr_eh_table {
 	uint64_t lo_vaddr, hi_vaddr;	/* extent of the PT_LOAD segments */

@@ -344,6 +344,65 @@ START_TEST(test_first_load_eh_table)
 }
 END_TEST
 
+/*
+ * Versions needed from "libc.so.6" against what a libc defines: the fixture
+ * needs GLIBC_2.2.5 and GLIBC_2.34; the old fake libc lacks 2.34 (newest
+ * 2.17, above 2.3 in version order), the new one has both; a file without
+ * version sections (the plain fixture) has nothing to compare with; nothing
+ * is needed from another soname.
+ */
+START_TEST(test_version_missing)
+{
+	struct elfr_file *need = NULL, *old = NULL, *new = NULL, *plain = NULL, *libc = NULL;
+	char miss[64], newest[64];
+	struct where w;
+
+	ck_assert_int_eq(elfr_file_open(ELFR_FX_VERSIONED, &need), ELFR_OK);
+	ck_assert_int_eq(elfr_file_open(ELFR_FX_LIBC_OLD, &old), ELFR_OK);
+	ck_assert_int_eq(elfr_file_open(ELFR_FX_LIBC_NEW, &new), ELFR_OK);
+	ck_assert_int_eq(elfr_file_open(ELFR_FX_PLT, &plain), ELFR_OK);
+
+	ck_assert_int_eq(elfr_file_version_missing(need, "libc.so.6", old, miss, sizeof(miss),
+						   newest, sizeof(newest)), ELFR_OK);
+	ck_assert_str_eq(miss, "GLIBC_2.34");
+	ck_assert_str_eq(newest, "GLIBC_2.17");
+	/* the soname may come as a path */
+	ck_assert_int_eq(elfr_file_version_missing(need, "/lib/x86_64-linux-gnu/libc.so.6", old,
+						   miss, sizeof(miss), newest, sizeof(newest)), ELFR_OK);
+	ck_assert_str_eq(miss, "GLIBC_2.34");
+
+	ck_assert_int_eq(elfr_file_version_missing(need, "libc.so.6", new, miss, sizeof(miss),
+						   newest, sizeof(newest)), ELFR_OK);
+	ck_assert_str_eq(miss, "");
+	ck_assert_int_eq(elfr_file_version_missing(need, "libother.so.1", old, miss, sizeof(miss),
+						   newest, sizeof(newest)), ELFR_OK);
+	ck_assert_str_eq(miss, "");
+	ck_assert_int_eq(elfr_file_version_missing(need, "libc.so.6", plain, miss, sizeof(miss),
+						   newest, sizeof(newest)), ELFR_OK);
+	ck_assert_str_eq(miss, "");
+	/* a file needing nothing from that soname: the plain fixture from "libc.so.1" */
+	ck_assert_int_eq(elfr_file_version_missing(plain, "libc.so.1", old, miss, sizeof(miss),
+						   newest, sizeof(newest)), ELFR_OK);
+	ck_assert_str_eq(miss, "");
+
+	/* the fixture against this machine's own libc: it defines GLIBC_2.34 */
+	where(&w, "libc.so");
+	ck_assert(w.found);
+	ck_assert_int_eq(elfr_file_open(w.path, &libc), ELFR_OK);
+	ck_assert_int_eq(elfr_file_version_missing(need, "libc.so.6", libc, miss, sizeof(miss),
+						   newest, sizeof(newest)), ELFR_OK);
+	ck_assert_str_eq(miss, "");
+	ck_assert_int_eq(elfr_file_version_missing(need, "libc.so.6", NULL, miss, sizeof(miss),
+						   newest, sizeof(newest)), ELFR_E_ARG);
+
+	elfr_file_close(libc);
+	elfr_file_close(plain);
+	elfr_file_close(new);
+	elfr_file_close(old);
+	elfr_file_close(need);
+}
+END_TEST
+
 Suite *elfr_file_suite(void)
 {
 	Suite *s = suite_create("elf-file");
@@ -354,6 +413,7 @@ Suite *elfr_file_suite(void)
 	tcase_add_test(tc, test_foreign_targets);
 	tcase_add_test(tc, test_layout_bad);
 	tcase_add_test(tc, test_first_load_eh_table);
+	tcase_add_test(tc, test_version_missing);
 	suite_add_tcase(s, tc);
 	return s;
 }
