@@ -94,6 +94,7 @@ enum att_reason {
 	ATT_E_FAULT,		/* HEAPTAP_FAULT made this step fail (detail: the step) */
 	ATT_E_THREAD_CREATE,	/* pthread_create in the target failed (errno: its value, e.g. EAGAIN) */
 	ATT_E_LOAD_TIMEOUT,	/* the loader thread did not report within the wait (it goes on alone) */
+	ATT_E_LIBC_VERSION,	/* the library needs a glibc symbol version the process's libc lacks */
 	ATT_E_COUNT
 };
 

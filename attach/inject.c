@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 
 #include "attach/internal.h"
+#include "elf/elfr.h"
 
 #define GLIBC_RTLD_DLOPEN 0x80000000	/* __libc_dlopen_mode wants it */
 #define RTLD_NOW_VALUE 2
@@ -104,6 +105,29 @@ enum att_reason att_resolve_funcs(struct att_ctx *ctx)
 	return ATT_OK;
 }
 
+/*
+ * The glibc symbol versions the library needs from libc.so.6, against the
+ * ones the process's libc defines: an older glibc refuses the library in
+ * dlopen anyway, and without libdl (glibc < 2.34) its reason is lost.
+ * Nothing to compare (musl, no version sections) passes.
+ */
+static enum att_reason check_libc_versions(struct att_ctx *ctx, const char *lib_path)
+{
+	char missing[64], newest[64];
+	struct elfr_file *lib = NULL;
+
+	if (!ctx->libc || elfr_file_open(lib_path, &lib) != ELFR_OK)
+		return ATT_OK;	/* att_stage and dlopen report an unreadable library */
+	if (elfr_file_version_missing(lib, "libc.so.6", ctx->libc, missing, sizeof(missing), newest,
+				      sizeof(newest)) != ELFR_OK)
+		missing[0] = '\0';
+	elfr_file_close(lib);
+	if (!missing[0])
+		return ATT_OK;
+	return att_fail(ctx, ATT_E_LIBC_VERSION, 0, "%s needs %s, %s defines up to %s", lib_path,
+			missing, ctx->libc_path, newest[0] ? newest : "none");
+}
+
 enum att_reason att_prepare(struct att_ctx *ctx, const char *lib_path)
 {
 	enum att_reason why;
@@ -111,6 +135,8 @@ enum att_reason att_prepare(struct att_ctx *ctx, const char *lib_path)
 	why = att_resolve_funcs(ctx);
 	if (!why)
 		why = att_forbidden_build(ctx);
+	if (!why && lib_path)
+		why = check_libc_versions(ctx, lib_path);
 	if (why || !lib_path)
 		return why;
 	att_unstage(ctx);

@@ -41,6 +41,7 @@ static const char *const reason_text[ATT_E_COUNT] = {
 	[ATT_E_FAULT] = "fault injected by HEAPTAP_FAULT",
 	[ATT_E_THREAD_CREATE] = "cannot create a thread in the process; nothing was changed",
 	[ATT_E_LOAD_TIMEOUT] = "the library's loader thread did not report in time",
+	[ATT_E_LIBC_VERSION] = "the process's C library is older than the library needs; nothing was changed",
 };
 
 /* Distinct, stable exit statuses; gaps leave room per group. */
@@ -83,6 +84,7 @@ static const unsigned char reason_exit[ATT_E_COUNT] = {
 	[ATT_E_FAULT] = 62,
 	[ATT_E_THREAD_CREATE] = 49,
 	[ATT_E_LOAD_TIMEOUT] = 50,
+	[ATT_E_LIBC_VERSION] = 51,
 };
 
 const char *att_strerror(enum att_reason why)

@@ -333,7 +333,8 @@ enum elfr_reason elfr_file_foreach_func(const struct elfr_file *f, elfr_func_fn 
  * The newest symbol version that `need` requires from the library soname
  * (its SHT_GNU_verneed, e.g. "GLIBC_2.34" from "libc.so.6") and that `def`
  * does not define (its SHT_GNU_verdef), into missing[0..mcap); newest gets
- * def's newest definition of the same family ("GLIBC_2.31"), or "". Both
+ * def's newest numbered definition of the same family ("GLIBC_2.31", never
+ * "GLIBC_PRIVATE"), or "". Both
  * are "" when def defines all, when need needs nothing from soname, or when
  * either file has no such section (musl: nothing to compare). Returns
  * ELFR_OK or ELFR_E_ARG.

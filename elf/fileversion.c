@@ -42,7 +42,8 @@ static const char *base_name(const char *s)
 /*
  * Walk def's version definitions: returns whether `name` is one of them;
  * *newest gets the highest (strverscmp) definition starting like `name`
- * up to its '_' ("GLIBC_"), for the message. At most max entries are read.
+ * up to its '_' and then a digit ("GLIBC_2.31", not "GLIBC_PRIVATE"), for
+ * the message. At most max entries are read.
  */
 static bool defines(Elf *elf, Elf_Scn *scn, size_t strndx, const char *name, const char **newest)
 {
@@ -60,7 +61,8 @@ static bool defines(Elf *elf, Elf_Scn *scn, size_t strndx, const char *name, con
 		    (s = elf_strptr(elf, strndx, va.vda_name)) != NULL) {
 			if (!strcmp(s, name))
 				found = true;
-			if (!strncmp(s, name, plen) && (!*newest || strverscmp(s, *newest) > 0))
+			if (!strncmp(s, name, plen) && s[plen] >= '0' && s[plen] <= '9' &&
+			    (!*newest || strverscmp(s, *newest) > 0))
 				*newest = s;
 		}
 		if (!vd.vd_next)
