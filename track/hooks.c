@@ -416,7 +416,11 @@ ALIGNED_HOOK(pvalloc, WIRE_KIND_PVALLOC, size, (size_t size, const void *ra), (s
  * they jump to keep theirs.
  */
 #define RA __builtin_return_address(0)
+#if defined(__clang__)
+#define NOFRAME /* no per-function optimize attribute: a frame, and the same stack */
+#else
 #define NOFRAME __attribute__((optimize("omit-frame-pointer")))
+#endif
 
 NOFRAME void *trk_malloc(size_t size)
 {
