@@ -7,7 +7,8 @@
 /*
  * Each step calls att_fault() right after its action succeeded, so the
  * failure path has something to undo. Steps: seize, interrupt, choose,
- * regs, mask, errno, scratch, write, stage, dlopen, dlsym, start, restore.
+ * regs, mask, errno (also: the loader path takes the synchronous one),
+ * scratch, write, stage, dlopen, dlsym, start.
  */
 bool att_fault(struct att_ctx *ctx, const char *step)
 {
