@@ -241,8 +241,8 @@ struct trk_thr {
 	/* the last complete walk (wstep[wcur][0 .. walk_n)) and room for the next */
 	uint32_t walk_n, wcur;
 	int walk_kept;		    /* the last trk_walk kept its walk (its leaf may be noted) */
-	int wnode_ok;		    /* wnode holds the kept walk's nodes */
-	uint32_t wnode[TRK_WALK_KEEP]; /* wnode[k]: tree node of the kept walk's frames k .. */
+	int wnode_ok;		    /* wleaf is the kept walk's leaf */
+	uint32_t wleaf;		    /* its k-th ancestor: the node of its frames k .. */
 	struct trk_wmemo wmemo[1u << TRK_WMEMO_BITS]; /* call site -> leaf (trk_walk_repeat) */
 	struct trk_wstep wstep[2][TRK_WALK_KEEP];
 	struct trk_rstack rstack[1u << TRK_RS_BITS];

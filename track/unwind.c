@@ -258,28 +258,29 @@ outermost:
 }
 
 /*
- * trk_walk_note: the kept walk's frames are the leaf's path in the tree,
- * so its nodes come from the parent links (wnode[k] stands for frames k ..
- * of the walk: two stacks with the same node there have the same frames
- * from there on). The call site's entry gets the first frame's state and
- * the slots its step read, the state that step led to and its node.
+ * trk_walk_note: the kept walk's frames are the leaf's path in the tree
+ * (trk_tree_trace made that leaf from exactly these frames), so the node
+ * of frames k .. is the leaf's k-th ancestor: trk_walk_repeat climbs to it
+ * when it needs it, from t->wleaf. Climbing here for every frame cost a
+ * node load per frame on every walk, most of a deep workload's time. The
+ * call site's entry gets the first frame's state and the slots its step
+ * read, the state that step led to and its node (the leaf's parent).
  */
 void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 {
 	const struct trk_wstep *w = t->wstep[t->wcur];
-	size_t pn = t->walk_n, k;
+	size_t pn = t->walk_n;
 	const struct trk_rule *r;
+	const struct trk_node *ln;
 	struct trk_wmemo *e;
-	uint32_t node = leaf;
 
 	if (!t->walk_kept || !leaf || pn == 0)
 		return;
-	for (k = 0; k < pn && node; k++) {
-		t->wnode[k] = node;
-		node = trk_node_at(node)->parent;
-	}
-	if (k != pn || node != 0)
+	ln = trk_node_at(leaf);
+	if (ln->ip != w[0].ra - 1 || (pn > 1) != (ln->parent != 0) ||
+	    (pn > 1 && trk_node_at(ln->parent)->ip != w[1].ra - 1))
 		return; /* not the walk's path (cannot happen): note nothing */
+	t->wleaf = leaf;
 	t->wnode_ok = 1;
 	e = &t->wmemo[trk_wmemo_at(w[0].ra)];
 	r = rule_for(t, w[0].ra - 1); /* cached: the walk just used it */
@@ -299,7 +300,7 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	e->ra1 = pn > 1 ? w[1].ra : 0;
 	e->sp1 = pn > 1 ? w[1].sp : 0;
 	e->rbp1 = pn > 1 ? w[1].rbp : 0;
-	e->parent = pn > 1 ? t->wnode[1] : 0;
+	e->parent = ln->parent;
 	e->leaf = leaf;
 	e->gen = gen;
 	e->n = (uint32_t)pn;
@@ -311,7 +312,7 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
  * the same second frame;
  * if the kept walk passes through that frame (same state) with every slot
  * it read from there on unchanged (same_above), the rest of the stack is
- * the kept walk's from there, whose node is wnode[j]; when that is the node
+ * the kept walk's from there, whose node is its leaf's j-th ancestor; when that is the node
  * the entry was noted with, the stack is the entry's, and so is its leaf.
  * No step, no copy of the frames, no tree or cache lookup. This covers the
  * same call site again (a loop's allocations: j = 1) and the other call
@@ -324,7 +325,8 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 {
 	const struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
 	const struct trk_wstep *w;
-	size_t pn, j = 0;
+	size_t pn, j = 0, k;
+	uint32_t node;
 
 	if (e->ra != ra || e->sp != (uintptr_t)(fp + 2) || e->rbp != (fp[0] & e->rbp_mask) || e->gen != gen ||
 	    e->n > trk_g.depth ||
@@ -340,8 +342,12 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 	pn = t->walk_n;
 	while (j < pn && w[j].sp < e->sp1)
 		j++;
-	if (j == pn || w[j].sp != e->sp1 || w[j].ra != e->ra1 || w[j].rbp != e->rbp1 ||
-	    t->wnode[j] != e->parent)
+	if (j == pn || w[j].sp != e->sp1 || w[j].ra != e->ra1 || w[j].rbp != e->rbp1)
+		return 0;
+	/* the kept walk's node of frames j ..: the j-th ancestor of its leaf */
+	for (node = t->wleaf, k = 0; k < j && node; k++)
+		node = trk_node_at(node)->parent;
+	if (node != e->parent)
 		return 0;
 	return same_above(w + j, pn - j) ? e->leaf : 0;
 }
