@@ -154,8 +154,8 @@ struct trk_wmemo {
 	uintptr_t rbp_mask;		    /* ~0: its step uses rbp; 0: rbp is restored from a slot */
 	uintptr_t rslot, rval, bslot, bval; /* what its step read */
 	uintptr_t ra1, sp1, rbp1;	    /* frame 1; sp1 0: frame 0 is the outermost */
-	uint32_t parent;		    /* node of frames 1 .. (0: none) */
-	uint32_t leaf, gen;		    /* the stack's leaf, announced in session gen */
+	uint32_t leaf, gen;		    /* the stack's leaf (its parent: the node of frames
+					       1 ..), announced in session gen */
 	uint32_t n;			    /* frames */
 };
 

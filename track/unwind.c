@@ -262,24 +262,20 @@ outermost:
  * (trk_tree_trace made that leaf from exactly these frames), so the node
  * of frames k .. is the leaf's k-th ancestor: trk_walk_repeat climbs to it
  * when it needs it, from t->wleaf. Climbing here for every frame cost a
- * node load per frame on every walk, most of a deep workload's time. The
- * call site's entry gets the first frame's state and the slots its step
- * read, the state that step led to and its node (the leaf's parent).
+ * node load per frame on every walk, most of a deep workload's time; no
+ * node is loaded here at all (a leaf found by the whole-stack cache is
+ * cold). The call site's entry gets the first frame's state and the slots
+ * its step read, the state that step led to, and the leaf.
  */
 void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 {
 	const struct trk_wstep *w = t->wstep[t->wcur];
 	size_t pn = t->walk_n;
 	const struct trk_rule *r;
-	const struct trk_node *ln;
 	struct trk_wmemo *e;
 
 	if (!t->walk_kept || !leaf || pn == 0)
 		return;
-	ln = trk_node_at(leaf);
-	if (ln->ip != w[0].ra - 1 || (pn > 1) != (ln->parent != 0) ||
-	    (pn > 1 && trk_node_at(ln->parent)->ip != w[1].ra - 1))
-		return; /* not the walk's path (cannot happen): note nothing */
 	t->wleaf = leaf;
 	t->wnode_ok = 1;
 	e = &t->wmemo[trk_wmemo_at(w[0].ra)];
@@ -300,7 +296,6 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	e->ra1 = pn > 1 ? w[1].ra : 0;
 	e->sp1 = pn > 1 ? w[1].sp : 0;
 	e->rbp1 = pn > 1 ? w[1].rbp : 0;
-	e->parent = ln->parent;
 	e->leaf = leaf;
 	e->gen = gen;
 	e->n = (uint32_t)pn;
@@ -325,6 +320,7 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 {
 	const struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
 	const struct trk_wstep *w;
+	const struct trk_node *ln;
 	size_t pn, j = 0, k;
 	uint32_t node;
 
@@ -344,10 +340,15 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 		j++;
 	if (j == pn || w[j].sp != e->sp1 || w[j].ra != e->ra1 || w[j].rbp != e->rbp1)
 		return 0;
-	/* the kept walk's node of frames j ..: the j-th ancestor of its leaf */
+	/*
+	 * The kept walk's node of frames j ..: the j-th ancestor of its leaf,
+	 * against the entry's node of frames 1 ..: its leaf's parent (whose
+	 * ip must be this call site's: a stale leaf is not taken).
+	 */
 	for (node = t->wleaf, k = 0; k < j && node; k++)
 		node = trk_node_at(node)->parent;
-	if (node != e->parent)
+	ln = trk_node_at(e->leaf);
+	if (!node || ln->ip != ra - 1 || node != ln->parent)
 		return 0;
 	return same_above(w + j, pn - j) ? e->leaf : 0;
 }
