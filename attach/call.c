@@ -467,14 +467,15 @@ static enum att_reason save_errno(struct att_ctx *ctx, struct att_thread *thr)
 	return ATT_OK;
 }
 
-enum att_reason att_call_map(struct att_ctx *ctx, size_t data)
+/*
+ * What both ways of mapping the scratch pages do first: the registers
+ * saved, heaptap's own signals deferred, the target's functions known and
+ * the signal frame written below the red zone (each once).
+ */
+static enum att_reason save_thread(struct att_ctx *ctx, struct att_thread *thr)
 {
-	struct att_thread *thr = &ctx->thr;
 	enum att_reason why;
 
-	why = need_stopped(ctx);
-	if (why)
-		return why;
 	if (!thr->regs_saved) {
 		why = att_regs_save(ctx, thr);
 		if (why)
@@ -492,6 +493,19 @@ enum att_reason att_call_map(struct att_ctx *ctx, size_t data)
 			return why;
 	}
 	att_hang(ctx, "saved");
+	return ATT_OK;
+}
+
+enum att_reason att_call_map(struct att_ctx *ctx, size_t data)
+{
+	struct att_thread *thr = &ctx->thr;
+	enum att_reason why;
+
+	why = need_stopped(ctx);
+	if (!why)
+		why = save_thread(ctx, thr);
+	if (why)
+		return why;
 	if (!ctx->scratch) {
 		why = map_scratch(ctx, data);
 		if (why)
@@ -628,20 +642,9 @@ enum att_reason att_call_map_at(struct att_ctx *ctx, uint64_t at, size_t size)
 		return why;
 	if (!ctx->end_sig || !ctx->fn_syscall_ret || ctx->scratch || !ctx->funcs_known)
 		return att_fail(ctx, ATT_E_STATE, 0, "no fixed-address mmap possible");
-	if (!thr->regs_saved) {
-		why = att_regs_save(ctx, thr);
-		if (why)
-			return why;
-	}
-	defer_own_signals(ctx);
-	if (att_fault(ctx, "regs"))
-		return ATT_E_FAULT;
-	if (!thr->frame_written) {
-		why = write_frame(ctx, thr);
-		if (why)
-			return why;
-	}
-	att_hang(ctx, "saved");
+	why = save_thread(ctx, thr);	/* funcs_known: resolving is a no-op */
+	if (why)
+		return why;
 	return map_scratch_at(ctx, at, size);
 }
 
