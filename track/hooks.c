@@ -78,9 +78,10 @@ static inline __attribute__((always_inline)) void put_alloc_sent(struct trk_thr 
  * capture_trace - the leaf of the allocating code's stack, announced in the
  * session *gen (trk_tree_trace). A hook called again with the stack of the
  * thread's previous walk (a loop's allocations at one call site) takes that
- * walk's leaf (trk_walk_repeat); otherwise the CFI walker (libunwind as the
- * fallback, see trk_capture) and the tree. Inlined into the outermost hook
- * function, like trk_capture: its frame pointer leads to the caller.
+ * walk's leaf (trk_walk_repeat); otherwise the CFI walker (trk_walk, with
+ * libunwind as the fallback: trk_capture_libunwind) and the tree. Must be
+ * inlined into the outermost hook function, whose frame pointer leads to
+ * the caller (the hooks are built with frame pointers).
  */
 static inline __attribute__((always_inline)) uint32_t capture_trace(struct trk_thr *t, const void *ra,
 								    uint32_t *gen)
@@ -140,7 +141,7 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
  * (a failing call is counted too: it asked for the bytes). Everything else
  * goes to the *_full functions, out of line so the fast path needs no
  * frame, and reached by tail calls: their frame is then the hook's and
- * trk_capture's frame-pointer start (fp[1] == ra) holds. Were a call left
+ * capture_trace's frame-pointer start (fp[1] == ra) holds. Were a call left
  * in place (no sibling-call optimisation, e.g. -O0), the capture falls back
  * to libunwind, slower, with the same stack.
  */

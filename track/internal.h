@@ -668,27 +668,6 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
  */
 void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen) TRK_HIDDEN;
 
-/*
- * trk_capture - the stack of the allocating code (see above), with the CFI
- * walker first and libunwind as the fallback. Must be inlined into the
- * outermost hook function, whose frame pointer leads to the caller (the
- * hooks are built with frame pointers).
- */
-static inline __attribute__((always_inline)) size_t trk_capture(struct trk_thr *t, const void *ra)
-{
-	if (likely(trk_g.fast_unwind)) {
-		const uintptr_t *fp = __builtin_frame_address(0);
-
-		if (likely(fp[1] == (uintptr_t)ra)) {
-			size_t n = trk_walk(t, t->frames, (uintptr_t)ra, fp);
-
-			if (likely(n))
-				return n;
-		}
-	}
-	return trk_cut_stack(t, t->frames, trk_capture_libunwind(t->frames, ra));
-}
-
 /* ---- modules.c ------------------------------------------------------------ */
 
 /* trk_mod_init - map the module table; 0 or -errno. */
