@@ -147,7 +147,7 @@ struct trk_wstep {
 /*
  * A stack seen at a call site, for trk_walk_repeat (unwind.c): the state of
  * its first frame and the two slots its step read, the state of the frame
- * that step led to and that frame's tree node, the leaf. 104 bytes.
+ * that step led to and that frame's tree node, the leaf. 112 bytes.
  */
 struct trk_wmemo {
 	uintptr_t ra, sp, rbp;		    /* frame 0 (ra 0: empty) */
@@ -157,9 +157,13 @@ struct trk_wmemo {
 	uint32_t leaf, gen;		    /* the stack's leaf (its parent: the node of frames
 					       1 ..), announced in session gen */
 	uint32_t n;			    /* frames */
+	uint32_t vj;			    /* frame 1 is the kept walk's frame vj, and the
+					       kept walk's node there is leaf's parent ... */
+	uint64_t vepoch;		    /* ... as long as the kept walk is that of
+					       trk_thr.wepoch == vepoch (0: not checked) */
 };
 
-#define TRK_WMEMO_BITS 6 /* 64 call sites per thread (6.5 KiB) */
+#define TRK_WMEMO_BITS 6 /* 64 call sites per thread (7 KiB) */
 
 static inline size_t trk_wmemo_at(uintptr_t ra)
 {
@@ -243,6 +247,7 @@ struct trk_thr {
 	int walk_kept;		    /* the last trk_walk kept its walk (its leaf may be noted) */
 	int wnode_ok;		    /* wleaf is the kept walk's leaf */
 	uint32_t wleaf;		    /* its k-th ancestor: the node of its frames k .. */
+	uint64_t wepoch;	    /* bumped whenever the kept walk or wleaf changes */
 	struct trk_wmemo wmemo[1u << TRK_WMEMO_BITS]; /* call site -> leaf (trk_walk_repeat) */
 	struct trk_wstep wstep[2][TRK_WALK_KEEP];
 	struct trk_rstack rstack[1u << TRK_RS_BITS];

@@ -67,6 +67,7 @@ void trk_unwind_thread_init(struct trk_thr *t)
 	t->wcur = 0;
 	t->walk_kept = 0;
 	t->wnode_ok = 0;
+	t->wepoch = 1; /* the entries' vepoch 0 matches no kept walk */
 	memset(t->wmemo, 0, sizeof(t->wmemo));
 	if (trk_gettid() == (uint32_t)getpid())
 		hi = (uintptr_t)__libc_stack_end;
@@ -98,6 +99,7 @@ static inline void rules_fresh(struct trk_thr *t)
 		memset(t->rules, 0, sizeof(t->rules));
 		t->rules_gen = atomic_load(&trk_g.code_gen);
 		t->walk_n = 0; /* its steps came from rules that may be gone */
+		t->wepoch++;
 		memset(t->wmemo, 0, sizeof(t->wmemo));
 	}
 }
@@ -197,6 +199,7 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 					t->wcur ^= 1;
 					t->walk_kept = 1;
 					t->wnode_ok = 0; /* until trk_walk_note */
+					t->wepoch++;
 				}
 				return n + m;
 			}
@@ -253,6 +256,7 @@ outermost:
 		t->wcur ^= 1;
 		t->walk_kept = 1;
 		t->wnode_ok = 0; /* until trk_walk_note */
+		t->wepoch++;
 	}
 	return n;
 }
@@ -278,6 +282,7 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 		return;
 	t->wleaf = leaf;
 	t->wnode_ok = 1;
+	t->wepoch++;
 	e = &t->wmemo[trk_wmemo_at(w[0].ra)];
 	r = rule_for(t, w[0].ra - 1); /* cached: the walk just used it */
 	e->ra = w[0].ra;
@@ -299,6 +304,7 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	e->leaf = leaf;
 	e->gen = gen;
 	e->n = (uint32_t)pn;
+	e->vepoch = 0; /* checked against the kept walk at its first repeat */
 }
 
 /*
@@ -315,10 +321,19 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
  * rules must be those of the walks (code_gen), the stack not deeper than
  * the depth (else it would be cut), and the leaf announced in the session
  * the caller numbers in.
+ *
+ * Where frame 1 lies in the kept walk (j) and the node check depend only
+ * on the entry and the kept walk (its frames and wleaf), so once they
+ * passed they are noted in the entry with the kept walk's epoch (wepoch,
+ * bumped whenever trk_walk keeps a walk, trk_walk_note sets wleaf, or the
+ * rules are dropped): while both stay, a repeat skips the search for j,
+ * the climb and the leaf's node (a load from the shared tree that missed
+ * the cache: a third of this function's samples on the churn loop) and
+ * checks only the slots. The slots are checked every time.
  */
 uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, uint32_t gen)
 {
-	const struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
+	struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
 	const struct trk_wstep *w;
 	const struct trk_node *ln;
 	size_t pn, j = 0, k;
@@ -332,10 +347,12 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 		return 0;
 	if (e->sp1 == 0)
 		return e->leaf; /* the first frame was the outermost */
-	if (!t->wnode_ok)
-		return 0;
 	w = t->wstep[t->wcur];
 	pn = t->walk_n;
+	if (likely(e->vepoch == t->wepoch))
+		return same_above(w + e->vj, pn - e->vj) ? e->leaf : 0;
+	if (!t->wnode_ok)
+		return 0;
 	while (j < pn && w[j].sp < e->sp1)
 		j++;
 	if (j == pn || w[j].sp != e->sp1 || w[j].ra != e->ra1 || w[j].rbp != e->rbp1)
@@ -350,5 +367,7 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 	ln = trk_node_at(e->leaf);
 	if (!node || ln->ip != ra - 1 || node != ln->parent)
 		return 0;
+	e->vj = (uint32_t)j;
+	e->vepoch = t->wepoch;
 	return same_above(w + j, pn - j) ? e->leaf : 0;
 }
