@@ -220,6 +220,8 @@ struct att_ctx {
 	/* staged copy of the library */
 	char stage_dir[PATH_MAX];	/* host view, "" if none */
 	char stage_file[PATH_MAX];
+	bool stage_fds;			/* stage_fd and stage_parent_fd are open (stage.c) */
+	int stage_fd, stage_parent_fd;	/* the staging directory and its parent */
 	/* forbidden ranges (symcache.c), built before the first stop */
 	struct att_range *forb;
 	size_t nforb, capforb;
@@ -481,5 +483,28 @@ void att_loader_prepare(struct att_ctx *ctx);
 /* Path of lib as the target sees it, staging a copy if needed (tpath out). */
 enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, size_t cap, int *staged);
 void att_unstage(struct att_ctx *ctx);
+
+/* ---- deps.c ---- */
+#define ATT_MAX_DEPS 16
+/* One DT_NEEDED name of the library's closure. */
+struct att_dep {
+	char name[64];		/* the soname */
+	char host[PATH_MAX];	/* where this host has it; "" for a libc part or when not found */
+	bool libc_part;		/* part of glibc: the target's own must be used, never a copy */
+};
+struct att_deps {
+	struct att_dep v[ATT_MAX_DEPS];
+	size_t n;
+};
+/* Whether a soname is one glibc ships (libc.so.6, libm.so.6, ld-linux-*, libnss_*, ...). */
+bool att_dep_is_libc(const char *name);
+/*
+ * The DT_NEEDED closure of the host file lib, breadth first, each name
+ * resolved where this host's loader would find it (RPATH/RUNPATH with
+ * $ORIGIN, then the default directories); libc parts are not followed.
+ * Returns 0, -errno when lib cannot be read, -ENOEXEC when it is not ELF,
+ * -E2BIG past ATT_MAX_DEPS.
+ */
+int att_deps_find(const char *lib, struct att_deps *d);
 
 #endif /* HEAPTAP_ATTACH_INTERNAL_H */

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# tests/attach/minroot.sh - heaptap attach to a program chrooted in a root that has glibc and nothing else
+# SPDX-License-Identifier: MIT
+#
+# minroot.sh CASE HEAPTAP VICTIM
+#
+# The root is made here from this host's own files: the victim's dynamic
+# loader and libc.so.6 (ldd), libm.so.6 beside them (the rest of glibc the
+# library needs), and the victim (minroot_victim.c, which needs libc only).
+# No libunwind.so.8, no liblzma.so.5: libheaptap_inject.so needs both, so
+# heaptap must copy them in beside the library (attach/stage.c), as for a
+# distroless or scratch container image.
+# Cases:
+#   plain     chroot ROOT: attach, the leak is recorded with its bytes, the
+#             copies were what got mapped and are gone, the victim goes on
+#   ro        the same with ROOT read-only and a tmpfs on its /tmp (a
+#             container run with --read-only --tmpfs /tmp): unshare -m
+#   noplace   ROOT read-only, its /tmp too, its /dev/shm a noexec tmpfs:
+#             nothing can be copied in; one line naming the missing
+#             libraries, exit 45, nothing changed in the victim
+#   nolibm    ROOT without libm.so.6: one line naming it (a part of glibc is
+#             never copied in), exit 45, nothing changed
+# The victim runs under unshare -m with /proc mounted in its root. Needs
+# root (chroot, mount). Exit 77 says why when
+# they cannot run.
+set -u
+case_=${1:-} HEAPTAP=${2:-} victim=${3:-}
+export HEAPTAP
+LIB_TAG=minroot
+# the root must allow exec: build it under the working directory (ctest: the build tree), not /tmp
+TMPDIR=$PWD
+. "$(cd "$(dirname "$0")" && pwd)/../lib/attach.sh"
+case_name=attach.minroot-$case_
+
+case $case_ in plain | ro | noplace | nolibm) ;; *) fail "unknown case '$case_'" ;; esac
+[ -x "$victim" ] || fail "victim $victim is not an executable"
+[ "$(id -u)" = 0 ] || skip "chroot needs root"
+command -v chroot >/dev/null || PATH=$PATH:/usr/sbin:/sbin
+command -v chroot >/dev/null || skip "no chroot program"
+command -v unshare >/dev/null || skip "no unshare"
+unshare -m --propagation private true 2>/dev/null || skip "unshare -m is not permitted here"
+
+lib=$(readlink -f "$(dirname "$(readlink -f "$HEAPTAP")")/../lib/libheaptap_inject.so")
+[ -f "$lib" ] || fail "no libheaptap_inject.so beside $HEAPTAP"
+# what makes this case: the library needs libraries outside glibc
+for n in libunwind.so.8 liblzma.so.5; do
+	ldd "$lib" | grep -q "^[[:space:]]*$n " || fail "$lib does not need $n (ldd): this test has nothing to show"
+done
+
+# ---- the root
+root=$tmp/root
+mkdir -p "$root/tmp" || fail "mkdir $root"
+chmod 1777 "$root/tmp"
+copy_in() { # copy_in HOSTPATH: the file (symlinks resolved) at the same path in the root
+	mkdir -p "$root$(dirname "$1")" && cp -L "$1" "$root$1" || fail "copy $1 into $root"
+}
+interp=$(readelf -l "$victim" | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+[ -n "$interp" ] || fail "$victim has no program interpreter"
+copy_in "$interp"
+libc=
+for p in $(ldd "$victim" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p'); do
+	copy_in "$p"
+	case $p in */libc.so.6) libc=$p ;; esac
+done
+[ -n "$libc" ] || fail "ldd $victim shows no libc.so.6"
+[ "$case_" = nolibm ] || copy_in "$(dirname "$libc")/libm.so.6"
+cp "$victim" "$root/victim" || fail "copy the victim"
+if find "$root" -name 'libunwind*' -o -name 'liblzma*' | grep -q .; then
+	fail "the root has libunwind or liblzma: $(find "$root" -name 'libunwind*' -o -name 'liblzma*')"
+fi
+echo "root $root: $(cd "$root" && find . -type f | sort | tr '\n' ' ')" >&2
+
+# ---- the victim
+target_stop()
+{
+	{ echo quit >&"${VIC[1]}"; } 2>/dev/null
+	sleep 0.1
+	kill -KILL "$TPID" 2>/dev/null
+}
+mkdir -p "$root/proc" "$root/dev/shm"
+# In a mount namespace of its own: /proc in the root (inject/ reads
+# /proc/self/maps; a container has it), and the case's mounts.
+coproc VIC { unshare -m --propagation private /bin/sh -c '
+	r=$1
+	case $2 in
+	ro | noplace) mount --bind "$r" "$r" && mount -o remount,bind,ro "$r" || exit 97 ;;
+	esac
+	mount -t proc proc "$r/proc" || exit 97
+	case $2 in
+	ro) mount -t tmpfs heaptap-test-tmp "$r/tmp" || exit 97 ;;
+	noplace) mount -t tmpfs -o noexec,mode=1777 heaptap-test-shm "$r/dev/shm" || exit 97 ;;
+	esac
+	exec chroot "$r" /victim' sh "$root" "$case_" 2>"$tmp/victim.err"; }
+ready_pid VIC 20 "the victim" "$tmp/victim.err"
+
+ask() { # ask CMD: the victim's answer in $ans
+	local r=0
+	co_ask VIC 90 "$1" || r=$?
+	[ "$r" != 1 ] || { show "victim stderr" "$tmp/victim.err"; fail "victim gone (command '$1')"; }
+	[ "$r" = 0 ] || fail "victim did not answer '$1'"
+}
+
+untraced() {
+	grep -q '^TracerPid:[[:space:]]*0$' /proc/"$TPID"/status || fail "victim still traced after heaptap ended ($1)"
+}
+
+# the victim's root as it sees it: read-only where the case says so
+if [ "$case_" = ro ] || [ "$case_" = noplace ]; then
+	touch "/proc/$TPID/root/.heaptap-rw" 2>/dev/null && fail "the victim's root is writable"
+fi
+
+if [ "$case_" = noplace ] || [ "$case_" = nolibm ]; then
+	rc=0
+	timeout 60 "$HEAPTAP" attach -o "$tmp/mr.htap" --duration 30 "$TPID" 2>"$tmp/mr.err" </dev/null || rc=$?
+	show "heaptap stderr" "$tmp/mr.err"
+	[ "$rc" = 45 ] || fail "heaptap attach exited $rc, want 45 (cannot stage)"
+	[ "$(wc -l <"$tmp/mr.err")" = 1 ] || fail "heaptap said more or less than one line"
+	if [ "$case_" = noplace ]; then
+		for w in libunwind.so.8 liblzma.so.5 'dev/shm: mounted noexec' 'tmp: read-only'; do
+			grep -qF "$w" "$tmp/mr.err" || fail "heaptap's line does not say '$w'"
+		done
+	else
+		grep -qF 'libm.so.6' "$tmp/mr.err" || fail "heaptap's line does not name libm.so.6"
+	fi
+	untraced "refused"
+	ask "restored 0"
+	[ "$ans" = restored ] || fail "the victim's malloc slot changed: $ans"
+	! grep -q libheaptap /proc/"$TPID"/maps || fail "heaptap's library is mapped in the victim"
+	ask tmp
+	[ "$ans" = "tmp n=0" ] || fail "heaptap left entries in the victim's /tmp or /dev/shm: $ans"
+	ask ping
+	[ "$ans" = pong ] || fail "victim answered '$ans' to ping"
+	echo "PASS: $case_name" >&2
+	exit 0
+fi
+
+attach_bg mr --duration 600 "$TPID"
+for i in $(seq 60); do # 60 s at most; at once if heaptap ended
+	ask "patched 1000"
+	[ "$ans" = patched ] && break
+	kill -0 "$HT_PID" 2>/dev/null || break
+done
+[ "$ans" = patched ] || { show "heaptap stderr" "$tmp/mr.err"; fail "no hook in the victim's malloc slot: $ans"; }
+# what got mapped: the copies, from the staging directory in the victim's /tmp
+for n in libheaptap_inject.so libunwind.so.8 liblzma.so.5; do
+	grep -qE "/tmp/heaptap-[A-Za-z0-9]{6}/${n//./\\.}( \(deleted\))?$" /proc/"$TPID"/maps ||
+		{ grep -e /tmp/ -e libheaptap /proc/"$TPID"/maps >&2; fail "$n is not mapped from a staging directory in /tmp"; }
+done
+# staged files and session directory go once the library is connected (3 s at most)
+for i in $(seq 30); do
+	ask tmp
+	[ "$ans" = "tmp n=0" ] && break
+	sleep 0.1
+done
+[ "$ans" = "tmp n=0" ] || fail "heaptap's entries stay in the victim's /tmp while recording: $ans"
+ask "leak 9"
+[ "$ans" = "leaked n=9 bytes=$((9 * 4321))" ] || fail "leak: $ans"
+kill -TERM "$HT_PID"
+attach_wait mr
+show "heaptap stderr" "$tmp/mr.err"
+attach_ok mr
+ask "restored 5000"
+[ "$ans" = restored ] || fail "the victim's malloc slot did not come back: $ans"
+untraced "after detach"
+ask ping
+[ "$ans" = pong ] || fail "victim answered '$ans' to ping after detach"
+ask tmp
+[ "$ans" = "tmp n=0" ] || fail "heaptap left entries in the victim's /tmp: $ans"
+# the report: minroot_leak's 9 blocks, all leaked
+r=0
+"$HEAPTAP" report --format json -n 1000000 -b 0 "$tmp/mr.htap" >"$tmp/mr.json" 2>"$tmp/mr.rerr" || r=$?
+[ "$r" = 0 ] || { show "report stderr" "$tmp/mr.rerr"; fail "heaptap report exited $r"; }
+got=$(python3 "$TESTS_LIB/htreport.py" through "$tmp/mr.json" minroot_leak) || fail "report unreadable"
+want="calls=9 bytes=$((9 * 4321)) leaked=$((9 * 4321))"
+echo "report: minroot_leak $got (want $want)" >&2
+[ "$got" = "$want" ] || fail "the report's minroot_leak differs"
+echo "PASS: $case_name" >&2
