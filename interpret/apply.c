@@ -21,7 +21,7 @@ static int table_fail(struct itp_ctx *c, int rc, const char *what)
 	return itp_fail(c, ITP_E_NOMEM, "out of memory tracking %s", what);
 }
 
-static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
+int itp_apply_alloc(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 {
 	struct itp_ptr p = {.ptr = e->c, .bytes = e->d ? e->d : e->a, .slot = slot};
 	uint32_t trace = 0, kind = e->kind;
@@ -53,8 +53,12 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 		if (rc)
 			return itp_out_fail(c, rc, "allocation info");
 	}
-	/* which allocation a later free frees lets the writer code frees by age */
-	p.alloc_no = rec_writer_nallocs(c->w);
+	/*
+	 * which allocation a later free frees lets the writer code frees by
+	 * age: the writer's count of allocations (rec_writer_nallocs), kept
+	 * here too (every rec_put_alloc is below), a call less per event
+	 */
+	p.alloc_no = c->nallocs;
 	rc = itp_ptrmap_put(&c->ptrs, &p, &replaced);
 	if (rc)
 		return table_fail(c, rc, "live pointers");
@@ -68,6 +72,7 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 	rc = rec_put_alloc(c->w, p.info, e->d);
 	if (rc)
 		return itp_out_fail(c, rc, "allocation");
+	c->nallocs++;
 	c->threads[slot].last_alloc_no = p.alloc_no;
 	c->st.alloc_calls++;
 	c->st.heap_bytes += p.bytes;
@@ -76,11 +81,12 @@ static int apply_alloc(struct itp_ctx *c, uint32_t slot, const struct itp_ev *e)
 	return 0;
 }
 
-static int apply_free(struct itp_ctx *c, const struct itp_ev *e)
+int itp_apply_free(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 {
 	struct itp_ptr p;
 	int temp, rc;
 
+	(void)slot; /* the allocating thread's slot is in the pointer map */
 	c->st.free_calls++;
 	if (!e->c)
 		return 0;
@@ -181,9 +187,9 @@ int itp_apply(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 	switch (e->op) {
 	case WIRE_EV_ALLOC:
 	case WIRE_EV_ALLOC_W:
-		return apply_alloc(c, slot, e);
+		return itp_apply_alloc(c, slot, e);
 	case WIRE_EV_FREE:
-		return apply_free(c, e);
+		return itp_apply_free(c, slot, e);
 	case WIRE_EV_NODE:
 		return apply_node(c, e);
 	case WIRE_EV_MODULE:

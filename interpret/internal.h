@@ -440,6 +440,7 @@ void itp_agg_free_all(struct itp_agg *g);
 #define ITP_INQ_LIMIT ((size_t)64 << 20) /* default bytes of queued blocks */
 #define ITP_INQ_BLOCK ((size_t)128 << 10) /* bytes a block holds: the step of back-pressure */
 #define ITP_INQ_MIN_READ ((size_t)16 << 10) /* a new block once the tail has less room */
+#define ITP_INQ_IDLE_MS 100 /* a take that waited this long in vain frees the spare blocks */
 #define ITP_INQ_STALL_MS 5000 /* interpreter took nothing this long, bytes waiting: stop reading */
 
 struct itp_inq;
@@ -487,6 +488,7 @@ struct itp_ctx {
 
 	/* ordering */
 	uint64_t next_seq; /* every smaller seq is applied or skipped */
+	uint64_t nallocs;  /* rec_put_alloc calls that succeeded: rec_writer_nallocs(), without the call */
 	struct itp_heap heap;
 	struct itp_chunk *spare; /* drained chunks for reuse, at most ITP_SPARE_CHUNKS */
 	size_t nspare;
@@ -550,6 +552,45 @@ int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot);
 
 /* apply.c: apply one event in order; module events pass ownership of ev->a. */
 int itp_apply(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev);
+/* apply.c: itp_apply for an event known to be an ALLOC or ALLOC_W, or a FREE. */
+int itp_apply_alloc(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev);
+int itp_apply_free(struct itp_ctx *c, uint32_t slot, struct itp_ev *ev);
+/* order.c: itp_order_flush_ticks - write the queued ticks next_seq has reached. */
+int itp_order_flush_ticks(struct itp_ctx *c);
+
+/*
+ * itp_order_event - apply e, whose number is next_seq or already passed,
+ * then the pending chunks it unblocked: what itp_order_chunk does for each
+ * in-order event of a chunk. Inline, for parse.c, which applies a chunk's
+ * events as it decodes them while they come in order (the usual case), so
+ * they are not stored and read back. apply is itp_apply, or for an event
+ * whose op the caller knows, itp_apply_alloc or itp_apply_free (a direct
+ * call instead of a second dispatch on the op). 0 or a negative enum
+ * itp_err.
+ */
+static inline __attribute__((always_inline)) int
+itp_order_event(struct itp_ctx *c, uint32_t slot, struct itp_ev *e,
+		int (*apply)(struct itp_ctx *, uint32_t, struct itp_ev *))
+{
+	int rc;
+
+	if (__builtin_expect(e->seq != c->next_seq, 0)) {
+		c->res->warn.late_events++;
+		return apply(c, slot, e);
+	}
+	rc = apply(c, slot, e);
+	if (rc)
+		return rc;
+	c->next_seq++;
+	if (c->next_seq >= c->tick_wait) {
+		rc = itp_order_flush_ticks(c);
+		if (rc)
+			return rc;
+	}
+	if (c->heap.n && itp_heap_min(&c->heap) <= c->next_seq)
+		return itp_order_drain(c, 0);
+	return 0;
+}
 /* apply.c: itp_ip_index - the recording's index of ip, added (seq: when first seen) if new. */
 int itp_ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx);
 

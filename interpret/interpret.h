@@ -155,6 +155,7 @@ struct itp_input {
 	uint64_t full_waits;   /* times the reader found the queue full */
 	uint64_t full_ns;      /* time it waited for room in all */
 	uint64_t full_max_ns;  /* its longest wait */
+	uint64_t block_allocs; /* queue blocks taken from malloc (emptied ones are reused) */
 };
 
 struct itp_result {

@@ -28,7 +28,7 @@
 /*
  * get_var - wire_get_varint with fast paths, same result and the same
  * rejection of cut, overlong or overflowing numbers:
- *  - one byte (ops' deltas, most sizes, node indices);
+ *  - one byte (ops' deltas, most node indices);
  *  - with 8 bytes left, numbers of up to 8 bytes (56 bits: pointers take 6
  *    or 7) without a loop: one unaligned load, the first byte without the
  *    continuation bit found by a count of trailing zeros, and the 7-bit
@@ -38,6 +38,10 @@
  *             -> 32-bit lanes of 28 bits -> one 56-bit number
  *
  *  - else (9 or 10 bytes, or near the end) the byte loop.
+ * get_var_w takes the word path first, for fields that are often longer
+ * than a byte (sizes, trace indices, pointers): a test for one byte first
+ * is a branch their length decides, and sizes of 16 to 528 bytes go either
+ * way.
  */
 static inline uint64_t pack7(uint64_t x)
 {
@@ -47,31 +51,34 @@ static inline uint64_t pack7(uint64_t x)
 	return (x & 0x000000000fffffffULL) | (x & 0x0fffffff00000000ULL) >> 4;
 }
 
-static inline __attribute__((always_inline)) int get_var(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+/* the word path: 1 and the number when it has at most 8 bytes and 8 bytes are left */
+static inline __attribute__((always_inline)) int get_word(const uint8_t **pp, const uint8_t *end,
+							   uint64_t *out)
+{
+	uint64_t w, stop;
+	unsigned bits;
+
+	if (end - *pp < 8)
+		return 0;
+	memcpy(&w, *pp, 8); /* little-endian: byte 0 is the low byte */
+	stop = ~w & 0x8080808080808080ULL;
+	if (!stop)
+		return 0;
+	/* the last byte's bit 7 is bit 8k + 7: 8k + 8 bits belong to the number */
+	bits = (unsigned)__builtin_ctzll(stop) + 1;
+	/* bits >= 8, so the shifts are at most 56 */
+	*out = pack7(w << (64 - bits) >> (64 - bits));
+	*pp += bits / 8;
+	return 1;
+}
+
+/* 9 or 10 bytes, or near the end */
+static int get_var_slow(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
 	const uint8_t *p = *pp;
 	uint64_t v = 0;
 	unsigned i;
 
-	if (__builtin_expect(p < end && *p < 0x80, 1)) {
-		*out = *p;
-		*pp = p + 1;
-		return 0;
-	}
-	if (end - p >= 8) {
-		uint64_t w, stop;
-
-		memcpy(&w, p, 8); /* little-endian: byte 0 is the low byte */
-		stop = ~w & 0x8080808080808080ULL;
-		if (stop) {
-			/* the last byte's bit 7 is bit 8k + 7: 8k + 8 bits belong to the number */
-			unsigned bits = (unsigned)__builtin_ctzll(stop) + 1;
-
-			*out = pack7(bits == 64 ? w : w & ((1ULL << bits) - 1));
-			*pp = p + bits / 8;
-			return 0;
-		}
-	}
 	if (end - p < WIRE_VARINT_MAX)
 		return wire_get_varint(pp, end, out);
 	for (i = 0; i < WIRE_VARINT_MAX - 1; i++) {
@@ -89,9 +96,38 @@ static inline __attribute__((always_inline)) int get_var(const uint8_t **pp, con
 	return 0;
 }
 
+static inline __attribute__((always_inline)) int get_var(const uint8_t **pp, const uint8_t *end,
+							  uint64_t *out)
+{
+	const uint8_t *p = *pp;
+
+	if (__builtin_expect(p < end && *p < 0x80, 1)) {
+		*out = *p;
+		*pp = p + 1;
+		return 0;
+	}
+	if (__builtin_expect(get_word(pp, end, out), 1))
+		return 0;
+	return get_var_slow(pp, end, out);
+}
+
+static inline __attribute__((always_inline)) int get_var_w(const uint8_t **pp, const uint8_t *end,
+							    uint64_t *out)
+{
+	if (__builtin_expect(get_word(pp, end, out), 1))
+		return 0;
+	return get_var_slow(pp, end, out);
+}
+
 #define GET(p, end, v)                                                                             \
 	do {                                                                                       \
 		if (get_var(&(p), (end), &(v)))                                                    \
+			goto bad_varint;                                                           \
+	} while (0)
+
+#define GET_W(p, end, v)                                                                           \
+	do {                                                                                       \
+		if (get_var_w(&(p), (end), &(v)))                                                  \
 			goto bad_varint;                                                           \
 	} while (0)
 
@@ -267,12 +303,23 @@ static int scratch_room(struct itp_ctx *c, size_t n)
 	return 0;
 }
 
+/*
+ * parse_chunk - decode a chunk's events and apply them as they come while
+ * each is next in order (itp_order_event): in the usual case every event
+ * is decoded into c->scratch[0] and applied at once, in the cache, instead
+ * of the whole chunk being stored and then read back (4000 events of 48
+ * bytes: more than L1 holds). From the first event that must wait, the
+ * rest is decoded into c->scratch[0, n) and handed to itp_order_chunk,
+ * which parks it (nothing was applied in between, so its first event still
+ * waits). A decoding fault ends the chunk after the events before it were
+ * applied or parked; an apply failure ends it at once.
+ */
 static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 {
 	uint64_t tid, seq, delta;
 	uint32_t slot;
 	size_t n = 0;
-	int ret = 0, rc;
+	int ret = 0, rc, first = 1, inplace = 1;
 
 	if (wire_get_varint(&p, end, &tid) || wire_get_varint(&p, end, &seq))
 		return itp_fail(c, ITP_E_CORRUPT, "chunk: truncated tid or first_seq");
@@ -292,7 +339,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 		ev = &c->scratch[n];
 		ev->op = *p++;
 		GET(p, end, delta);
-		if (n && !delta) {
+		if (!first && !delta) {
 			ret = itp_fail(c, ITP_E_CORRUPT,
 				       "chunk of thread %llu: sequence number %llu repeated",
 				       (unsigned long long)tid, (unsigned long long)seq);
@@ -305,6 +352,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			break;
 		}
 		ev->seq = seq;
+		first = 0;
 		switch (ev->op) {
 		case WIRE_EV_ALLOC:
 		case WIRE_EV_ALLOC_W:
@@ -313,13 +361,25 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			ev->kind = *p++;
 			GET(p, end, ev->a);
 			GET(p, end, ev->b);
-			GET(p, end, ev->c);
+			GET_W(p, end, ev->c);
 			ev->d = 0;
 			if (ev->op == WIRE_EV_ALLOC_W)
 				GET(p, end, ev->d);
+			if (inplace && ev->seq <= c->next_seq) {
+				rc = itp_order_event(c, slot, ev, itp_apply_alloc);
+				if (rc)
+					return rc;
+				continue;
+			}
 			break;
 		case WIRE_EV_FREE:
-			GET(p, end, ev->c);
+			GET_W(p, end, ev->c);
+			if (inplace && ev->seq <= c->next_seq) {
+				rc = itp_order_event(c, slot, ev, itp_apply_free);
+				if (rc)
+					return rc;
+				continue;
+			}
 			break;
 		case WIRE_EV_NODE:
 			GET(p, end, ev->a);
@@ -348,6 +408,16 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			    itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: unknown event op %u",
 				     (unsigned long long)tid, ev->op);
 			goto out_order;
+		}
+		if (inplace) {
+			if (ev->seq <= c->next_seq) {
+				/* on failure nothing is left to free: later events are not decoded */
+				rc = itp_order_event(c, slot, ev, itp_apply);
+				if (rc)
+					return rc;
+				continue;
+			}
+			inplace = 0;
 		}
 		n++;
 	}

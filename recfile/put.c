@@ -243,14 +243,9 @@ int rec_put_allocinfo(struct rec_writer *w, uint64_t size, uint32_t trace, uint3
 	return rec_writer_record_done(w, REC_SEC_ALLOCINFOS);
 }
 
-/*
- * Inlined into its three callers: it runs for every event of a recording,
- * and the calls (and record_done's, for a chunk that is not full) were a
- * tenth of the interpreter's time on an allocation-only stream.
- */
-static inline __attribute__((always_inline)) int put_event(struct rec_writer *w, uint32_t info,
-							    uint32_t op, uint64_t weight,
-							    uint64_t from)
+/* put_event's rare cases: an error, a range check failing, full columns, a weight */
+static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32_t info, uint32_t op,
+						    uint64_t weight, uint64_t from)
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
 	size_t n = b->count;
@@ -288,9 +283,46 @@ static inline __attribute__((always_inline)) int put_event(struct rec_writer *w,
 	if (!rec_ev_class(op))
 		w->nallocs++;
 	w->nevents++;
-	/* rec_writer_record_done's test for the events section, without the call */
 	if (b->count + 1 < REC_EV_CHUNK && w->ev_weights.len < REC_CHUNK_TARGET) {
 		b->count++;
+		return 0;
+	}
+	return rec_writer_record_done(w, REC_SEC_EVENTS);
+}
+
+/*
+ * Inlined into its three callers: it runs for every event of a recording,
+ * and the calls (and record_done's, for a chunk that is not full) were a
+ * tenth of the interpreter's time on an allocation-only stream. The usual
+ * case (no error, a valid info, room, no weight) is one test of four
+ * conditions; every field is loaded before the first store, since the
+ * store of a byte (ev_op) may alias anything and made the compiler load
+ * each field again after it.
+ */
+static inline __attribute__((always_inline)) int put_event(struct rec_writer *w, uint32_t info,
+							    uint32_t op, uint64_t weight,
+							    uint64_t from)
+{
+	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
+	size_t n = b->count;
+	uint32_t *ev_info = w->ev_info;
+	uint8_t *ev_op = w->ev_op;
+	uint64_t *ev_from = w->ev_from;
+	uint64_t nallocs = w->nallocs, nevents = w->nevents;
+	size_t wlen = w->ev_weights.len;
+
+	if (__builtin_expect(w->err | (info >= w->ninfos) | (n == w->ev_cap) |
+				     (op == REC_EV_WEIGHTED),
+			     0))
+		return put_event_slow(w, info, op, weight, from);
+	ev_info[n] = info;
+	ev_from[n] = from;
+	w->nallocs = nallocs + !rec_ev_class(op);
+	w->nevents = nevents + 1;
+	ev_op[n] = (uint8_t)op;
+	/* rec_writer_record_done's test for the events section, without the call */
+	if (n + 1 < REC_EV_CHUNK && wlen < REC_CHUNK_TARGET) {
+		b->count = (uint32_t)(n + 1);
 		return 0;
 	}
 	return rec_writer_record_done(w, REC_SEC_EVENTS);
