@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Runs in the target. The constructor resolves the real allocator, reads
- * HEAPTAP_SOCKET / HEAPTAP_DEPTH / HEAPTAP_SAMPLE, cleans the environment (exec'd children
+ * HEAPTAP_SOCKET / HEAPTAP_DEPTH / HEAPTAP_SAMPLE / HEAPTAP_TIMER, cleans the environment (exec'd children
  * are not recorded), connects and starts the session; any failure leaves
  * the library inert (everything passes through). The destructor ends the
  * session with WIRE_END_EXIT: .fini_array of an LD_PRELOAD library runs
@@ -76,6 +76,15 @@ __attribute__((constructor)) static void pld_init(void)
 		const char *u = getenv("HEAPTAP_UNWIND");
 
 		cfg.libunwind_only = u && strcmp(u, "libunwind") == 0;
+	}
+	{
+		/*
+		 * HEAPTAP_TIMER=thread: always the timer thread (comparisons,
+		 * tests); else none while the program has one thread and samples.
+		 */
+		const char *tm = getenv("HEAPTAP_TIMER");
+
+		cfg.timerless = !(tm && strcmp(tm, "thread") == 0);
 	}
 	parse_sample(getenv("HEAPTAP_SAMPLE"), &cfg);
 	if (d) {

@@ -11,6 +11,9 @@
  *   HEAPTAP_DEPTH   frames per stack (default TRK_DEPTH_DEFAULT)
  *   HEAPTAP_UNWIND  "libunwind": capture with libunwind only (a fallback
  *                   and comparison switch for the CFI walker)
+ *   HEAPTAP_TIMER   "thread": start track's timer thread even in a
+ *                   single-threaded sampled program (else the hooks do
+ *                   its work while they can, docs/track.md)
  * The constructor removes the library from LD_PRELOAD and every HEAPTAP_*
  * variable from the environment, so programs the target execs are not
  * recorded. Nothing here prints; these are internal to the .so.

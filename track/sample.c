@@ -382,9 +382,16 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 {
 	struct trk_smp_tls *l = &trk_smp_tls;
 	struct trk_smp_thr *s = t->smp;
-	uint64_t gen = atomic_load_explicit(&trk_smp.gen, memory_order_acquire);
+	uint64_t gen;
 	double w;
 
+	if (unlikely(atomic_load_explicit(&trk_tl_on, memory_order_relaxed))) {
+		/* no timer thread: the hooks' slow path does its work (timer.c) */
+		trk_tl_poll(t);
+		if (atomic_load_explicit(&trk_g.state, memory_order_relaxed) != TRK_ON)
+			return 0; /* a STOP ended the session: nothing more is sent */
+	}
+	gen = atomic_load_explicit(&trk_smp.gen, memory_order_acquire);
 	if (unlikely(!s)) {
 		s = thr_new(t);
 		if (!s) {

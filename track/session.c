@@ -215,7 +215,7 @@ int trk_start(const struct trk_config *cfg)
 	}
 	trk_smp_start(fd, cfg); /* sampling asked for from the start: before the first hook records */
 	atomic_store(&trk_g.state, TRK_ON);
-	ret = trk_timer_start();
+	ret = trk_timer_start(cfg->timerless);
 	if (ret < 0) {
 		trk_end(WIRE_END_ERROR); /* no timer: closes the socket itself */
 		atomic_store(&trk_g.started, 0);
@@ -281,6 +281,9 @@ void trk_end(int reason)
 		trk_sock_close_locked();
 	}
 	pthread_mutex_unlock(&trk_g.sock_lock);
+	atomic_store(&trk_tl_on, 0);
+	if (!trk_g.timer_ok)
+		atomic_store(&trk_g.started, 0); /* no timer thread (timerless): fully ended */
 	trk_tls_guard = saved_guard;
 	errno = saved_errno;
 }

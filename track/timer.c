@@ -18,11 +18,24 @@
  * died: the END cannot arrive, but inject/'s restore still runs, as it
  * does when a write failed).
  * It is the only closer of the socket while it runs (see trk_end).
+ *
+ * Without a timer thread (docs/track.md "Without a timer thread"): a
+ * thread makes glibc take its arena lock in every malloc and free of a
+ * single-threaded program that misses the tcache (sample_prog +11..19 %
+ * with an idle thread alone). So a preloaded session that samples in a
+ * process with one thread starts none: trk_tl_poll, called from the
+ * hooks' slow path (samples, new sites, a thread's first call), does the
+ * tick's work when a tick's worth of time passed, and starts the thread
+ * when the hooks cannot serve: a second thread exists (glibc takes the
+ * lock anyway then), full tracing (no slow path to poll from), or the
+ * program was quiet for TRK_TL_QUIET_NS (a STOP could wait for it).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/single_threaded.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -31,6 +44,8 @@
 #include "track/internal.h"
 
 #define TRK_TICK_NS 10000000ull
+#define TRK_TL_QUIET_NS 1000000000ull /* hooks quiet this long: the timer thread takes over */
+#define TRK_TL_RETRY_NS 1000000000ull /* a failed thread start is tried again after this */
 #define CTL_BUF 256
 
 struct ctl {
@@ -38,6 +53,23 @@ struct ctl {
 	size_t len;
 	uint64_t skip; /* bytes of an oversized record still to discard */
 };
+
+/*
+ * What heaptap sent and was not parsed yet: the hooks' polls and then the
+ * timer thread read on from the same state. Reset when a session starts.
+ */
+static struct ctl ctl_state;
+
+_Atomic int trk_tl_on;
+uint64_t trk_tl_quiet_ns = TRK_TL_QUIET_NS;
+
+/* The hooks' timer (one thread only: polled while glibc says single-threaded). */
+static struct {
+	uint64_t next;	     /* the next tick is due (coarse clock) */
+	uint64_t seen;	     /* the last poll */
+	uint64_t sites;	     /* the last SITES record */
+	uint64_t retry;	     /* no thread start before this (one failed) */
+} tl;
 
 static uint64_t rss_bytes(void)
 {
@@ -96,6 +128,15 @@ static void tick(void)
 	trk_send_tick(true);
 }
 
+/* coarse_ns - CLOCK_MONOTONIC_COARSE (vDSO, a few ns: the hooks' clock). */
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * read_ctl - read what heaptap sent and act on it. Returns 1 to go on,
  * 0 when the session is over (STOP handled, EOF, error).
@@ -152,7 +193,7 @@ static int read_ctl(struct ctl *c)
 
 static void *timer_main(void *arg)
 {
-	struct ctl c = { .len = 0 };
+	struct ctl *c = &ctl_state; /* a lazy start reads on where the hooks stopped */
 	uint64_t next;
 
 	(void)arg;
@@ -169,7 +210,7 @@ static void *timer_main(void *arg)
 		int ms = now >= next ? 0 : (int)((next - now + 999999) / 1000000);
 
 		if (poll(&pfd, 1, ms) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
-			if (!read_ctl(&c)) {
+			if (!read_ctl(c)) {
 				trk_end(WIRE_END_STOP);
 				break;
 			}
@@ -211,7 +252,8 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-int trk_timer_start(void)
+/* thread_start - create the timer thread (timer_ok set first: trk_end leaves it the fd). */
+static int thread_start(void)
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
@@ -233,4 +275,102 @@ int trk_timer_start(void)
 		return -ret;
 	}
 	return 0;
+}
+
+int trk_timer_start(bool timerless)
+{
+	memset(&ctl_state, 0, sizeof(ctl_state));
+	if (timerless && __libc_single_threaded && trk_smp_sampling()) {
+		uint64_t now = coarse_ns();
+
+		tl.next = now + TRK_TICK_NS;
+		tl.seen = now;
+		tl.sites = now;
+		tl.retry = 0;
+		atomic_store(&trk_tl_on, 1);
+		return 0;
+	}
+	atomic_store(&trk_tl_on, 0);
+	return thread_start();
+}
+
+/*
+ * tl_take_over - the hooks cannot do the timer's work any more: start the
+ * thread. Under the socket lock, so trk_end either sees timer_ok (and
+ * leaves the fd to the thread) or has ended the session before (no start).
+ * A failed start keeps the hooks polling and is tried again later.
+ */
+static void tl_take_over(uint64_t now)
+{
+	int ret = 0;
+
+	if (now < tl.retry)
+		return;
+	pthread_mutex_lock(&trk_g.sock_lock);
+	if (!trk_g.timer_ok && !trk_g.ended && atomic_load(&trk_g.state) == TRK_ON)
+		ret = thread_start();
+	pthread_mutex_unlock(&trk_g.sock_lock);
+	if (ret < 0)
+		tl.retry = now + TRK_TL_RETRY_NS;
+	else
+		atomic_store(&trk_tl_on, 0);
+}
+
+/* hand_over - read what heaptap sent (it may be a STOP), then start the thread. */
+static void hand_over(uint64_t now)
+{
+	if (!read_ctl(&ctl_state)) {
+		trk_end(WIRE_END_STOP);
+		return;
+	}
+	tl_take_over(now);
+}
+
+void trk_tl_poll(struct trk_thr *t)
+{
+	static atomic_flag busy = ATOMIC_FLAG_INIT;
+	uint64_t now = coarse_ns(), gap;
+
+	if (!__libc_single_threaded) {
+		/*
+		 * The program made a thread: glibc locks anyway, the thread
+		 * costs nothing more. Several threads may poll now: one at a
+		 * time, and never once the timer thread reads the socket.
+		 */
+		if (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+			return;
+		if (atomic_load(&trk_tl_on))
+			hand_over(now);
+		atomic_flag_clear_explicit(&busy, memory_order_release);
+		return;
+	}
+	/* one thread: no other poller, no timer thread (it would make a second) */
+	gap = now - tl.seen;
+	tl.seen = now;
+	if (gap >= trk_tl_quiet_ns) {
+		/* the program stops allocating for long: a STOP must not wait for it */
+		hand_over(now);
+		return;
+	}
+	if (now < tl.next)
+		return;
+	tl.next = now + TRK_TICK_NS;
+	if (!read_ctl(&ctl_state)) {
+		trk_end(WIRE_END_STOP);
+		return;
+	}
+	if (!trk_smp_sampling()) {
+		/* full tracing records without the slow path we poll from */
+		tl_take_over(now);
+		return;
+	}
+	trk_mod_check(t);
+	trk_thr_enter(t);
+	trk_thr_flush_locked(t);
+	trk_thr_exit(t);
+	if (now - tl.sites >= TRK_SMP_SITES_TICKS * TRK_TICK_NS) {
+		tl.sites = now;
+		trk_smp_send_sites();
+	}
+	trk_send_tick(true);
 }

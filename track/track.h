@@ -84,6 +84,15 @@ struct trk_config {
 	int sample_given;
 	uint64_t sample_rate, sample_seed;
 	unsigned sample_wait_ms;
+	/*
+	 * Nonzero: while the process has one thread (glibc's
+	 * __libc_single_threaded) and samples, start no timer thread; the
+	 * hooks do its work (docs/track.md "Without a timer thread") and
+	 * start it only when they cannot (a second thread, full tracing, a
+	 * program that went quiet). preload/ sets it; inject/ has a thread
+	 * of its own anyway.
+	 */
+	int timerless;
 };
 
 /*

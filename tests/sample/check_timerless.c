@@ -1,0 +1,404 @@
+/* tests/sample/check_timerless.c - a sampled session without a timer thread while the process has one */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Real sessions inside the test process over a socketpair, read by this
+ * same thread (a reader thread would make the process multi-threaded,
+ * which is what the mode avoids). The hooks are called directly, as
+ * inject/'s GOT slots would. Checked (docs/track.md "Without a timer
+ * thread"):
+ *   - hooks_do_the_ticks: no thread appears in /proc/self/task; TICKs and
+ *     chunks arrive while the program allocates; a CTL_SAMPLE and then a
+ *     STOP are acted on by the hooks (END with reason stop, the next
+ *     session may start);
+ *   - thread_later: a thread's first allocation starts the timer thread;
+ *     then a STOP is answered while no hook runs, with everything flushed;
+ *   - quiet_program: a second of no allocations and the next one starts
+ *     the timer thread, which answers a STOP while the program is idle;
+ *   - full_tracing_takes_over: a switch to full tracing starts it too;
+ *   - with timerless off the thread is there from the start (the old way).
+ * Each fails without the mode: the thread count, or a STOP that nobody reads.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/single_threaded.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "track/internal.h"
+#include "track/track.h"
+#include "track/wire.h"
+
+static const struct trk_real libc_real = {
+	.malloc = malloc,
+	.free = free,
+	.calloc = calloc,
+	.realloc = realloc,
+	.reallocarray = reallocarray,
+	.posix_memalign = posix_memalign,
+	.aligned_alloc = aligned_alloc,
+	.memalign = memalign,
+	.valloc = valloc,
+	.pvalloc = pvalloc,
+};
+
+/* What came from the library so far. */
+struct peer {
+	int fd;
+	uint8_t *buf;
+	size_t len, cap;
+	int eof;
+};
+
+/* tasks - threads of this process (/proc/self/task entries). */
+static int tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* drain - read what is there (wait_ms > 0: until EOF or that long). */
+static void drain(struct peer *p, unsigned wait_ms)
+{
+	uint64_t until = now_ms() + wait_ms;
+
+	while (!p->eof) {
+		uint8_t tmp[65536];
+		ssize_t n = recv(p->fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+
+			if (!wait_ms || now_ms() >= until)
+				return;
+			poll(&pfd, 1, 10);
+			continue;
+		}
+		if (n <= 0) {
+			p->eof = 1;
+			return;
+		}
+		if (p->cap - p->len < (size_t)n) {
+			p->cap = p->cap ? p->cap * 2 : 1 << 20;
+			while (p->cap - p->len < (size_t)n)
+				p->cap *= 2;
+			p->buf = realloc(p->buf, p->cap);
+			ck_assert_ptr_nonnull(p->buf);
+		}
+		memcpy(p->buf + p->len, tmp, (size_t)n);
+		p->len += (size_t)n;
+	}
+}
+
+/* What the stream holds, record by record (after the header). */
+struct counts {
+	unsigned ticks, chunks, sites;
+	int end_reason; /* -1: no END */
+};
+
+static struct counts count(const struct peer *p)
+{
+	struct counts c = { .end_reason = -1 };
+	const uint8_t *q = p->buf, *end = p->buf + p->len;
+	struct wire_header h;
+
+	ck_assert_uint_ge(p->len, sizeof(h));
+	memcpy(&h, q, sizeof(h));
+	ck_assert_uint_le(h.header_len, p->len);
+	q += h.header_len;
+	while (q < end) {
+		uint8_t type = *q++;
+		uint64_t len;
+
+		if (wire_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
+			break; /* the rest has not arrived */
+		if (type == WIRE_REC_TICK)
+			c.ticks++;
+		else if (type == WIRE_REC_CHUNK)
+			c.chunks++;
+		else if (type == WIRE_REC_SITES)
+			c.sites++;
+		else if (type == WIRE_REC_END) {
+			const uint8_t *e = q;
+			uint64_t total, reason;
+
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &total), 0);
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &reason), 0);
+			c.end_reason = (int)reason;
+		}
+		q += len;
+	}
+	return c;
+}
+
+static void send_ctl(int fd, uint8_t type, uint64_t rate)
+{
+	uint8_t m[2 + 2 * WIRE_VARINT_MAX];
+	size_t k = 0;
+
+	m[k++] = type;
+	if (type == WIRE_CTL_SAMPLE) {
+		uint8_t pl[2 * WIRE_VARINT_MAX];
+		size_t n = 0;
+
+		n += wire_put_varint(pl + n, rate);
+		n += wire_put_varint(pl + n, 1);
+		k += wire_put_varint(m + k, n);
+		memcpy(m + k, pl, n);
+		k += n;
+	} else {
+		m[k++] = 0;
+	}
+	ck_assert_int_eq(write(fd, m, k), (ssize_t)k);
+}
+
+static void start(struct peer *p, uint64_t rate, int timerless)
+{
+	struct trk_config cfg = { 0 };
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(p, 0, sizeof(*p));
+	p->fd = sv[1];
+	/* a loaded machine may not run us for a second: only quiet_program tests that rule */
+	trk_tl_quiet_ns = 60000000000ull;
+	trk_set_real(&libc_real);
+	cfg.fd = sv[0];
+	cfg.sample_given = 1;
+	cfg.sample_rate = rate;
+	cfg.sample_seed = 1;
+	cfg.timerless = timerless;
+	ck_assert_int_eq(trk_start(&cfg), 0);
+}
+
+/* after the END: the library closes its end (thread or not), and the next session may start */
+static struct counts finish(struct peer *p)
+{
+	struct counts c;
+
+	drain(p, 20000);
+	ck_assert_int_eq(p->eof, 1);
+	for (int i = 0; i < 5000 && atomic_load(&trk_g.started); i++)
+		usleep(1000);
+	ck_assert_int_eq(atomic_load(&trk_g.started), 0);
+	c = count(p);
+	close(p->fd);
+	free(p->buf);
+	return c;
+}
+
+__attribute__((noinline)) static void *site(size_t n)
+{
+	void *p = trk_malloc(n);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+/* churn - allocate and free for ms milliseconds (or until done(p) says so), reading the stream. */
+static void churn(struct peer *p, unsigned ms, int (*done)(const struct peer *))
+{
+	uint64_t until = now_ms() + ms;
+
+	while (now_ms() < until) {
+		for (int i = 0; i < 1000; i++)
+			trk_free(site(200 + (size_t)(i % 64) * 8));
+		drain(p, 0);
+		if (done && done(p))
+			return;
+	}
+}
+
+/* ticked - 5 TICKs and 5 chunks arrived (a loaded machine may run us seldom: no fixed time) */
+static int ticked(const struct peer *p)
+{
+	struct counts c = count(p);
+
+	return c.ticks >= 5 && c.chunks >= 5;
+}
+
+/* tl_on - the hooks do the timer's work (no thread) */
+static int tl_on(void)
+{
+	return atomic_load(&trk_tl_on);
+}
+
+static int rate_is_8192(const struct peer *p)
+{
+	(void)p;
+	return atomic_load(&trk_smp.rate) == 8192;
+}
+
+static int ended(const struct peer *p)
+{
+	(void)p;
+	return !trk_active();
+}
+
+static int timer_running(const struct peer *p)
+{
+	(void)p;
+	return !tl_on();
+}
+
+static int full_by_timer(const struct peer *p)
+{
+	return timer_running(p) && atomic_load(&trk_smp.rate) == 0;
+}
+
+START_TEST(hooks_do_the_ticks)
+{
+	struct peer p;
+	struct counts c;
+
+	ck_assert_msg(__libc_single_threaded, "the test process must have one thread");
+	start(&p, 4096, 1);
+	ck_assert_int_eq(tl_on(), 1);
+	churn(&p, 20000, ticked);
+	ck_assert_int_eq(tasks(), 1); /* no timer thread */
+	c = count(&p);
+	ck_assert_uint_ge(c.ticks, 5);	/* a tick every 10 ms from the hooks */
+	ck_assert_uint_ge(c.chunks, 5); /* flushed as they go, not only at the end */
+	ck_assert_int_eq(c.end_reason, -1);
+	/* a rate change is read by the hooks */
+	send_ctl(p.fd, WIRE_CTL_SAMPLE, 8192);
+	churn(&p, 20000, rate_is_8192);
+	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 8192);
+	/* so is a STOP */
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	churn(&p, 20000, ended);
+	ck_assert(!trk_active());
+	ck_assert_int_eq(tasks(), 1);
+	c = finish(&p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+	ck_assert_uint_ge(c.sites, 1);
+}
+END_TEST
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 100; i++)
+		trk_free(site(300));
+	return NULL;
+}
+
+START_TEST(thread_later)
+{
+	struct peer p;
+	struct counts c;
+	pthread_t th;
+
+	start(&p, 4096, 1);
+	churn(&p, 50, NULL);
+	ck_assert_int_eq(tasks(), 1);
+	ck_assert_int_eq(pthread_create(&th, NULL, worker, NULL), 0);
+	pthread_join(th, NULL);
+	/* the worker's first call started the timer thread */
+	ck_assert_int_eq(tl_on(), 0);
+	ck_assert_int_eq(trk_g.timer_ok, 1);
+	ck_assert_int_eq(tasks(), 2);
+	/* no hook runs from here on: the thread answers */
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	c = finish(&p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+}
+END_TEST
+
+START_TEST(quiet_program)
+{
+	struct peer p;
+	struct counts c;
+
+	start(&p, 64, 1); /* nearly every call samples: every call polls */
+	trk_tl_quiet_ns = 1000000000ull; /* TRK_TL_QUIET_NS */
+	churn(&p, 50, NULL);
+	ck_assert_int_eq(tasks(), 1);
+	usleep(1200 * 1000); /* quiet for longer than that */
+	churn(&p, 20000, timer_running);
+	ck_assert_int_eq(tl_on(), 0);
+	ck_assert_int_eq(tasks(), 2);
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	c = finish(&p); /* while this thread allocates nothing */
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+}
+END_TEST
+
+START_TEST(full_tracing_takes_over)
+{
+	struct peer p;
+	struct counts c;
+
+	start(&p, 4096, 1);
+	churn(&p, 50, NULL);
+	send_ctl(p.fd, WIRE_CTL_SAMPLE, 0);
+	churn(&p, 20000, full_by_timer);
+	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 0);
+	ck_assert_int_eq(tl_on(), 0);
+	ck_assert_int_eq(tasks(), 2);
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	c = finish(&p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+}
+END_TEST
+
+START_TEST(timerless_off)
+{
+	struct peer p;
+	struct counts c;
+
+	start(&p, 4096, 0);
+	ck_assert_int_eq(tl_on(), 0);
+	ck_assert_int_eq(tasks(), 2);
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	c = finish(&p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("timerless");
+	TCase *tc = tcase_create("sessions");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, hooks_do_the_ticks);
+	tcase_add_test(tc, thread_later);
+	tcase_add_test(tc, quiet_program);
+	tcase_add_test(tc, full_tracing_takes_over);
+	tcase_add_test(tc, timerless_off);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	/* every test in a fresh process: one thread at its start, one session at a time */
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
