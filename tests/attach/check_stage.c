@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "attach/internal.h"
+#include "elf/elfr.h"
 
 static char lib[PATH_MAX];
 
@@ -289,6 +290,64 @@ out:
 }
 END_TEST
 
+/*
+ * A process whose glibc is older than the copies need: the GLIBC_* versions
+ * of libunwind.so.8 (2.34 on Debian 12) are checked against its libc before
+ * anything is copied. Needs a glibc 2.31 libc file: the oldlibc tests'
+ * rootfs ($HEAPTAP_OLDLIBC_ROOT, tests/oldlibc/rootfs.sh); passed over
+ * without it.
+ */
+START_TEST(stage_checks_the_copies_glibc_versions)
+{
+	char root[] = "/tmp/check-stage-root-XXXXXX", path[PATH_MAX + 64], tpath[PATH_MAX], cmd[PATH_MAX + 32];
+	const char *old = getenv("HEAPTAP_OLDLIBC_ROOT");
+	char oldlibc[PATH_MAX];
+	struct att_ctx *ctx;
+	int staged = 0, fd;
+	pid_t pid;
+
+	find_lib();
+	snprintf(oldlibc, sizeof(oldlibc), "%s/lib/x86_64-linux-gnu/libc-2.31.so",
+		 old ? old : "/var/cache/heaptap-test/bullseye");
+	if (access(oldlibc, R_OK) != 0) {
+		fprintf(stderr, "stage_checks_the_copies_glibc_versions: no %s, case passed over\n", oldlibc);
+		return;
+	}
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	snprintf(path, sizeof(path), "%s/tmp", root);
+	ck_assert_int_eq(mkdir(path, 01777), 0);
+	/* the process's own libm.so.6 is there (only its presence is checked) */
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/lib/x86_64-linux-gnu'", root);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/lib/x86_64-linux-gnu/libm.so.6", root);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	pid = chrooted_child(root);
+	if (!pid) {
+		fprintf(stderr, "stage_checks_the_copies_glibc_versions: chroot not permitted here, case passed over\n");
+		goto out;
+	}
+	ctx = att_new(pid);
+	ck_assert_ptr_nonnull(ctx);
+	ck_assert_int_eq(elfr_file_open(oldlibc, &ctx->libc), ELFR_OK);
+	snprintf(ctx->libc_path, sizeof(ctx->libc_path), "/lib/x86_64-linux-gnu/libc-2.31.so");
+	ck_assert_int_eq(att_stage(ctx, lib, tpath, sizeof(tpath), &staged), ATT_E_LIBC_VERSION);
+	ck_assert_int_eq(staged, 0);
+	ck_assert_msg(strstr(ctx->detail, "libunwind.so.8") && strstr(ctx->detail, "needs GLIBC_2.3") &&
+			      strstr(ctx->detail, "defines up to GLIBC_2.30"),
+		      "detail: %s", ctx->detail);
+	snprintf(path, sizeof(path), "%s/tmp", root);
+	ck_assert_int_eq(count_entries(path), 0);
+	att_free(ctx);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *stage_suite(void)
 {
 	Suite *s = suite_create("stage");
@@ -303,6 +362,7 @@ static Suite *stage_suite(void)
 	tcase_add_test(t, stage_nothing_for_ourselves);
 	tcase_add_test(t, stage_into_a_bare_root);
 	tcase_add_test(t, stage_refuses_a_symlinked_tmp);
+	tcase_add_test(t, stage_checks_the_copies_glibc_versions);
 	suite_add_tcase(s, t);
 	return s;
 }
