@@ -14,7 +14,9 @@
 #   plain     chroot ROOT: attach, the leak is recorded with its bytes, the
 #             copies were what got mapped and are gone, the victim goes on
 #   ro        the same with ROOT read-only and a tmpfs on its /tmp (a
-#             container run with --read-only --tmpfs /tmp): unshare -m
+#             container run with --read-only --tmpfs /tmp)
+#   shm       ROOT read-only, its /tmp too, a tmpfs on its /dev/shm: the
+#             session directory and the copies go there
 #   noplace   ROOT read-only, its /tmp too, its /dev/shm a noexec tmpfs:
 #             nothing can be copied in; one line naming the missing
 #             libraries, exit 45, nothing changed in the victim
@@ -32,7 +34,7 @@ TMPDIR=$PWD
 . "$(cd "$(dirname "$0")" && pwd)/../lib/attach.sh"
 case_name=attach.minroot-$case_
 
-case $case_ in plain | ro | noplace | nolibm) ;; *) fail "unknown case '$case_'" ;; esac
+case $case_ in plain | ro | shm | noplace | nolibm) ;; *) fail "unknown case '$case_'" ;; esac
 [ -x "$victim" ] || fail "victim $victim is not an executable"
 [ "$(id -u)" = 0 ] || skip "chroot needs root"
 command -v chroot >/dev/null || PATH=$PATH:/usr/sbin:/sbin
@@ -83,11 +85,12 @@ mkdir -p "$root/proc" "$root/dev/shm"
 coproc VIC { unshare -m --propagation private /bin/sh -c '
 	r=$1
 	case $2 in
-	ro | noplace) mount --bind "$r" "$r" && mount -o remount,bind,ro "$r" || exit 97 ;;
+	ro | shm | noplace) mount --bind "$r" "$r" && mount -o remount,bind,ro "$r" || exit 97 ;;
 	esac
 	mount -t proc proc "$r/proc" || exit 97
 	case $2 in
 	ro) mount -t tmpfs heaptap-test-tmp "$r/tmp" || exit 97 ;;
+	shm) mount -t tmpfs -o mode=1777 heaptap-test-shm "$r/dev/shm" || exit 97 ;;
 	noplace) mount -t tmpfs -o noexec,mode=1777 heaptap-test-shm "$r/dev/shm" || exit 97 ;;
 	esac
 	exec chroot "$r" /victim' sh "$root" "$case_" 2>"$tmp/victim.err"; }
@@ -105,7 +108,7 @@ untraced() {
 }
 
 # the victim's root as it sees it: read-only where the case says so
-if [ "$case_" = ro ] || [ "$case_" = noplace ]; then
+if [ "$case_" != plain ] && [ "$case_" != nolibm ]; then
 	touch "/proc/$TPID/root/.heaptap-rw" 2>/dev/null && fail "the victim's root is writable"
 fi
 
@@ -141,10 +144,12 @@ for i in $(seq 60); do # 60 s at most; at once if heaptap ended
 	kill -0 "$HT_PID" 2>/dev/null || break
 done
 [ "$ans" = patched ] || { show "heaptap stderr" "$tmp/mr.err"; fail "no hook in the victim's malloc slot: $ans"; }
-# what got mapped: the copies, from the staging directory in the victim's /tmp
+# what got mapped: the copies, from the staging directory in the victim's /tmp (/dev/shm: case shm)
+place=/tmp
+[ "$case_" = shm ] && place=/dev/shm
 for n in libheaptap_inject.so libunwind.so.8 liblzma.so.5; do
-	grep -qE "/tmp/heaptap-[A-Za-z0-9]{6}/${n//./\\.}( \(deleted\))?$" /proc/"$TPID"/maps ||
-		{ grep -e /tmp/ -e libheaptap /proc/"$TPID"/maps >&2; fail "$n is not mapped from a staging directory in /tmp"; }
+	grep -qE "$place/heaptap-[A-Za-z0-9]{6}/${n//./\\.}( \(deleted\))?$" /proc/"$TPID"/maps ||
+		{ grep -e /tmp/ -e libheaptap /proc/"$TPID"/maps >&2; fail "$n is not mapped from a staging directory in $place"; }
 done
 # staged files and session directory go once the library is connected (3 s at most)
 for i in $(seq 30); do
