@@ -278,6 +278,16 @@ struct att_stats {
 	uint64_t call_ns;	/* time the thread spent running remote calls */
 	uint64_t max_reject_ns;	/* longest stop of a thread that was let go as unsafe */
 	uint64_t scratch;	/* address of the last scratch page (unmapped again) */
+	/* the hold (pause_ns) broken down; see attach/hold.c */
+	unsigned hold_stops;	/* ptrace stops of the hijacked thread heaptap waited for */
+	uint64_t hold_wait_ns;	/* heaptap waiting for those stops (the rest of pause_ns: its own work) */
+	int hold_sched_ok;	/* the four figures below were taken */
+	uint64_t hold_thr_run_ns;  /* the hijacked thread on a CPU during the hold (its schedstat) */
+	uint64_t hold_thr_wait_ns; /* the hijacked thread runnable, waiting for a CPU (its schedstat) */
+	uint64_t hold_own_run_ns;  /* heaptap's attaching thread on a CPU (its CPU clock) */
+	uint64_t hold_own_wait_ns; /* heaptap off a CPU while not waiting for a stop: its work's wall
+				      time (pause_ns - hold_wait_ns) minus hold_own_run_ns, at least 0 */
+	int hold_boost;		/* heaptap's priority meanwhile: 0 as it was, 1 nice raised, 2 SCHED_FIFO */
 	char reject_why[128];	/* why the last rejected thread was unsafe */
 };
 

@@ -4,6 +4,7 @@
 #define HEAPTAP_ATTACH_INTERNAL_H
 
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -175,6 +176,26 @@ struct att_cand {
 	int rank;
 };
 
+/* heaptap's own priority while a thread is held (hold.c) */
+enum att_boost { ATT_BOOST_NONE, ATT_BOOST_NICE, ATT_BOOST_FIFO };
+
+/* The hold of the hijacked thread, PTRACE_INTERRUPT to PTRACE_DETACH (hold.c, wait.c). */
+struct att_hold {
+	bool active;
+	pid_t tid;
+	bool stat_ok;			/* its schedstat and our CPU time read at the start */
+	uint64_t thr_run, thr_wait;	/* the thread's schedstat at the start, ns */
+	uint64_t own_run;		/* our thread's CPU time at the start, ns */
+	int boost;			/* enum att_boost in effect */
+	int old_policy;
+	struct sched_param old_param;
+	int old_nice;
+	int slack;			/* our timer slack before (ns), -1 unknown */
+	bool yield_wait;		/* HEAPTAP_HOLD_WAIT=yield: att_wait as before 2026-12-01 */
+	unsigned stops;			/* stops of the thread att_wait saw */
+	uint64_t wait_ns;		/* time att_wait waited for it */
+};
+
 /* One line of /proc/PID/maps. */
 struct att_map {
 	uint64_t start, end, offset;
@@ -265,6 +286,7 @@ struct att_ctx {
 		struct att_inject_result res;
 	} ld;
 	struct att_stats st;
+	struct att_hold hold;
 	unsigned stop_timeout_ms;
 	unsigned call_timeout_ms;
 };
@@ -411,6 +433,16 @@ enum att_disp { ATT_D_DONE, ATT_D_AGAIN, ATT_D_FAIL, ATT_D_SYSCALL };
  */
 enum att_disp att_dispatch(struct att_ctx *ctx, struct att_thread *thr, enum att_phase ph,
 			   enum att_event ev, int status, enum att_reason *why);
+
+/* ---- hold.c ---- */
+/*
+ * Before PTRACE_INTERRUPT of a candidate: note its schedstat and our CPU
+ * time, raise our own thread's priority (nice -20 when allowed; never the
+ * target's), lower our timer slack.
+ */
+void att_hold_begin(struct att_ctx *ctx, pid_t tid);
+/* After its detach: undo all that; kept: it was the hijacked thread, its figures go into st. */
+void att_hold_end(struct att_ctx *ctx, bool kept);
 
 /* ---- seize.c ---- */
 /* Put thr's registers back if needed and detach it. Safe in any state. */

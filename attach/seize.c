@@ -81,6 +81,9 @@ void att_release(struct att_ctx *ctx)
 		return;
 	att_thread_detach(ctx, &ctx->thr);
 	ctx->st.pause_ns = att_now_ns() - ctx->thr.t_interrupt;
+	ctx->st.hold_stops = ctx->hold.stops;
+	ctx->st.hold_wait_ns = ctx->hold.wait_ns;
+	att_hold_end(ctx, true);
 	ctx->have_thr = false;
 	att_own_signals_restore(ctx);	/* in case registers could not be put back */
 	if (!(ctx->ld.pending && ctx->ld.threaded))	/* a loader thread still needs the file */
@@ -210,6 +213,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 		*why = ATT_E_FAULT;
 		goto out_detach_fatal;
 	}
+	att_hold_begin(ctx, c->tid);
 	t0 = att_now_ns();
 	thr->t_interrupt = t0;
 	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0) {
@@ -217,6 +221,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 		if (err == ESRCH) {
 			thr->state = ATT_TS_GONE;
 			ctx->have_thr = false;
+			att_hold_end(ctx, false);
 			return TRY_NEXT;
 		}
 		*why = att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_INTERRUPT thread %d", (int)c->tid);
@@ -226,6 +231,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 	if (*why) {
 		if (thr->state == ATT_TS_GONE && att_process_alive(ctx->pid)) {
 			ctx->have_thr = false;
+			att_hold_end(ctx, false);
 			return TRY_NEXT;
 		}
 		goto out_detach_fatal;
@@ -250,6 +256,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 	ctx->st.unwind_ns = att_now_ns() - t1;
 	if (rc) {
 		att_thread_detach(ctx, thr);
+		att_hold_end(ctx, false);
 		ctx->have_thr = false;
 		ctx->st.rejected++;
 		snprintf(ctx->st.reject_why, sizeof(ctx->st.reject_why), "%d: %s", (int)c->tid, reason);
@@ -267,6 +274,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 
 out_detach_fatal:
 	att_thread_detach(ctx, thr);
+	att_hold_end(ctx, false);
 	ctx->have_thr = false;
 	return TRY_FATAL;
 }

@@ -47,14 +47,31 @@ static bool is_sync_signal(int sig)
 	       sig == SIGTRAP || sig == SIGSYS;
 }
 
+/*
+ * How att_wait waits for the held thread (hold.c: our priority raised
+ * when allowed, our timer slack 1 ns): it sleeps between polls, 10 us at
+ * first (a real-time or nice -20 thread is back on a CPU within
+ * microseconds of its timer), longer after 2 ms, at most 200 us. It never spins or
+ * yields: on a machine with fewer free CPUs than runnable threads a
+ * spinning heaptap takes a CPU from the very thread it waits for, and a
+ * sched_yield() puts heaptap behind every other runnable thread on its
+ * CPU, where it may wait a whole time slice to see the stop.
+ */
+#define NAP_FIRST_NS 10000
+#define NAP_FIRST_FOR_NS 2000000
+#define NAP_MAX_NS 200000
+
 enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned timeout_ms, int *status)
 {
-	uint64_t deadline = att_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t t0 = att_now_ns(), deadline = t0 + (uint64_t)timeout_ms * 1000000u, now;
 	struct timespec nap = { 0, 20000 };
+	bool held = ctx->hold.active && ctx->hold.tid == thr->tid;
+	bool sleepy = held && !ctx->hold.yield_wait;
 	int st = 0, sig, event, spins = 0;
 	pid_t r;
 
-	(void)ctx;
+	if (sleepy)
+		nap.tv_nsec = NAP_FIRST_NS;
 	for (;;) {
 		r = waitpid(thr->tid, &st, __WALL | WNOHANG);
 		if (r == thr->tid)
@@ -65,8 +82,18 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 			*status = 0;
 			return ATT_EV_ERROR;
 		}
-		if (att_now_ns() >= deadline)
+		now = att_now_ns();
+		if (now >= deadline) {
+			if (held)
+				ctx->hold.wait_ns += now - t0;
 			return ATT_EV_TIMEOUT;
+		}
+		if (sleepy) {
+			if (now - t0 >= NAP_FIRST_FOR_NS && nap.tv_nsec < NAP_MAX_NS)
+				nap.tv_nsec *= 2;
+			nanosleep(&nap, NULL);
+			continue;
+		}
 		/*
 		 * The pause of the target's thread includes our reaction time:
 		 * yield for the first ~100 polls (a stop or a short call is seen
@@ -81,6 +108,10 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 			nap.tv_nsec *= 2;
 	}
 	*status = st;
+	if (held) {
+		ctx->hold.wait_ns += att_now_ns() - t0;
+		ctx->hold.stops++;
+	}
 	if (WIFEXITED(st) || WIFSIGNALED(st))
 		return ATT_EV_EXITED;
 	if (!WIFSTOPPED(st))

@@ -481,6 +481,16 @@ int cli_cmd_attach(int argc, char **argv)
 			ast.syscall, (double)ast.pause_ns / 1e6, (double)ast.stop_ns / 1e6,
 			(double)ast.unwind_ns / 1e6, ast.calls, (double)ast.call_ns / 1e6,
 			ast.candidates, ast.threads, ast.rejected);
+		if (ast.hold_sched_ok)
+			cli_msg("attach %d: the hold: %u stops, heaptap waited %.3f ms for them and worked "
+				"%.3f ms (%s); the thread ran %.3f ms and waited %.3f ms for a CPU, heaptap "
+				"ran %.3f ms and was off a CPU %.3f ms while working", (int)pid, ast.hold_stops,
+				(double)ast.hold_wait_ns / 1e6,
+				(double)(ast.pause_ns - ast.hold_wait_ns) / 1e6,
+				ast.hold_boost == 2 ? "SCHED_FIFO" : ast.hold_boost == 1 ? "nice raised"
+										: "priority as it was",
+				(double)ast.hold_thr_run_ns / 1e6, (double)ast.hold_thr_wait_ns / 1e6,
+				(double)ast.hold_own_run_ns / 1e6, (double)ast.hold_own_wait_ns / 1e6);
 	}
 	dur.secs = a.duration;
 	dur.armed = 0;

@@ -126,6 +126,8 @@ int main(int argc, char **argv)
 		ret = case_killed_steps(c + 13);
 	else if (!strcmp(c, "eagain"))
 		ret = case_eagain();
+	else if (!strcmp(c, "priority"))
+		ret = case_priority();
 	else if (!strcmp(c, "killed-random"))
 		ret = case_killed_random();
 	else if (!strcmp(c, "namespace"))

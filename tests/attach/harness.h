@@ -106,5 +106,6 @@ int case_namespace(const char *fault);
 int case_killed_steps(const char *role);
 int case_killed_random(void);
 int case_eagain(void);
+int case_priority(void);
 
 #endif /* HEAPTAP_TESTS_ATTACH_HARNESS_H */
