@@ -316,9 +316,21 @@ static void tl_take_over(uint64_t now)
 		atomic_store(&trk_tl_on, 0);
 }
 
+/*
+ * not_ours - a vfork child (posix_spawn) runs on our memory and descriptors
+ * until it execs: it must neither eat heaptap's control records nor start
+ * a thread. getpid is a system call: asked only on the rare paths.
+ */
+static bool not_ours(void)
+{
+	return getpid() != trk_g.pid;
+}
+
 /* hand_over - read what heaptap sent (it may be a STOP), then start the thread. */
 static void hand_over(uint64_t now)
 {
+	if (not_ours())
+		return;
 	if (!read_ctl(&ctl_state)) {
 		trk_end(WIRE_END_STOP);
 		return;
@@ -352,7 +364,7 @@ void trk_tl_poll(struct trk_thr *t)
 		hand_over(now);
 		return;
 	}
-	if (now < tl.next)
+	if (now < tl.next || not_ours())
 		return;
 	tl.next = now + TRK_TICK_NS;
 	if (!read_ctl(&ctl_state)) {

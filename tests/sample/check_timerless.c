@@ -15,6 +15,8 @@
  *   - quiet_program: a second of no allocations and the next one starts
  *     the timer thread, which answers a STOP while the program is idle;
  *   - full_tracing_takes_over: a switch to full tracing starts it too;
+ *   - vfork_child_leaves_ctl: a vfork child that allocates past a tick does
+ *     not read the STOP meant for its parent;
  *   - with timerless off the thread is there from the start (the old way).
  * Each fails without the mode: the thread count, or a STOP that nobody reads.
  */
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <sys/single_threaded.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -366,6 +369,38 @@ START_TEST(full_tracing_takes_over)
 }
 END_TEST
 
+/*
+ * A vfork child (posix_spawn's) shares our memory and descriptors until it
+ * execs: when it allocates past a tick it must not read heaptap's STOP
+ * (trk_end ignores a vfork child, so the STOP would be lost).
+ */
+START_TEST(vfork_child_leaves_ctl)
+{
+	struct peer p;
+	struct counts c;
+	pid_t pid;
+	int st;
+
+	start(&p, 64, 1); /* every call samples: every call polls */
+	churn(&p, 50, NULL);
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	pid = vfork();
+	if (pid == 0) {
+		uint64_t until = now_ms() + 50;
+
+		while (now_ms() < until)
+			trk_free(site(300));
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(trk_active()); /* the STOP is still unread */
+	churn(&p, 20000, ended);
+	c = finish(&p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+}
+END_TEST
+
 START_TEST(timerless_off)
 {
 	struct peer p;
@@ -392,6 +427,7 @@ int main(void)
 	tcase_add_test(tc, thread_later);
 	tcase_add_test(tc, quiet_program);
 	tcase_add_test(tc, full_tracing_takes_over);
+	tcase_add_test(tc, vfork_child_leaves_ctl);
 	tcase_add_test(tc, timerless_off);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
