@@ -344,8 +344,12 @@ enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, siz
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return att_fail(ctx, ATT_E_NOMEM, ENOMEM, "staging");
-	/* not ELF or unreadable: nothing to add; dlopen says what is wrong with it */
-	if (att_deps_find(lib, d) < 0)
+	/*
+	 * Not ELF or unreadable: nothing to add; dlopen says what is wrong
+	 * with it. More than ATT_MAX_DEPS names: the first ones are handled.
+	 */
+	r = att_deps_find(lib, d);
+	if (r < 0 && r != -E2BIG)
 		d->n = 0;
 	ret = check_libc_parts(ctx, libname, d);
 	if (ret)
