@@ -25,15 +25,18 @@
  * postpone that rule by the time it takes to fill the queue.
  *
  *   socket --read--> [blk][blk][blk]...[tail blk being filled]   <= limit bytes of blocks
- *                      ^ head: the interpreter copies from here (itp_inq_take)
+ *                      ^ head: the interpreter parses it in place (itp_inq_peek,
+ *                        itp_inq_consume) or copies from it (itp_inq_take)
  *
  * Blocks are ITP_INQ_BLOCK bytes. The reader fills the tail block until
  * less than ITP_INQ_MIN_READ is free in it, then appends a new one, so a
  * trickle of small records does not take a block each (the memory bound
  * counts blocks, not bytes). The reader writes only above the tail's
  * published length and publishes it under the lock; the interpreter reads
- * only below it and recycles only blocks that are not the tail, so the
- * copying itself happens outside the lock.
+ * only below it and recycles only blocks that are not the tail, so parsing
+ * in place happens outside the lock. The reader reuses the tail from its
+ * start only once all of it was consumed, and nothing peeked is used after
+ * its consume.
  *
  * Waking. The interpreter waits in poll() on an eventfd (so a signal
  * still interrupts it, as it interrupted its poll on the socket before);
@@ -384,6 +387,28 @@ static int read_inline(struct itp_inq *q, int timeout_ms)
 	return 0;
 }
 
+/* n bytes of the head block were taken (lock held): recycle it when emptied. */
+static void taken_locked(struct itp_inq *q, size_t n)
+{
+	struct blk *b = q->head;
+	int freed = 0;
+
+	b->roff += n;
+	if (b->roff == b->wlen && b != q->tail) {
+		q->head = b->next;
+		q->nblocks--;
+		freed = 1;
+		b->next = q->spare;
+		q->spare = b;
+		q->nspare++;
+	}
+	q->pending -= n;
+	if (n)
+		q->last_take_ns = mono_ns();
+	if (freed || (n && q->full_since))
+		pthread_cond_signal(&q->room);
+}
+
 /* Copy up to cap pending bytes (lock held), recycling emptied blocks. */
 static size_t copy_locked(struct itp_inq *q, uint8_t *dst, size_t cap)
 {
@@ -441,51 +466,106 @@ static void trim_spares(struct itp_inq *q)
 	}
 }
 
+/*
+ * Nothing pending (lock held, released here): EOF, the read error, or wait
+ * for bytes (reading them ourselves without the thread). 1 = look again,
+ * else the value for the caller (0 at EOF, -errno).
+ */
+static int wait_unlock(struct itp_inq *q, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = q->data_efd, .events = POLLIN};
+	int r;
+
+	if (q->err) {
+		r = q->err;
+		pthread_mutex_unlock(&q->lock);
+		return -r;
+	}
+	if (q->eof) {
+		pthread_mutex_unlock(&q->lock);
+		return 0;
+	}
+	if (!q->threaded) {
+		pthread_mutex_unlock(&q->lock);
+		r = read_inline(q, timeout_ms);
+		return r < 0 ? r : 1;
+	}
+	q->waiting = 1;
+	pthread_mutex_unlock(&q->lock);
+	r = poll(&pfd, 1, timeout_ms);
+	if (r < 0)
+		return errno == EINTR ? -EINTR : -errno;
+	if (!r) {
+		if (timeout_ms >= ITP_INQ_IDLE_MS)
+			trim_spares(q);
+		return -EAGAIN;
+	}
+	efd_clear(q->data_efd);
+	return 1;
+}
+
+int itp_inq_peek(struct itp_inq *q, const uint8_t **p, size_t *len, size_t have, int timeout_ms)
+{
+	for (;;) {
+		struct blk *b;
+		int r;
+
+		pthread_mutex_lock(&q->lock);
+		/* a block emptied while it was the tail, then the reader started another */
+		while ((b = q->head) && b->roff == b->wlen && b != q->tail)
+			taken_locked(q, 0);
+		if (b && b->wlen - b->roff > have) {
+			/* the reader only appends above wlen, and reuses nothing we did not consume */
+			*p = b->data + b->roff;
+			*len = b->wlen - b->roff;
+			pthread_mutex_unlock(&q->lock);
+			return 1;
+		}
+		if (have && b) {
+			/*
+			 * Nothing more yet: no wait with bytes pending, which the
+			 * stall rule would take for a stuck interpreter.
+			 */
+			*p = b->data + b->roff;
+			*len = have;
+			pthread_mutex_unlock(&q->lock);
+			return 2;
+		}
+		r = wait_unlock(q, timeout_ms);
+		if (r != 1)
+			return r;
+	}
+}
+
+void itp_inq_consume(struct itp_inq *q, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&q->lock);
+	taken_locked(q, n);
+	pthread_mutex_unlock(&q->lock);
+}
+
 ssize_t itp_inq_take(struct itp_inq *q, void *dst, size_t cap, int timeout_ms)
 {
 	for (;;) {
-		struct pollfd pfd = {.fd = q->data_efd, .events = POLLIN};
 		size_t got;
 		int r;
 
 		pthread_mutex_lock(&q->lock);
 		/*
 		 * The copy runs under the lock: it is a memcpy of at most the
-		 * caller's buffer (a few MiB at a few GB/s), and the reader only
-		 * needs the lock to publish a read.
+		 * caller's buffer, and the reader only needs the lock to
+		 * publish a read.
 		 */
 		got = cap ? copy_locked(q, dst, cap) : 0;
 		if (got || !cap) {
 			pthread_mutex_unlock(&q->lock);
 			return (ssize_t)got;
 		}
-		if (q->err) {
-			r = q->err;
-			pthread_mutex_unlock(&q->lock);
-			return -r;
-		}
-		if (q->eof) {
-			pthread_mutex_unlock(&q->lock);
-			return 0;
-		}
-		if (!q->threaded) {
-			pthread_mutex_unlock(&q->lock);
-			r = read_inline(q, timeout_ms);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		q->waiting = 1;
-		pthread_mutex_unlock(&q->lock);
-		r = poll(&pfd, 1, timeout_ms);
-		if (r < 0)
-			return errno == EINTR ? -EINTR : -errno;
-		if (!r) {
-			if (timeout_ms >= ITP_INQ_IDLE_MS)
-				trim_spares(q);
-			return -EAGAIN;
-		}
-		efd_clear(q->data_efd);
+		r = wait_unlock(q, timeout_ms);
+		if (r != 1)
+			return r;
 	}
 }
 

@@ -18,7 +18,7 @@
 #include "recfile/recfile.h"
 #include "track/wire.h"
 
-#define ITP_BUF_MIN (64u << 10)		      /* input buffer at first */
+#define ITP_BUF_MIN (128u << 10)	      /* input buffer at first: holds a block's rest (run.c) */
 #define ITP_BUF_SIZE (4u << 20)		      /* at most: > 2 records + a block */
 #define ITP_REORDER_LIMIT ((size_t)256 << 20) /* default pending bytes before a gap is skipped */
 #define ITP_MAX_TABLE (1u << 28)	      /* cap on nodes, ips, allocinfos, threads */
@@ -441,6 +441,7 @@ void itp_agg_free_all(struct itp_agg *g);
 #define ITP_INQ_BLOCK ((size_t)128 << 10) /* bytes a block holds: the step of back-pressure */
 #define ITP_INQ_MIN_READ ((size_t)16 << 10) /* a new block once the tail has less room */
 #define ITP_INQ_IDLE_MS 100 /* a take that waited this long in vain frees the spare blocks */
+_Static_assert(ITP_INQ_BLOCK <= ITP_BUF_MIN, "run.c copies the rest of a block into its buffer");
 #define ITP_INQ_STALL_MS 5000 /* interpreter took nothing this long, bytes waiting: stop reading */
 
 struct itp_inq;
@@ -459,6 +460,18 @@ int itp_inq_start(struct itp_inq **q, int fd, size_t limit);
  * every byte read before it was taken).
  */
 ssize_t itp_inq_take(struct itp_inq *q, void *dst, size_t cap, int timeout_ms);
+/*
+ * itp_inq_peek - the oldest bytes not taken yet, in place: *p and *len, the
+ * rest of the oldest block (contiguous, at most ITP_INQ_BLOCK). With have ==
+ * 0 it waits as itp_inq_take and returns 1 (bytes), 0 (EOF, all taken) or
+ * -errno (-EAGAIN, -EINTR, a read error). With have > 0 (the caller looked
+ * at that many bytes and needs more of the same block): 1 when the block
+ * now holds more than have, else 2 at once, *len = have (copy them out
+ * with itp_inq_take). The bytes stay in place until itp_inq_consume.
+ */
+int itp_inq_peek(struct itp_inq *q, const uint8_t **p, size_t *len, size_t have, int timeout_ms);
+/* itp_inq_consume - n of the peeked bytes are taken (the block is reused once all are). */
+void itp_inq_consume(struct itp_inq *q, size_t n);
 /* itp_inq_full_ns - time the reader has waited for room so far, the current wait included. */
 uint64_t itp_inq_full_ns(struct itp_inq *q);
 /* itp_inq_set_stall - change ITP_INQ_STALL_MS for this queue (tests). */

@@ -103,10 +103,69 @@ int itp_send_sample(int fd, uint64_t rate, uint64_t seed)
 	return w == (ssize_t)n ? 0 : -EAGAIN;
 }
 
+/*
+ * missing - bytes still to come of the record that starts at p (n bytes of
+ * it here), so the copy path takes just that much and the loop goes back
+ * to parsing in place; TAKE_MAX when the header is not parsed yet or the
+ * length is bad (itp_parse then says what is wrong).
+ */
+static size_t missing(const struct itp_ctx *c, const uint8_t *p, size_t n)
+{
+	const uint8_t *q = p + 1;
+	uint64_t rlen;
+	size_t whole;
+
+	if (!c->have_header || !n)
+		return TAKE_MAX;
+	if (wire_get_varint(&q, p + n, &rlen))
+		return n < 1 + WIRE_VARINT_MAX ? 1 + WIRE_VARINT_MAX - n : TAKE_MAX;
+	if (rlen > WIRE_MAX_RECORD)
+		return TAKE_MAX;
+	whole = (size_t)(q - p) + (size_t)rlen;
+	return whole > n ? whole - n : TAKE_MAX;
+}
+
+/*
+ * in_place - parse the queue's oldest block where it is (no copy): the
+ * usual path once the header is parsed and buf holds nothing. A record cut
+ * by the end of what the block holds is copied into buf (*len), unless the
+ * reader has meanwhile added to the block. 1 = parsed, 0 = EOF, or the
+ * negative value of itp_inq_peek; *ret gets itp_parse's.
+ */
+static int in_place(struct itp_ctx *c, struct itp_inq *q, uint8_t *buf, size_t *len,
+		    uint64_t *total, int timeout, int *ret)
+{
+	const uint8_t *p;
+	size_t plen, used, have = 0;
+	ssize_t n;
+	int rc;
+
+	*ret = 0;
+	for (;;) {
+		rc = itp_inq_peek(q, &p, &plen, have, timeout);
+		if (rc <= 0)
+			return rc;
+		if (rc == 2)
+			break;
+		*ret = itp_parse(c, p, plen, &used);
+		itp_inq_consume(q, used);
+		*total += used;
+		if (*ret || used == plen || c->ended)
+			return 1;
+		have = plen - used;
+	}
+	/* have <= ITP_INQ_BLOCK <= ITP_BUF_MIN <= the buffer's size */
+	n = itp_inq_take(q, buf, have, 0);
+	if (n < 0)
+		return (int)n;
+	*len = (size_t)n;
+	return 1;
+}
+
 static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 {
 	const struct itp_options *opt = c->opt;
-	size_t cap = ITP_BUF_MIN, off = 0, len = 0, used;
+	size_t cap = ITP_BUF_MIN, off = 0, len = 0, used, want;
 	uint8_t *buf = malloc(cap);
 	uint64_t t, last_status, last_flush, last_snap, deadline = 0, total = 0, full0 = 0;
 	unsigned stop_ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000;
@@ -174,13 +233,32 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 			}
 			last_flush = t;
 		}
+		if (off == len && c->have_header) {
+			/* nothing waits in buf: parse in the queue's blocks */
+			off = len = 0;
+			rc = in_place(c, q, buf, &len, &total, timeout, &ret);
+			if (rc == -EINTR || rc == -EAGAIN)
+				continue;
+			if (rc < 0) {
+				c->res->sys_errno = -rc;
+				ret = itp_fail(c, ITP_E_IO, "reading the event socket: %s",
+					       strerror(-rc));
+				break;
+			}
+			if (!rc || ret || c->ended)
+				break;
+			continue;
+		}
 		/* buf[off, len) holds unparsed bytes: make room at the end */
 		if (cap - len < cap / 4) {
 			memmove(buf, buf + off, len - off);
 			len -= off;
 			off = 0;
 		}
-		n = itp_inq_take(q, buf + len, cap - len < TAKE_MAX ? cap - len : TAKE_MAX, timeout);
+		want = missing(c, buf + off, len - off);
+		if (want > cap - len)
+			want = cap - len;
+		n = itp_inq_take(q, buf + len, want, timeout);
 		if (n < 0) {
 			if (n == -EINTR || n == -EAGAIN)
 				continue;
