@@ -35,6 +35,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/single_threaded.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -69,7 +70,16 @@ static struct {
 	uint64_t seen;	     /* the last poll */
 	uint64_t sites;	     /* the last SITES record */
 	uint64_t retry;	     /* no thread start before this (one failed) */
+	long nvcsw;	     /* the thread's voluntary context switches at the last tick */
 } tl;
+
+/* nvcsw - the calling thread's voluntary context switches (it blocked); -1 if unknown. */
+static long nvcsw(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nvcsw;
+}
 
 static uint64_t rss_bytes(void)
 {
@@ -287,6 +297,7 @@ int trk_timer_start(bool timerless)
 		tl.seen = now;
 		tl.sites = now;
 		tl.retry = 0;
+		tl.nvcsw = nvcsw();
 		atomic_store(&trk_tl_on, 1);
 		return 0;
 	}
@@ -360,9 +371,18 @@ void trk_tl_poll(struct trk_thr *t)
 	gap = now - tl.seen;
 	tl.seen = now;
 	if (gap >= trk_tl_quiet_ns) {
-		/* the program stops allocating for long: a STOP must not wait for it */
-		hand_over(now);
-		return;
+		/*
+		 * The program stopped allocating for long: a STOP must not wait
+		 * for it. Unless it never blocked meanwhile (no voluntary switch:
+		 * preempted on a busy machine, or computing): that is no pause
+		 * in a system call, and it allocates again without one.
+		 */
+		long v = nvcsw();
+
+		if (v < 0 || v != tl.nvcsw) {
+			hand_over(now);
+			return;
+		}
 	}
 	if (now < tl.next || not_ours())
 		return;
@@ -385,4 +405,7 @@ void trk_tl_poll(struct trk_thr *t)
 		trk_smp_send_sites();
 	}
 	trk_send_tick(true);
+	/* after our own waits for heaptap: they are not the program's pauses */
+	tl.seen = coarse_ns();
+	tl.nvcsw = nvcsw();
 }

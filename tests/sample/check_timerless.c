@@ -12,8 +12,10 @@
  *     session may start);
  *   - thread_later: a thread's first allocation starts the timer thread;
  *     then a STOP is answered while no hook runs, with everything flushed;
- *   - quiet_program: a second of no allocations and the next one starts
- *     the timer thread, which answers a STOP while the program is idle;
+ *   - quiet_program: a second of no allocations in a system call (sleep)
+ *     and the next one starts the timer thread, which answers a STOP while
+ *     the program is idle; computing_is_not_quiet: a second of computing
+ *     (no voluntary context switch) does not;
  *   - full_tracing_takes_over: a switch to full tracing starts it too;
  *   - vfork_child_leaves_ctl: a vfork child that allocates past a tick does
  *     not read the STOP meant for its parent;
@@ -351,6 +353,34 @@ START_TEST(quiet_program)
 }
 END_TEST
 
+/*
+ * A second without allocations that never blocked (computing, or preempted
+ * on a busy machine: no voluntary context switch) is no pause in a system
+ * call: the hooks keep the timer's work.
+ */
+START_TEST(computing_is_not_quiet)
+{
+	struct peer p;
+	struct counts c;
+	uint64_t until;
+	volatile uint64_t spin = 0;
+
+	start(&p, 64, 1);
+	trk_tl_quiet_ns = 1000000000ull; /* TRK_TL_QUIET_NS */
+	churn(&p, 50, NULL);
+	until = now_ms() + 1200;
+	while (now_ms() < until) /* vDSO clock, no system call */
+		spin++;
+	churn(&p, 200, NULL);
+	ck_assert_int_eq(tl_on(), 1);
+	ck_assert_int_eq(tasks(), 1);
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	churn(&p, 20000, ended);
+	c = finish(&p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+}
+END_TEST
+
 START_TEST(full_tracing_takes_over)
 {
 	struct peer p;
@@ -386,10 +416,14 @@ START_TEST(vfork_child_leaves_ctl)
 	send_ctl(p.fd, WIRE_CTL_STOP, 0);
 	pid = vfork();
 	if (pid == 0) {
+		/* a few allocations over several ticks (the parent, our reader, waits meanwhile) */
 		uint64_t until = now_ms() + 50;
+		struct timespec ms = { 0, 1000000 };
 
-		while (now_ms() < until)
+		while (now_ms() < until) {
 			trk_free(site(300));
+			nanosleep(&ms, NULL);
+		}
 		_exit(0);
 	}
 	ck_assert_int_gt(pid, 0);
@@ -426,6 +460,7 @@ int main(void)
 	tcase_add_test(tc, hooks_do_the_ticks);
 	tcase_add_test(tc, thread_later);
 	tcase_add_test(tc, quiet_program);
+	tcase_add_test(tc, computing_is_not_quiet);
 	tcase_add_test(tc, full_tracing_takes_over);
 	tcase_add_test(tc, vfork_child_leaves_ctl);
 	tcase_add_test(tc, timerless_off);
