@@ -3,10 +3,13 @@
 /*
  * A reader thread (inq.c) drains the socket into memory, so the target's
  * threads do not wait while this one interprets (docs/stream.md,
- * "Reading"). The loop takes big blocks from it into one buffer and parses
- * records in place; a record cut by the end of a block is moved to the
- * front and completed by the next one (records are at most WIRE_MAX_RECORD,
- * the buffer holds several). The wait for input wakes at least every
+ * "Reading"). The loop parses the queue's blocks where they are
+ * (in_place); a record cut by the end of what a block holds is copied into
+ * one buffer and completed there with just the bytes it lacks (missing),
+ * then parsing goes back to the blocks. The stream header, and whatever
+ * follows a record whose length is bad, go through the buffer too
+ * (records are at most WIRE_MAX_RECORD, the buffer grows to hold several).
+ * The wait for input wakes at least every
  * 250 ms while the stream is idle, to call the status callback, flush the
  * writer about once a second (so a crash of heaptap leaves a readable file)
  * and notice opt->stop; a signal interrupts it at once.
@@ -28,9 +31,10 @@
 #define TICK_MS 250
 #define FLUSH_NS 1000000000ull
 /*
- * Bytes taken from the input queue at a time: each take frees blocks for
- * the reader, so when the queue is full the target gets room in steps of
- * this much interpreting (about 2 ms), not of a whole 4 MiB buffer.
+ * Bytes taken into the buffer at a time when how many are needed is not
+ * known (the header): each take frees blocks for the reader, so the target
+ * gets room in steps of this much interpreting, not of a whole 4 MiB
+ * buffer. Parsing in place frees each block as soon as it is parsed.
  */
 #define TAKE_MAX ((size_t)256 << 10)
 
