@@ -298,17 +298,29 @@ int itp_order_drain(struct itp_ctx *c, int skip_gaps)
 			if (rc)
 				return rc;
 		}
-		while (ch->pos < ch->n && ch->ev[ch->pos].seq <= c->next_seq) {
-			/* pos moves first: a module event's ownership passes to apply */
-			struct itp_ev *e = &ch->ev[ch->pos++];
+		/*
+		 * The chunk's fields in locals: the calls below could change
+		 * them as far as the compiler knows (they do not: nothing an
+		 * event does touches a pending chunk), and reloading them for
+		 * every event was most of this loop.
+		 */
+		{
+			struct itp_ev *ev = ch->ev;
+			size_t pos = ch->pos, n = ch->n;
+			uint32_t slot = ch->slot;
 
-			rc = apply_one(c, ch->slot, e);
-			if (rc) {
-				if (ch->pos == ch->n)
-					goto out_pop;
-				itp_heap_fix_top(h);
-				return rc;
+			while (pos < n && ev[pos].seq <= c->next_seq) {
+				/* pos moves first: a module event's ownership passes to apply */
+				rc = apply_one(c, slot, &ev[pos++]);
+				if (rc) {
+					ch->pos = pos;
+					if (pos == n)
+						goto out_pop;
+					itp_heap_fix_top(h);
+					return rc;
+				}
 			}
+			ch->pos = pos;
 		}
 		rc = 0;
 		if (ch->pos < ch->n) {
