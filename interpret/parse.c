@@ -28,7 +28,7 @@
 /*
  * get_var - wire_get_varint with fast paths, same result and the same
  * rejection of cut, overlong or overflowing numbers:
- *  - one byte (ops' deltas, most node indices);
+ *  - one byte (ops' deltas, most node indices), then two (most sizes);
  *  - with 8 bytes left, numbers of up to 8 bytes (56 bits: pointers take 6
  *    or 7) without a loop: one unaligned load, the first byte without the
  *    continuation bit found by a count of trailing zeros, and the 7-bit
@@ -104,6 +104,12 @@ static inline __attribute__((always_inline)) int get_var(const uint8_t **pp, con
 	if (__builtin_expect(p < end && *p < 0x80, 1)) {
 		*out = *p;
 		*pp = p + 1;
+		return 0;
+	}
+	/* two bytes (sizes up to 16 KiB, node indices up to 16 K): cheaper than packing a word */
+	if (end - p >= 2 && p[1] < 0x80) {
+		*out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		*pp = p + 2;
 		return 0;
 	}
 	if (__builtin_expect(get_word(pp, end, out), 1))

@@ -295,9 +295,8 @@ static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32
  * and the calls (and record_done's, for a chunk that is not full) were a
  * tenth of the interpreter's time on an allocation-only stream. The usual
  * case (no error, a valid info, room, no weight) is one test of four
- * conditions; every field is loaded before the first store, since the
- * store of a byte (ev_op) may alias anything and made the compiler load
- * each field again after it.
+ * conditions, and the byte store (ev_op), which may alias any field and
+ * made the compiler load each one again after it, comes last.
  */
 static inline __attribute__((always_inline)) int put_event(struct rec_writer *w, uint32_t info,
 							    uint32_t op, uint64_t weight,
@@ -305,23 +304,21 @@ static inline __attribute__((always_inline)) int put_event(struct rec_writer *w,
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
 	size_t n = b->count;
-	uint32_t *ev_info = w->ev_info;
-	uint8_t *ev_op = w->ev_op;
-	uint64_t *ev_from = w->ev_from;
-	uint64_t nallocs = w->nallocs, nevents = w->nevents;
-	size_t wlen = w->ev_weights.len;
+	int full;
 
 	if (__builtin_expect(w->err | (info >= w->ninfos) | (n == w->ev_cap) |
 				     (op == REC_EV_WEIGHTED),
 			     0))
 		return put_event_slow(w, info, op, weight, from);
-	ev_info[n] = info;
-	ev_from[n] = from;
-	w->nallocs = nallocs + !rec_ev_class(op);
-	w->nevents = nevents + 1;
-	ev_op[n] = (uint8_t)op;
+	w->nevents++;
+	if (!rec_ev_class(op))
+		w->nallocs++;
 	/* rec_writer_record_done's test for the events section, without the call */
-	if (n + 1 < REC_EV_CHUNK && wlen < REC_CHUNK_TARGET) {
+	full = n + 1 >= REC_EV_CHUNK || w->ev_weights.len >= REC_CHUNK_TARGET;
+	w->ev_info[n] = info;
+	w->ev_from[n] = from;
+	w->ev_op[n] = (uint8_t)op;
+	if (__builtin_expect(!full, 1)) {
 		b->count = (uint32_t)(n + 1);
 		return 0;
 	}
