@@ -66,7 +66,6 @@ static void bind(struct trk_thr *t, uint32_t tid)
 {
 	t->tid = tid;
 	t->len = 0;
-	t->soft = TRK_BUF_FLUSH;
 	t->nev = 0;
 	t->next_free = NULL;
 	t->prev_n = 0;
@@ -107,29 +106,20 @@ struct trk_thr *trk_thr_get_slow(void)
 	return t;
 }
 
-/* How flush_chunk gets the socket lock. */
-enum flush_mode {
-	FLUSH_WAIT, /* wait for room, then for the lock */
-	FLUSH_CTL,  /* the timer's idle flush: give way to a control record from heaptap */
-	FLUSH_TRY,  /* the owner past TRK_BUF_FLUSH: only a free lock and room now */
-};
-
 /*
- * flush_chunk - send t's events as one chunk (owner or claim holder).
- * false: nothing sent, the events stay (FLUSH_CTL: heaptap sent something;
- * FLUSH_TRY: the lock was taken or heaptap has no room).
+ * flush_chunk - send t's events as one chunk (owner or claim holder). ctl:
+ * the timer's idle flush, which gives way to a control record from heaptap
+ * instead of waiting for room (false: nothing sent, the events stay).
  */
-static bool flush_chunk(struct trk_thr *t, enum flush_mode mode)
+static bool flush_chunk(struct trk_thr *t, bool ctl)
 {
 	uint8_t hdr[2 * WIRE_VARINT_MAX];
 	struct iovec v[2];
 	size_t hl = 0;
 	int e = errno; /* a hook flushing a full buffer: the free hook does not save errno */
 
-	if (t->len == 0) {
-		t->soft = TRK_BUF_FLUSH;
+	if (t->len == 0)
 		return true;
-	}
 	hl += wire_put_varint(hdr + hl, t->tid);
 	hl += wire_put_varint(hdr + hl, t->first_seq);
 	v[0].iov_base = hdr;
@@ -137,11 +127,9 @@ static bool flush_chunk(struct trk_thr *t, enum flush_mode mode)
 	v[1].iov_base = t->data;
 	v[1].iov_len = t->len;
 	/* a full socket is waited for without the lock */
-	if (mode == FLUSH_WAIT)
+	if (!ctl)
 		trk_sock_lock_room(hl + t->len + 1 + WIRE_VARINT_MAX);
-	else if (mode == FLUSH_CTL && trk_sock_lock_room_ctl(hl + t->len + 1 + WIRE_VARINT_MAX) == -EAGAIN)
-		return false;
-	else if (mode == FLUSH_TRY && trk_sock_trylock_room(hl + t->len + 1 + WIRE_VARINT_MAX) < 0)
+	else if (trk_sock_lock_room_ctl(hl + t->len + 1 + WIRE_VARINT_MAX) == -EAGAIN)
 		return false;
 	/* events of an ended session never go into a later session's stream */
 	if (t->gen == atomic_load_explicit(&trk_g.sess_gen, memory_order_relaxed) &&
@@ -149,7 +137,6 @@ static bool flush_chunk(struct trk_thr *t, enum flush_mode mode)
 		atomic_fetch_add(&trk_g.dropped, t->nev);
 	pthread_mutex_unlock(&trk_g.sock_lock);
 	t->len = 0;
-	t->soft = TRK_BUF_FLUSH;
 	t->nev = 0;
 	errno = e;
 	return true;
@@ -157,27 +144,7 @@ static bool flush_chunk(struct trk_thr *t, enum flush_mode mode)
 
 void trk_thr_flush_locked(struct trk_thr *t)
 {
-	flush_chunk(t, FLUSH_WAIT);
-}
-
-/*
- * trk_thr_make_room: a thread that finds the socket lock taken (another
- * thread's chunk going out, its owner perhaps preempted right after the
- * write woke heaptap) does not sleep on it. Two allocating threads of the
- * session service slept there about a tenth of their time (perf trace:
- * 846 futex waits in 3 s, 0.4 ms each), more than their writes took. It
- * goes on filling its buffer (TRK_BUF_SIZE, 4 x TRK_BUF_FLUSH) and tries
- * again every TRK_BUF_RETRY bytes; only a full buffer waits.
- */
-void trk_thr_make_room(struct trk_thr *t, size_t need)
-{
-	if (t->len + need > TRK_BUF_SIZE) {
-		flush_chunk(t, FLUSH_WAIT);
-		return;
-	}
-	/* soft never passes the buffer's end: trk_ev_put checks need against soft only */
-	if (!flush_chunk(t, FLUSH_TRY))
-		t->soft = TRK_BUF_SIZE - t->len > TRK_BUF_RETRY ? t->len + TRK_BUF_RETRY : TRK_BUF_SIZE;
+	flush_chunk(t, false);
 }
 
 void trk_thr_wait_flusher(struct trk_thr *t)
@@ -284,7 +251,7 @@ void trk_thr_flush_idle(void)
 		}
 		if (!claim(t))
 			continue;
-		if (!flush_chunk(t, FLUSH_CTL)) {
+		if (!flush_chunk(t, true)) {
 			/* heaptap sent a control record: the timer reads it first */
 			unclaim(t);
 			break;

@@ -108,9 +108,7 @@ static inline uint32_t trk_seq_gen(uint64_t seq)
 
 /* ---- per-thread event buffer (buf.c) ---------------------------------- */
 
-#define TRK_BUF_SIZE (256 * 1024) /* event bytes a buffer holds */
-#define TRK_BUF_FLUSH (64 * 1024) /* sent as a chunk once this full, if the socket lock is free */
-#define TRK_BUF_RETRY (4 * 1024)  /* the lock was taken: tried again after this many more bytes */
+#define TRK_BUF_SIZE (64 * 1024) /* event bytes per chunk */
 #define TRK_EV_MAX 64		 /* room an ordinary event needs at most */
 #define TRK_TCACHE 512		 /* entries of the per-thread child cache */
 
@@ -227,7 +225,6 @@ struct trk_thr {
 	uint64_t first_seq;	    /* seq of the chunk's first event */
 	uint64_t last_seq;	    /* seq of the chunk's last event */
 	size_t len;		    /* event bytes in data */
-	size_t soft;		    /* len past which the owner tries to flush (trk_thr_make_room) */
 	uint32_t nev;		    /* events in data (counted as dropped if unsendable) */
 	struct trk_thr *next_all;   /* global list, set before publication */
 	struct trk_thr *next_free;  /* free list (under trk_g.free_lock) */
@@ -351,13 +348,6 @@ struct trk_thr *trk_thr_get_slow(void) TRK_HIDDEN;
 struct trk_thr *trk_thr_new(uint32_t tid) TRK_HIDDEN;
 /* trk_thr_flush_locked - send the buffer's events as one chunk; owner or claim holder. */
 void trk_thr_flush_locked(struct trk_thr *t) TRK_HIDDEN;
-/*
- * trk_thr_make_room - owner, inside enter/exit, len + need past soft: send
- * the chunk if the socket lock is free and heaptap has room for it; else
- * go on appending (soft moves on by TRK_BUF_RETRY) until the buffer is
- * full, and only then wait. Afterwards need bytes fit.
- */
-void trk_thr_make_room(struct trk_thr *t, size_t need) TRK_HIDDEN;
 /* trk_thr_flush_all - flush every buffer (waits for busy owners). */
 void trk_thr_flush_all(void) TRK_HIDDEN;
 /* trk_thr_flush_one - flush one buffer as a flusher (waits for its owner). */
@@ -387,7 +377,7 @@ static inline void trk_thr_wait_claim(struct trk_thr *t)
 		trk_thr_wait_flusher(t);
 	if (unlikely(atomic_load_explicit(&t->flush_req, memory_order_relaxed))) {
 		atomic_store_explicit(&t->flush_req, 0, memory_order_relaxed);
-		trk_thr_make_room(t, 0); /* sent unless the socket lock is taken (then at the next ask) */
+		trk_thr_flush_locked(t);
 	}
 }
 
@@ -444,12 +434,11 @@ static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, ui
 		}
 		/* a new session: what is left of an old one is not sent */
 		t->len = 0;
-		t->soft = TRK_BUF_FLUSH;
 		t->nev = 0;
 		t->gen = gen;
 	}
-	if (unlikely(t->len + need > t->soft))
-		trk_thr_make_room(t, need);
+	if (unlikely(t->len + need > TRK_BUF_SIZE))
+		trk_thr_flush_locked(t);
 	p = t->data + t->len;
 	*p++ = op;
 	if (t->len == 0) {
@@ -533,12 +522,6 @@ int trk_sock_lock_room(size_t need) TRK_HIDDEN;
  * sent something to read (a STOP must not wait for room).
  */
 int trk_sock_lock_room_ctl(size_t need) TRK_HIDDEN;
-/*
- * trk_sock_trylock_room - take the socket lock only if it is free and need
- * bytes fit now (or the socket is closed: the locked path finds out): 0
- * with the lock held, else -EBUSY without it. Never waits. errno kept.
- */
-int trk_sock_trylock_room(size_t need) TRK_HIDDEN;
 /* A write that makes no progress this long ends the session (SO_SNDTIMEO, sock.c). */
 #define TRK_SEND_STALL_MS 10000
 

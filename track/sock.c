@@ -380,23 +380,6 @@ int trk_sock_lock_room_ctl(size_t need)
 	return lock_room(need, true);
 }
 
-int trk_sock_trylock_room(size_t need)
-{
-	int saved_errno = errno, unread;
-
-	if (pthread_mutex_trylock(&trk_g.sock_lock) != 0) {
-		errno = saved_errno;
-		return -EBUSY;
-	}
-	if (trk_g.ended || has_room(trk_g.fd, need, &unread)) {
-		errno = saved_errno;
-		return 0;
-	}
-	pthread_mutex_unlock(&trk_g.sock_lock);
-	errno = saved_errno;
-	return -EBUSY;
-}
-
 int trk_wait_drained(unsigned timeout_ms)
 {
 	struct timespec ms = { 0, 1000000 };

@@ -1366,83 +1366,6 @@ START_TEST(session_twice_busy)
 }
 END_TEST
 
-/*
- * session_lock_taken_no_wait: a thread whose buffer passes TRK_BUF_FLUSH
- * while another holds the socket lock goes on recording (trk_thr_make_room)
- * instead of sleeping on the lock; only a full buffer (TRK_BUF_SIZE) waits.
- * Fails if the owner flushes with a wait at the soft size (phase 1 never
- * ends while the lock is held) or writes past the buffer (phase 2 ends).
- */
-static _Atomic int soft_phase, soft_done;
-static _Atomic size_t soft_frees, soft_maxlen;
-
-static void soft_free_one(void)
-{
-	struct trk_thr *t;
-
-	trk_free(malloc(16)); /* libc's block: only its FREE is recorded */
-	atomic_fetch_add(&soft_frees, 1);
-	t = trk_tls_thr;
-	if (t && t->len > atomic_load(&soft_maxlen))
-		atomic_store(&soft_maxlen, t->len);
-}
-
-static void *soft_main(void *arg)
-{
-	(void)arg;
-	/* phase 1: past the soft size, well below the buffer's end */
-	while (atomic_load(&soft_maxlen) < TRK_BUF_FLUSH + 16 * 1024)
-		soft_free_one();
-	atomic_store(&soft_done, 1);
-	while (atomic_load(&soft_phase) < 2)
-		usleep(100);
-	/* phase 2: more than the whole buffer holds */
-	for (size_t i = 0; i < TRK_BUF_SIZE / 6; i++)
-		soft_free_one();
-	atomic_store(&soft_done, 2);
-	return NULL;
-}
-
-START_TEST(session_lock_taken_no_wait)
-{
-	struct reader r;
-	struct tstream s;
-	struct tev *v;
-	pthread_t th;
-	size_t frees = 0;
-	int waited;
-
-	atomic_store(&soft_phase, 0);
-	atomic_store(&soft_done, 0);
-	atomic_store(&soft_frees, 0);
-	atomic_store(&soft_maxlen, 0);
-	session_start(&r);
-	pthread_mutex_lock(&trk_g.sock_lock); /* as another thread's chunk going out */
-	ck_assert_int_eq(pthread_create(&th, NULL, soft_main, NULL), 0);
-	for (waited = 0; waited < 20000 && atomic_load(&soft_done) < 1; waited++)
-		usleep(1000);
-	ck_assert_msg(atomic_load(&soft_done) == 1, "the owner waited for the lock at %zu bytes",
-		      atomic_load(&soft_maxlen));
-	ck_assert_uint_gt(atomic_load(&soft_maxlen), TRK_BUF_FLUSH);
-	atomic_store(&soft_phase, 2);
-	usleep(300 * 1000);
-	/* the buffer is full: it waits for the lock, within the buffer */
-	ck_assert_int_eq(atomic_load(&soft_done), 1);
-	ck_assert_uint_le(atomic_load(&soft_maxlen), TRK_BUF_SIZE);
-	pthread_mutex_unlock(&trk_g.sock_lock);
-	pthread_join(th, NULL);
-	ck_assert_int_eq(atomic_load(&soft_done), 2);
-	session_finish(&r, WIRE_END_EXIT, &s);
-	check_order(&s);
-	v = tstream_by_seq(&s);
-	for (size_t i = 0; i < s.nev; i++)
-		frees += v[i].op == WIRE_EV_FREE;
-	ck_assert_uint_eq(frees, atomic_load(&soft_frees));
-	free(v);
-	tstream_free(&s);
-}
-END_TEST
-
 static Suite *track_suite(void)
 {
 	Suite *s = suite_create("track");
@@ -1477,7 +1400,6 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, session_peer_gone);
 	tcase_add_test(tc, session_twice);
 	tcase_add_test(tc, session_twice_busy);
-	tcase_add_test(tc, session_lock_taken_no_wait);
 	suite_add_tcase(s, tc);
 	return s;
 }
