@@ -435,7 +435,7 @@ static enum att_reason map_scratch(struct att_ctx *ctx, size_t data)
 	if (att_fault(ctx, "scratch"))
 		return ATT_E_FAULT;
 	code = att_arch_tramp(&len, &marker_end);
-	err = att_mem_write(ctx->thr.tid, ctx->scratch, code, len);
+	err = att_mem_write_code(ctx->thr.tid, ctx->scratch, code, len);
 	if (err)
 		return att_fail(ctx, ATT_E_MEMORY, -err, "write trampoline at %#" PRIx64, ctx->scratch);
 	return ATT_OK;
@@ -626,7 +626,7 @@ static enum att_reason map_scratch_at(struct att_ctx *ctx, uint64_t at, size_t s
 	if (att_fault(ctx, "scratch"))
 		return ATT_E_FAULT;
 	code = att_arch_tramp(&len, &marker_end);
-	err = att_mem_write(thr->tid, ctx->scratch, code, len);
+	err = att_mem_write_code(thr->tid, ctx->scratch, code, len);
 	if (err)
 		return att_fail(ctx, ATT_E_MEMORY, -err, "write trampoline at %#" PRIx64, ctx->scratch);
 	return ATT_OK;

@@ -220,7 +220,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 	memcpy(buf, tpath, lp);
 	memcpy(buf + lp, start_symbol, ls);
 	memcpy(buf + lp + ls, arg, la);
-	err = att_mem_write(ctx->thr.tid, scratch, buf, lp + ls + la);
+	err = att_mem_write_code(ctx->thr.tid, scratch, buf, lp + ls + la);
 	free(buf);
 	if (err) {
 		why = att_fail(ctx, ATT_E_MEMORY, -err, "write scratch page at %#" PRIx64, scratch);

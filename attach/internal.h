@@ -460,6 +460,8 @@ enum att_reason att_mask_block(struct att_ctx *ctx, struct att_thread *thr);
 
 /* ---- mem.c ---- */
 int att_mem_write(pid_t tid, uint64_t addr, const void *buf, size_t len);
+/* The same for our own r-x pages: /proc/TID/mem first (process_vm_writev cannot write them). */
+int att_mem_write_code(pid_t tid, uint64_t addr, const void *buf, size_t len);
 int att_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
 /* Read a NUL-terminated string of at most cap-1 bytes. Returns 0 or -errno. */
 int att_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap);

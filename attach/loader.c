@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -53,16 +54,13 @@
 #define RTLD_NOW_VALUE 2
 #define POLL_US 200
 
+/* getrandom: one system call while the thread is held (was open, read, close of /dev/urandom) */
 static uint64_t random_cookie(void)
 {
 	uint64_t c = 0;
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 
-	if (fd >= 0) {
-		if (read(fd, &c, sizeof(c)) != (ssize_t)sizeof(c))
-			c = 0;
-		close(fd);
-	}
+	if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != (ssize_t)sizeof(c))
+		c = 0;
 	return c ^ att_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x6865617074617021ull;
 }
 
@@ -293,7 +291,7 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 	build_data(ctx, buf + 2 * PAGE - ATT_LD_STUB_AT, code_at, data_at, tpath, sym, arg);
 	if (!strcmp(ctx->fault, "stub"))	/* not page-aligned: the stub's mprotect fails */
 		put64(buf + 2 * PAGE - ATT_LD_STUB_AT, ATT_LD_MPROT, data_at + 1);
-	err = att_mem_write(ctx->thr.tid, stub_at, buf, len);
+	err = att_mem_write_code(ctx->thr.tid, stub_at, buf, len);
 	free(buf);
 	if (err)
 		return att_fail(ctx, ATT_E_MEMORY, -err, "write the loader's pages at %#" PRIx64,
