@@ -95,6 +95,7 @@ enum att_reason {
 	ATT_E_THREAD_CREATE,	/* pthread_create in the target failed (errno: its value, e.g. EAGAIN) */
 	ATT_E_LOAD_TIMEOUT,	/* the loader thread did not report within the wait (it goes on alone) */
 	ATT_E_LIBC_VERSION,	/* the library needs a glibc symbol version the process's libc lacks */
+	ATT_E_NO_PROCFS,	/* no procfs at /proc in the process's root (inject/ reads /proc/self/maps) */
 	ATT_E_COUNT
 };
 

@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "attach/internal.h"
 
 #define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+#define PROC_MAGIC 0x9fa0	/* PROC_SUPER_MAGIC, linux/magic.h */
 
 static void read_comm(pid_t pid, char *buf, size_t cap)
 {
@@ -136,6 +138,31 @@ static enum att_reason check_maps(struct att_ctx *ctx)
 	return att_fail(ctx, ATT_E_STATIC, 0, "no dynamic loader nor libc in %s/maps", ctx->procdir);
 }
 
+/*
+ * check_procfs - inject/ finds the modules to patch in /proc/self/maps, so
+ * the process's root must have procfs at /proc (a chroot or container
+ * without it would load the library and patch nothing). The walk through
+ * the /proc/PID/root magic link starts at the process's root in its own
+ * mount namespace and crosses that namespace's mounts. Only a clear answer
+ * refuses: another error (EACCES, ...) lets the attach go on.
+ */
+static enum att_reason check_procfs(struct att_ctx *ctx)
+{
+	char path[128];
+	struct statfs sf;
+
+	snprintf(path, sizeof(path), "%s/root/proc", ctx->procdir);
+	if (statfs(path, &sf) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return att_fail(ctx, ATT_E_NO_PROCFS, errno, "%s: %s", path, strerror(errno));
+		return ATT_OK;
+	}
+	if ((unsigned long)sf.f_type != PROC_MAGIC)
+		return att_fail(ctx, ATT_E_NO_PROCFS, 0, "%s is a filesystem of type %#lx, not procfs",
+				path, (unsigned long)sf.f_type);
+	return ATT_OK;
+}
+
 enum att_reason att_preflight(struct att_ctx *ctx)
 {
 	char path[96], status[8192], stat[1024], tracer[32];
@@ -216,6 +243,9 @@ enum att_reason att_preflight(struct att_ctx *ctx)
 	if (why)
 		return why;
 	why = check_maps(ctx);
+	if (why)
+		return why;
+	why = check_procfs(ctx);
 	if (why)
 		return why;
 	v = att_status_field(status, "SigIgn");

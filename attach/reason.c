@@ -32,7 +32,7 @@ static const char *const reason_text[ATT_E_COUNT] = {
 	[ATT_E_CALL_TIMEOUT] = "a call in the process did not return in time",
 	[ATT_E_REMOTE_MMAP] = "mmap in the process failed",
 	[ATT_E_MEMORY] = "cannot access the process's memory",
-	[ATT_E_STAGE] = "cannot copy the library into the process's mount namespace",
+	[ATT_E_STAGE] = "the library or a library it needs cannot be made loadable in the process's root",
 	[ATT_E_DLOPEN] = "the process could not load the library",
 	[ATT_E_DLSYM] = "the library has no such start function",
 	[ATT_E_START] = "the library's start function failed",
@@ -42,6 +42,7 @@ static const char *const reason_text[ATT_E_COUNT] = {
 	[ATT_E_THREAD_CREATE] = "cannot create a thread in the process; nothing was changed",
 	[ATT_E_LOAD_TIMEOUT] = "the library's loader thread did not report in time",
 	[ATT_E_LIBC_VERSION] = "the process's C library is older than the library needs; nothing was changed",
+	[ATT_E_NO_PROCFS] = "the process's root has no /proc mounted (heaptap's library reads /proc/self/maps); nothing was changed",
 };
 
 /* Distinct, stable exit statuses; gaps leave room per group. */
@@ -85,6 +86,7 @@ static const unsigned char reason_exit[ATT_E_COUNT] = {
 	[ATT_E_THREAD_CREATE] = 49,
 	[ATT_E_LOAD_TIMEOUT] = 50,
 	[ATT_E_LIBC_VERSION] = 51,
+	[ATT_E_NO_PROCFS] = 52,
 };
 
 const char *att_strerror(enum att_reason why)

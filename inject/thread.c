@@ -66,14 +66,22 @@ static void new_session(void)
 	memset(&inj_g.st, 0, sizeof(inj_g.st));
 }
 
-static void first_pass(void)
+/*
+ * first_pass - returns 0, or -errno when /proc/self/maps could not be read
+ * (no procfs in the process's root, ...): nothing was patched and no later
+ * pass would do better, so the caller ends the session with
+ * WIRE_END_ERROR rather than record nothing in silence.
+ */
+static int first_pass(void)
 {
 	uint64_t t0 = inj_now_ns();
+	int ret;
 
 	/* -EAGAIN: a module came or went meanwhile; the poll loop finishes the job */
-	(void)inj_patch_pass();
+	ret = inj_patch_pass();
 	inj_g.st.first_pass_ns = inj_now_ns() - t0;
 	inj_g.st.start_ns = inj_now_ns() - inj_g.t_start;
+	return ret == -EAGAIN ? 0 : ret;
 }
 
 /*
@@ -121,7 +129,7 @@ void *inj_thread_main(void *arg)
 {
 	struct trk_config cfg = {.fd = -1};
 	uint64_t drain_ns;
-	int fd;
+	int fd, ret = 0;
 
 	(void)arg;
 	/*
@@ -173,8 +181,10 @@ void *inj_thread_main(void *arg)
 	pthread_mutex_lock(&inj_g.lock);
 	inj_g.st.drain_ns = drain_ns;
 	if (!inj_g.closing)
-		first_pass();
+		ret = first_pass();
 	pthread_mutex_unlock(&inj_g.lock);
+	if (ret < 0)
+		trk_stop(WIRE_END_ERROR); /* before_end sets closing: poll_loop returns at once */
 	poll_loop();
 	goto out_idle;
 

@@ -22,7 +22,16 @@
 #             libraries, exit 45, nothing changed in the victim
 #   nolibm    ROOT without libm.so.6: one line naming it (a part of glibc is
 #             never copied in), exit 45, nothing changed
-# The victim runs under unshare -m with /proc mounted in its root. Needs
+#   noproc    ROOT as in plain but no /proc mounted in it: the library could
+#             not read /proc/self/maps; refused before anything is stopped,
+#             one line, exit 52, nothing changed
+#   nomaps    ROOT as in plain with /proc mounted, but the victim's own
+#             /proc/PID covered by an empty directory: preflight passes, the
+#             library loads and cannot read /proc/self/maps; its session
+#             ends at once with reason "error" (not after --duration),
+#             nothing patched, the victim untouched
+# The victim runs under unshare -m with /proc mounted in its root (not in
+# case noproc). Needs
 # root (chroot, mount). Exit 77 says why when
 # they cannot run.
 set -u
@@ -34,7 +43,7 @@ TMPDIR=$PWD
 . "$(cd "$(dirname "$0")" && pwd)/../lib/attach.sh"
 case_name=attach.minroot-$case_
 
-case $case_ in plain | ro | shm | noplace | nolibm) ;; *) fail "unknown case '$case_'" ;; esac
+case $case_ in plain | ro | shm | noplace | nolibm | noproc | nomaps) ;; *) fail "unknown case '$case_'" ;; esac
 [ -x "$victim" ] || fail "victim $victim is not an executable"
 [ "$(id -u)" = 0 ] || skip "chroot needs root"
 command -v chroot >/dev/null || PATH=$PATH:/usr/sbin:/sbin
@@ -87,7 +96,9 @@ coproc VIC { unshare -m --propagation private /bin/sh -c '
 	case $2 in
 	ro | shm | noplace) mount --bind "$r" "$r" && mount -o remount,bind,ro "$r" || exit 97 ;;
 	esac
-	mount -t proc proc "$r/proc" || exit 97
+	[ "$2" = noproc ] || mount -t proc proc "$r/proc" || exit 97
+	# nomaps: this shell execs chroot, which execs the victim: the same pid
+	if [ "$2" = nomaps ]; then mkdir -p "$r/.empty" && mount --bind "$r/.empty" "$r/proc/$$" || exit 97; fi
 	case $2 in
 	ro) mount -t tmpfs heaptap-test-tmp "$r/tmp" || exit 97 ;;
 	shm) mount -t tmpfs -o mode=1777 heaptap-test-shm "$r/dev/shm" || exit 97 ;;
@@ -108,17 +119,57 @@ untraced() {
 }
 
 # the victim's root as it sees it: read-only where the case says so
-if [ "$case_" != plain ] && [ "$case_" != nolibm ]; then
+if [ "$case_" != plain ] && [ "$case_" != nolibm ] && [ "$case_" != noproc ] && [ "$case_" != nomaps ]; then
 	touch "/proc/$TPID/root/.heaptap-rw" 2>/dev/null && fail "the victim's root is writable"
 fi
 
-if [ "$case_" = noplace ] || [ "$case_" = nolibm ]; then
+if [ "$case_" = noproc ]; then
+	# what makes this case: the victim's root really has no procfs at /proc
+	[ -e "/proc/$TPID/root/proc/self" ] && fail "the victim's root has /proc mounted"
+fi
+
+if [ "$case_" = nomaps ]; then
+	# what makes this case: procfs in the victim's root, but no maps file for it
+	[ "$(stat -f -c %t "/proc/$TPID/root/proc")" = 9fa0 ] || fail "no procfs at the victim's /proc"
+	[ -e "/proc/$TPID/root/proc/$TPID/maps" ] && fail "the victim's /proc/$TPID/maps is readable"
+	rc=0
+	timeout 120 "$HEAPTAP" attach -o "$tmp/mr.htap" --duration 600 "$TPID" 2>"$tmp/mr.err" </dev/null || rc=$?
+	show "heaptap stderr" "$tmp/mr.err"
+	[ "$rc" != 124 ] || fail "heaptap still recorded after 120 s: the library's session did not end"
+	[ "$rc" -lt 128 ] || fail "heaptap attach died (exit $rc)"
+	untraced "session ended"
+	ask "restored 0"
+	[ "$ans" = restored ] || fail "the victim's malloc slot changed: $ans"
+	for i in $(seq 50); do # the library's threads go once the session ended (5 s at most)
+		grep -qx heaptap-inject /proc/"$TPID"/task/*/comm 2>/dev/null || break
+		sleep 0.1
+	done
+	! grep -qx heaptap-inject /proc/"$TPID"/task/*/comm 2>/dev/null || fail "a heaptap-inject thread is left"
+	ask ping
+	[ "$ans" = pong ] || fail "victim answered '$ans' to ping"
+	r=0
+	"$HEAPTAP" report --format json "$tmp/mr.htap" >"$tmp/mr.json" 2>"$tmp/mr.rerr" || r=$?
+	[ "$r" = 0 ] || { show "report stderr" "$tmp/mr.rerr"; fail "heaptap report exited $r"; }
+	end=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["end_reason"])' "$tmp/mr.json") ||
+		fail "report unreadable"
+	echo "recording's end_reason: $end" >&2
+	[ "$end" = error ] || fail "the session ended with reason '$end', want error"
+	echo "PASS: $case_name" >&2
+	exit 0
+fi
+
+if [ "$case_" = noplace ] || [ "$case_" = nolibm ] || [ "$case_" = noproc ]; then
+	want=45
+	[ "$case_" = noproc ] && want=52
 	rc=0
 	timeout 60 "$HEAPTAP" attach -o "$tmp/mr.htap" --duration 30 "$TPID" 2>"$tmp/mr.err" </dev/null || rc=$?
 	show "heaptap stderr" "$tmp/mr.err"
-	[ "$rc" = 45 ] || fail "heaptap attach exited $rc, want 45 (cannot stage)"
+	[ "$rc" = "$want" ] || fail "heaptap attach exited $rc, want $want"
 	[ "$(wc -l <"$tmp/mr.err")" = 1 ] || fail "heaptap said more or less than one line"
-	if [ "$case_" = noplace ]; then
+	if [ "$case_" = noproc ]; then
+		grep -qF 'no /proc mounted' "$tmp/mr.err" || fail "heaptap's line does not say 'no /proc mounted'"
+		[ -e "$tmp/mr.htap" ] && fail "heaptap left a recording behind"
+	elif [ "$case_" = noplace ]; then
 		for w in libunwind.so.8 liblzma.so.5 'dev/shm: mounted noexec' 'tmp: read-only'; do
 			grep -qF "$w" "$tmp/mr.err" || fail "heaptap's line does not say '$w'"
 		done
