@@ -21,6 +21,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-midattach.XXXXXX") || exit 1
 VPID=
 cleanup()
 {
+	[ "$BASHPID" = "$$" ] || return 0 # not in a job killed before its exec
 	[ -n "$VPID" ] && kill -KILL "$VPID" 2>/dev/null
 	rm -rf "$tmp"
 }

@@ -27,7 +27,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-e2e.XXXXXX") || fail "mktemp"
 if [ -n "${E2E_KEEP:-}" ]; then
 	echo "keeping $tmp" >&2
 else
-	trap 'rm -rf "$tmp"' EXIT
+	trap '[ "$BASHPID" != "$$" ] || rm -rf "$tmp"' EXIT
 fi
 # a crashing target must not leave core files behind, nor take long to dump
 ulimit -c 0

@@ -28,6 +28,9 @@ command -v python3 >/dev/null || fail "python3 is needed to read JSON reports"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-${LIB_TAG:-test}.XXXXXX") || fail "mktemp"
 cleanup()
 {
+	# only the test's own shell: a background job that a signal kills before
+	# it has exec'd runs this trap too (bash), and must not end the target
+	[ "$BASHPID" = "$$" ] || return 0
 	[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
 	declare -F suite_cleanup >/dev/null && suite_cleanup
 	if [ -n "$TPID" ]; then

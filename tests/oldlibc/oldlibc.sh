@@ -52,6 +52,7 @@ rm -rf "$work"
 mkdir -m 0755 "$work"
 pid=
 cleanup() {
+	[ "$BASHPID" = "$$" ] || return 0 # not in a job killed before its exec
 	if [ -n "$pid" ]; then
 		kill -9 "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
