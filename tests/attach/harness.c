@@ -148,10 +148,20 @@ out:
 void victim_check_jc(struct victim *v, const char *when, int job_control)
 {
 	char r[1024];
+	int tries;
 
-	if (victim_cmd(v, "ping", r, sizeof(r)) < 0) {
-		check(0, "%s: victim answers ping", when);
-		return;
+	/*
+	 * A victim stopped right after it started (stopped-late) may not have
+	 * sent its first signal yet: ask again until it has (10 s at most).
+	 */
+	for (tries = 0;; tries++) {
+		if (victim_cmd(v, "ping", r, sizeof(r)) < 0) {
+			check(0, "%s: victim answers ping", when);
+			return;
+		}
+		if (kv(r, "sent") > 0 || tries == 100)
+			break;
+		usleep(100000);
 	}
 	printf("     victim %s: %s\n", when, r);
 	check(kv(r, "eintr") == 0, "%s: no EINTR in the victim", when);
