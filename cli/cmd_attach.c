@@ -298,6 +298,13 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 	}
 	if (out[0])
 		cli_msg("run \"heaptap report %s\"", out);
+	if (res->end_reason == WIRE_END_ERROR) {
+		/* the library gave up on its own (inject/thread.c, track/session.c) */
+		cli_msg("attach %d: heaptap's library in it ended the session on an error of its own "
+			"(it could not read /proc/self/maps, or lost its socket); the recording stops "
+			"there", (int)pid);
+		return CLI_EXIT_FAIL;
+	}
 	return CLI_EXIT_OK;
 }
 

@@ -137,6 +137,8 @@ if [ "$case_" = nomaps ]; then
 	show "heaptap stderr" "$tmp/mr.err"
 	[ "$rc" != 124 ] || fail "heaptap still recorded after 120 s: the library's session did not end"
 	[ "$rc" -lt 128 ] || fail "heaptap attach died (exit $rc)"
+	[ "$rc" = 1 ] || fail "heaptap attach exited $rc, not 1, when the library gave up"
+	grep -q "ended the session on an error of its own" "$tmp/mr.err" || fail "heaptap did not say the library gave up"
 	untraced "session ended"
 	ask "restored 0"
 	[ "$ans" = restored ] || fail "the victim's malloc slot changed: $ans"
