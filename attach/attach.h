@@ -103,6 +103,15 @@ enum att_reason {
 const char *att_strerror(enum att_reason why);
 
 /*
+ * Open dir ("tmp", "dev/shm") below procdir's root ("/proc/PID" or
+ * "/proc/PID/task/TID": the process's root, in its mount namespace), O_PATH,
+ * refusing a symlink at each step (a symlink the process planted could point
+ * a root heaptap at the host's files). Returns the descriptor or -errno
+ * (-ENOTDIR for a symlink).
+ */
+int att_open_root_dir(const char *procdir, const char *dir);
+
+/*
  * Process exit status the command layer uses for a reason: 0 for ATT_OK,
  * otherwise distinct values in 10..63 (never 1, 2 or 77), stable across
  * versions.

@@ -222,13 +222,12 @@ static enum att_reason check_dep_versions(struct att_ctx *ctx, const struct att_
 	return ATT_OK;
 }
 
-/* Open dir ("tmp", "dev/shm") below the target's root, O_PATH, refusing a symlink at each step. */
-static int open_root_dir(const struct att_ctx *ctx, const char *dir)
+int att_open_root_dir(const char *procdir, const char *dir)
 {
 	char path[PATH_MAX], comp[32], *save = NULL, *tok;
 	int fd, next, e;
 
-	snprintf(path, sizeof(path), "%s/root", ctx->procdir);
+	snprintf(path, sizeof(path), "%s/root", procdir);
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -263,7 +262,7 @@ static int make_stage_dir(struct att_ctx *ctx, char *tdir, size_t cap, char *why
 	why[0] = '\0';
 	for (i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
 		r = NULL;
-		pfd = open_root_dir(ctx, places[i]);
+		pfd = att_open_root_dir(ctx->procdir, places[i]);
 		if (pfd < 0) {
 			r = strerror(-pfd);
 		} else if (fstatvfs(pfd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {

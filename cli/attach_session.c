@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach/attach.h"
 #include "cli/cli.h"
 
 #define POLL_MS 50
@@ -59,31 +60,6 @@ static int target_ids(pid_t pid, uid_t *uid, gid_t *gid)
 	}
 	fclose(fp);
 	return have == 3 ? 0 : -ESRCH;
-}
-
-/* Open dir ("tmp" or "dev/shm") below the target's root, refusing symlinks at each step. */
-static int open_target_dir(pid_t pid, const char *dir)
-{
-	char path[64], comp[64], *save = NULL, *tok;
-	int fd, next;
-
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
-	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	snprintf(comp, sizeof(comp), "%s", dir);
-	for (tok = strtok_r(comp, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		next = openat(fd, tok, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0) {
-			int e = errno;
-
-			close(fd);
-			return e == ELOOP ? -ENOTDIR : -e;
-		}
-		close(fd);
-		fd = next;
-	}
-	return fd;
 }
 
 /* Make heaptap-XXXXXX under parent_fd: 0700, a fresh name. Returns its fd (O_PATH) or -errno. */
@@ -212,18 +188,20 @@ out_rmdir:
 int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid)
 {
 	static const char *const where[] = { "tmp", "dev/shm" };
+	char procdir[32];
 	uid_t uid = 0;
 	gid_t gid = 0;
 	int ret, first = 0;
 	size_t i;
 
+	snprintf(procdir, sizeof(procdir), "/proc/%d", (int)pid);
 	memset(d, 0, sizeof(*d));
 	d->parent_fd = d->dir_fd = d->listen_fd = -1;
 	ret = target_ids(pid, &uid, &gid);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
-		int pfd = open_target_dir(pid, where[i]);
+		int pfd = att_open_root_dir(procdir, where[i]);
 
 		if (pfd >= 0) {
 			ret = open_in(d, pfd, where[i], uid, gid);

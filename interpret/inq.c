@@ -387,6 +387,28 @@ static int read_inline(struct itp_inq *q, int timeout_ms)
 	return 0;
 }
 
+/* The emptied head block goes on the spare list (lock held). */
+static void recycle_head_locked(struct itp_inq *q)
+{
+	struct blk *b = q->head;
+
+	q->head = b->next;
+	q->nblocks--;
+	b->next = q->spare;
+	q->spare = b;
+	q->nspare++;
+}
+
+/* n bytes were taken, freed says a block was recycled (lock held): wake a reader waiting for room. */
+static void took_locked(struct itp_inq *q, size_t n, int freed)
+{
+	q->pending -= n;
+	if (n)
+		q->last_take_ns = mono_ns();
+	if (freed || (n && q->full_since))
+		pthread_cond_signal(&q->room);
+}
+
 /* n bytes of the head block were taken (lock held): recycle it when emptied. */
 static void taken_locked(struct itp_inq *q, size_t n)
 {
@@ -395,18 +417,10 @@ static void taken_locked(struct itp_inq *q, size_t n)
 
 	b->roff += n;
 	if (b->roff == b->wlen && b != q->tail) {
-		q->head = b->next;
-		q->nblocks--;
+		recycle_head_locked(q);
 		freed = 1;
-		b->next = q->spare;
-		q->spare = b;
-		q->nspare++;
 	}
-	q->pending -= n;
-	if (n)
-		q->last_take_ns = mono_ns();
-	if (freed || (n && q->full_since))
-		pthread_cond_signal(&q->room);
+	took_locked(q, n, freed);
 }
 
 /* Copy up to cap pending bytes (lock held), recycling emptied blocks. */
@@ -426,18 +440,10 @@ static size_t copy_locked(struct itp_inq *q, uint8_t *dst, size_t cap)
 		got += k;
 		if (b->roff < b->wlen || b == q->tail)
 			break; /* more in it, or the reader still fills it */
-		q->head = b->next;
-		q->nblocks--;
+		recycle_head_locked(q);
 		freed = 1;
-		b->next = q->spare;
-		q->spare = b;
-		q->nspare++;
 	}
-	q->pending -= got;
-	if (got)
-		q->last_take_ns = mono_ns();
-	if (freed || (got && q->full_since))
-		pthread_cond_signal(&q->room);
+	took_locked(q, got, freed);
 	return got;
 }
 
