@@ -33,6 +33,7 @@
 
 #include "track/internal.h"
 #include "track/track.h"
+#include "tests/lib/check_libc_real.h"
 #include "track/wire.h"
 
 /* ---- a small independent decoder -------------------------------------------- */
@@ -225,19 +226,6 @@ static void *reader_main(void *arg)
 		r->len += (size_t)n;
 	}
 }
-
-static const struct trk_real libc_real = {
-	.malloc = malloc,
-	.free = free,
-	.calloc = calloc,
-	.realloc = realloc,
-	.reallocarray = reallocarray,
-	.posix_memalign = posix_memalign,
-	.aligned_alloc = aligned_alloc,
-	.memalign = memalign,
-	.valloc = valloc,
-	.pvalloc = pvalloc,
-};
 
 static void send_sample(int fd, uint64_t rate, uint64_t seed)
 {

@@ -39,20 +39,8 @@
 
 #include "track/internal.h"
 #include "track/track.h"
+#include "tests/lib/check_libc_real.h"
 #include "track/wire.h"
-
-static const struct trk_real libc_real = {
-	.malloc = malloc,
-	.free = free,
-	.calloc = calloc,
-	.realloc = realloc,
-	.reallocarray = reallocarray,
-	.posix_memalign = posix_memalign,
-	.aligned_alloc = aligned_alloc,
-	.memalign = memalign,
-	.valloc = valloc,
-	.pvalloc = pvalloc,
-};
 
 /* What came from the library so far. */
 struct peer {
@@ -216,6 +204,16 @@ static struct counts finish(struct peer *p)
 	return c;
 }
 
+/* stop_by_thread - heaptap's STOP, answered with no hook running: the timer thread ends the session */
+static void stop_by_thread(struct peer *p)
+{
+	struct counts c;
+
+	send_ctl(p->fd, WIRE_CTL_STOP, 0);
+	c = finish(p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+}
+
 __attribute__((noinline)) static void *site(size_t n)
 {
 	void *p = trk_malloc(n);
@@ -315,7 +313,6 @@ static void *worker(void *arg)
 START_TEST(thread_later)
 {
 	struct peer p;
-	struct counts c;
 	pthread_t th;
 
 	start(&p, 4096, 1);
@@ -331,16 +328,13 @@ START_TEST(thread_later)
 		usleep(1000);
 	ck_assert_int_eq(tasks(), 2);
 	/* no hook runs from here on: the thread answers */
-	send_ctl(p.fd, WIRE_CTL_STOP, 0);
-	c = finish(&p);
-	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+	stop_by_thread(&p);
 }
 END_TEST
 
 START_TEST(quiet_program)
 {
 	struct peer p;
-	struct counts c;
 
 	start(&p, 64, 1); /* nearly every call samples: every call polls */
 	trk_tl_quiet_ns = 1000000000ull; /* TRK_TL_QUIET_NS */
@@ -350,9 +344,7 @@ START_TEST(quiet_program)
 	churn(&p, 20000, timer_running);
 	ck_assert_int_eq(tl_on(), 0);
 	ck_assert_int_eq(tasks(), 2);
-	send_ctl(p.fd, WIRE_CTL_STOP, 0);
-	c = finish(&p); /* while this thread allocates nothing */
-	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+	stop_by_thread(&p); /* while this thread allocates nothing */
 }
 END_TEST
 
@@ -387,7 +379,6 @@ END_TEST
 START_TEST(full_tracing_takes_over)
 {
 	struct peer p;
-	struct counts c;
 
 	start(&p, 4096, 1);
 	churn(&p, 50, NULL);
@@ -396,9 +387,7 @@ START_TEST(full_tracing_takes_over)
 	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 0);
 	ck_assert_int_eq(tl_on(), 0);
 	ck_assert_int_eq(tasks(), 2);
-	send_ctl(p.fd, WIRE_CTL_STOP, 0);
-	c = finish(&p);
-	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+	stop_by_thread(&p);
 }
 END_TEST
 
@@ -441,14 +430,11 @@ END_TEST
 START_TEST(timerless_off)
 {
 	struct peer p;
-	struct counts c;
 
 	start(&p, 4096, 0);
 	ck_assert_int_eq(tl_on(), 0);
 	ck_assert_int_eq(tasks(), 2);
-	send_ctl(p.fd, WIRE_CTL_STOP, 0);
-	c = finish(&p);
-	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+	stop_by_thread(&p);
 }
 END_TEST
 
