@@ -30,6 +30,16 @@
 #             library loads and cannot read /proc/self/maps; its session
 #             ends at once with reason "error" (not after --duration),
 #             nothing patched, the victim untouched
+#   setgid    the plain root, the victim set-gid to a group that is not
+#             ours (egid != rgid: the kernel gives it AT_SECURE, checked in
+#             its auxv), so glibc's loader runs in secure mode; attached as
+#             in plain, the copies found beside the library
+#   setgid-host  the same set-gid victim run in this host's root (no
+#             chroot): libunwind and liblzma are the host's own, nothing is
+#             copied, the library is loaded in place
+#   setuid    the plain root, the victim set-uid to uid 65534 (euid !=
+#             ruid, AT_SECURE): the staged files and the session directory
+#             must belong to its effective uid, which is not ours
 # The victim runs under unshare -m with /proc mounted in its root (not in
 # case noproc). Needs
 # root (chroot, mount). Exit 77 says why when
@@ -43,7 +53,7 @@ TMPDIR=$PWD
 . "$(cd "$(dirname "$0")" && pwd)/../lib/attach.sh"
 case_name=attach.minroot-$case_
 
-case $case_ in plain | ro | shm | noplace | nolibm | noproc | nomaps) ;; *) fail "unknown case '$case_'" ;; esac
+case $case_ in plain | ro | shm | noplace | nolibm | noproc | nomaps | setgid | setgid-host | setuid) ;; *) fail "unknown case '$case_'" ;; esac
 [ -x "$victim" ] || fail "victim $victim is not an executable"
 [ "$(id -u)" = 0 ] || skip "chroot needs root"
 command -v chroot >/dev/null || PATH=$PATH:/usr/sbin:/sbin
@@ -76,6 +86,19 @@ done
 [ -n "$libc" ] || fail "ldd $victim shows no libc.so.6"
 [ "$case_" = nolibm ] || copy_in "$(dirname "$libc")/libm.so.6"
 cp "$victim" "$root/victim" || fail "copy the victim"
+# set-gid to a group that is not ours, or set-uid to a user that is not us:
+# the kernel sets AT_SECURE for egid != rgid or euid != ruid
+SECURE_ID=65534
+case $case_ in
+setgid*)
+	[ "$(id -g)" != "$SECURE_ID" ] || skip "our own gid is $SECURE_ID"
+	chgrp "$SECURE_ID" "$root/victim" && chmod g+s "$root/victim" || fail "make the victim set-gid"
+	;;
+setuid)
+	[ "$(id -u)" != "$SECURE_ID" ] || skip "our own uid is $SECURE_ID"
+	chown "$SECURE_ID" "$root/victim" && chmod u+s "$root/victim" || fail "make the victim set-uid"
+	;;
+esac
 if find "$root" -name 'libunwind*' -o -name 'liblzma*' | grep -q .; then
 	fail "the root has libunwind or liblzma: $(find "$root" -name 'libunwind*' -o -name 'liblzma*')"
 fi
@@ -104,6 +127,7 @@ coproc VIC { unshare -m --propagation private /bin/sh -c '
 	shm) mount -t tmpfs -o mode=1777 heaptap-test-shm "$r/dev/shm" || exit 97 ;;
 	noplace) mount -t tmpfs -o noexec,mode=1777 heaptap-test-shm "$r/dev/shm" || exit 97 ;;
 	esac
+	[ "$2" = setgid-host ] && exec "$r/victim"
 	exec chroot "$r" /victim' sh "$root" "$case_" 2>"$tmp/victim.err"; }
 ready_pid VIC 20 "the victim" "$tmp/victim.err"
 
@@ -119,9 +143,26 @@ untraced() {
 }
 
 # the victim's root as it sees it: read-only where the case says so
-if [ "$case_" != plain ] && [ "$case_" != nolibm ] && [ "$case_" != noproc ] && [ "$case_" != nomaps ]; then
+if [ "$case_" = ro ] || [ "$case_" = shm ] || [ "$case_" = noplace ]; then
 	touch "/proc/$TPID/root/.heaptap-rw" 2>/dev/null && fail "the victim's root is writable"
 fi
+
+case $case_ in setgid* | setuid)
+	# what makes these cases: a set-gid/set-uid process, which glibc's loader runs in secure mode
+	f=Gid
+	[ "$case_" = setuid ] && f=Uid
+	gids=$(sed -n "s/^$f:[[:space:]]*//p" /proc/"$TPID"/status)
+	set -- $gids
+	[ "${1:-}" != "$SECURE_ID" ] && [ "${2:-}" = "$SECURE_ID" ] ||
+		fail "the victim's ${f}s are '$gids', want real != effective $SECURE_ID (a nosuid mount?)"
+	sec=$(python3 -c 'import struct,sys
+d=open(sys.argv[1],"rb").read()
+v=[struct.unpack_from("<QQ",d,i) for i in range(0,len(d)-15,16)]
+print(dict(v).get(23,"none"))' /proc/"$TPID"/auxv) || fail "cannot read the victim's auxv"
+	[ "$sec" = 1 ] || fail "the victim's AT_SECURE is $sec, not 1"
+	echo "victim: $f $gids, AT_SECURE=$sec" >&2
+	;;
+esac
 
 if [ "$case_" = noproc ]; then
 	# what makes this case: the victim's root really has no procfs at /proc
@@ -200,17 +241,27 @@ done
 # what got mapped: the copies, from the staging directory in the victim's /tmp (/dev/shm: case shm)
 place=/tmp
 [ "$case_" = shm ] && place=/dev/shm
-for n in libheaptap_inject.so libunwind.so.8 liblzma.so.5; do
-	grep -qE "$place/heaptap-[A-Za-z0-9]{6}/${n//./\\.}( \(deleted\))?$" /proc/"$TPID"/maps ||
-		{ grep -e /tmp/ -e libheaptap /proc/"$TPID"/maps >&2; fail "$n is not mapped from a staging directory in $place"; }
-done
-# staged files and session directory go once the library is connected (3 s at most)
-for i in $(seq 30); do
-	ask tmp
-	[ "$ans" = "tmp n=0" ] && break
-	sleep 0.1
-done
-[ "$ans" = "tmp n=0" ] || fail "heaptap's entries stay in the victim's /tmp while recording: $ans"
+if [ "$case_" = setgid-host ]; then
+	# the host's own files: the library in place, libunwind and liblzma where ldd finds them
+	for n in "$lib" $(ldd "$lib" | sed -n 's/.*\(libunwind\.so\.8\|liblzma\.so\.5\) => \(\/[^ ]*\) .*/\2/p'); do
+		n=$(readlink -f "$n")
+		grep -qF " $n" /proc/"$TPID"/maps ||
+			{ grep -e /tmp/ -e libheaptap /proc/"$TPID"/maps >&2; fail "$n is not mapped in place"; }
+	done
+	! grep -qE '/heaptap-[A-Za-z0-9]{6}/' /proc/"$TPID"/maps || fail "something was staged for a process that sees everything"
+else
+	for n in libheaptap_inject.so libunwind.so.8 liblzma.so.5; do
+		grep -qE "$place/heaptap-[A-Za-z0-9]{6}/${n//./\\.}( \(deleted\))?$" /proc/"$TPID"/maps ||
+			{ grep -e /tmp/ -e libheaptap /proc/"$TPID"/maps >&2; fail "$n is not mapped from a staging directory in $place"; }
+	done
+	# staged files and session directory go once the library is connected (3 s at most)
+	for i in $(seq 30); do
+		ask tmp
+		[ "$ans" = "tmp n=0" ] && break
+		sleep 0.1
+	done
+	[ "$ans" = "tmp n=0" ] || fail "heaptap's entries stay in the victim's /tmp while recording: $ans"
+fi
 ask "leak 9"
 [ "$ans" = "leaked n=9 bytes=$((9 * 4321))" ] || fail "leak: $ans"
 kill -TERM "$HT_PID"
@@ -222,8 +273,10 @@ ask "restored 5000"
 untraced "after detach"
 ask ping
 [ "$ans" = pong ] || fail "victim answered '$ans' to ping after detach"
-ask tmp
-[ "$ans" = "tmp n=0" ] || fail "heaptap left entries in the victim's /tmp: $ans"
+if [ "$case_" != setgid-host ]; then # the host's /tmp holds other tests' heaptap-* entries
+	ask tmp
+	[ "$ans" = "tmp n=0" ] || fail "heaptap left entries in the victim's /tmp: $ans"
+fi
 # the report: minroot_leak's 9 blocks, all leaked
 r=0
 "$HEAPTAP" report --format json -n 1000000 -b 0 "$tmp/mr.htap" >"$tmp/mr.json" 2>"$tmp/mr.rerr" || r=$?
