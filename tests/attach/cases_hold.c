@@ -83,11 +83,7 @@ int case_priority(void)
 	}
 	before = nice_sum(v.pid);
 	ctx = att_new(v.pid);
-	why = att_preflight(ctx);
-	if (!why)
-		why = att_prepare(ctx, lib_path);
-	if (!why)
-		why = att_seize(ctx);
+	why = seize_with_lib(ctx);
 	/* a thread is held now */
 	errno = 0;
 	held_nice = getpriority(PRIO_PROCESS, (id_t)self);

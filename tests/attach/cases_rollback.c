@@ -294,11 +294,7 @@ int case_eagain(void)
 	 * sets it (its stack's mmap), and the stub's slots must put it back
 	 */
 	att_prefer_thread(ctx, v.tid[R_READER]);
-	why = att_preflight(ctx);
-	if (!why)
-		why = att_prepare(ctx, lib_path);
-	if (!why)
-		why = att_seize(ctx);
+	why = seize_with_lib(ctx);
 	if (why) {
 		report_reason("seize", ctx, why);
 		check(0, "seize for the EAGAIN case");

@@ -253,11 +253,7 @@ int case_defer_signals(void)
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
 	ctx = att_new(v.pid);
-	why = att_preflight(ctx);
-	if (!why)
-		why = att_prepare(ctx, lib_path);
-	if (!why)
-		why = att_seize(ctx);
+	why = seize_with_lib(ctx);
 	check(why == ATT_OK, "seized");
 	t0 = mono_ns();
 	killer = fork();

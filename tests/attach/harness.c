@@ -345,19 +345,26 @@ int maps_has_addr(pid_t pid, uint64_t addr)
 	return found;
 }
 
+/* The seize sequence every case with the test library runs; the reason of its first failing step. */
+enum att_reason seize_with_lib(struct att_ctx *ctx)
+{
+	enum att_reason why;
+
+	why = att_preflight(ctx);
+	if (!why)
+		why = att_prepare(ctx, lib_path);
+	if (!why)
+		why = att_seize(ctx);
+	return why;
+}
+
 /* Full sequence; returns the reason of the first failing step. */
 enum att_reason attach_once(struct att_ctx *ctx, const char *sym, const char *arg,
 				   struct att_inject_result *res, unsigned hold_ms)
 {
 	enum att_reason why;
 
-	why = att_preflight(ctx);
-	if (why)
-		return why;
-	why = att_prepare(ctx, lib_path);
-	if (why)
-		return why;
-	why = att_seize(ctx);
+	why = seize_with_lib(ctx);
 	if (why)
 		return why;
 	if (hold_ms)

@@ -72,7 +72,9 @@ int maps_contains(pid_t pid, const char *needle);
 int maps_has_addr(pid_t pid, uint64_t addr);
 /* Threads of pid named heaptap-load (attach/loader.c's loader threads). */
 int loaders_alive(pid_t pid);
-/* preflight, prepare, seize, [hold], inject, release; the first failing reason. */
+/* preflight, prepare (lib_path), seize: a thread held on ATT_OK; else the first failing reason. */
+enum att_reason seize_with_lib(struct att_ctx *ctx);
+/* seize_with_lib, [hold], inject, release; the first failing reason. */
 enum att_reason attach_once(struct att_ctx *ctx, const char *sym, const char *arg,
 			    struct att_inject_result *res, unsigned hold_ms);
 /*
