@@ -172,6 +172,60 @@ static pid_t chrooted_child(const char *root)
 	return pid;
 }
 
+/*
+ * The staging cases' fixture: a temporary root (its contents are the
+ * case's), a child chrooted into it and a ctx for that child.
+ */
+struct rootfix {
+	char root[sizeof("/tmp/check-stage-root-XXXXXX")];
+	pid_t pid;		/* 0 until root_enter, and when chroot is not permitted */
+	struct att_ctx *ctx;
+};
+
+/* Make the empty root, with a /tmp of mode 1777 when with_tmp. */
+static void root_make(struct rootfix *f, bool with_tmp)
+{
+	char path[sizeof(f->root) + 8];
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->root, sizeof(f->root), "/tmp/check-stage-root-XXXXXX");
+	find_lib();
+	ck_assert_ptr_nonnull(mkdtemp(f->root));
+	if (with_tmp) {
+		snprintf(path, sizeof(path), "%s/tmp", f->root);
+		ck_assert_int_eq(mkdir(path, 01777), 0);
+	}
+}
+
+/* Start the chrooted child and make f->ctx for it; false, said on stderr, when chroot is not permitted. */
+static bool root_enter(struct rootfix *f, const char *name)
+{
+	f->pid = chrooted_child(f->root);
+	if (!f->pid) {
+		fprintf(stderr, "%s: chroot not permitted here, case passed over\n", name);
+		return false;
+	}
+	f->ctx = att_new(f->pid);
+	ck_assert_ptr_nonnull(f->ctx);
+	return true;
+}
+
+/* Free the ctx, end the child, remove the root. */
+static void root_done(struct rootfix *f)
+{
+	char cmd[sizeof(f->root) + 16];
+
+	att_free(f->ctx);
+	f->ctx = NULL;
+	if (f->pid) {
+		kill(f->pid, SIGKILL);
+		waitpid(f->pid, NULL, 0);
+		f->pid = 0;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 static int count_entries(const char *dir)
 {
 	char cmd[PATH_MAX + 64];
@@ -203,25 +257,18 @@ static int copied_deps(void)
 /* A root without libunwind/liblzma: the library and both go into its /tmp, all removed by att_unstage. */
 START_TEST(stage_into_a_bare_root)
 {
-	char root[] = "/tmp/check-stage-root-XXXXXX", path[PATH_MAX + 64], tpath[PATH_MAX], cmd[PATH_MAX + 32];
 	static const char *const names[] = { "libheaptap_inject.so", "libunwind.so.8", "liblzma.so.5" };
+	char path[PATH_MAX + 64], tpath[PATH_MAX];
+	struct rootfix f;
 	struct att_ctx *ctx;
 	struct stat st;
 	int staged = 0;
 	size_t i;
-	pid_t pid;
 
-	find_lib();
-	ck_assert_ptr_nonnull(mkdtemp(root));
-	snprintf(path, sizeof(path), "%s/tmp", root);
-	ck_assert_int_eq(mkdir(path, 01777), 0);
-	pid = chrooted_child(root);
-	if (!pid) {
-		fprintf(stderr, "stage_into_a_bare_root: chroot not permitted here, case passed over\n");
+	root_make(&f, true);
+	if (!root_enter(&f, "stage_into_a_bare_root"))
 		goto out;
-	}
-	ctx = att_new(pid);
-	ck_assert_ptr_nonnull(ctx);
+	ctx = f.ctx;
 	ctx->uid = getuid();
 	ctx->gid = getgid();
 	ck_assert_int_eq(att_stage(ctx, lib, tpath, sizeof(tpath), &staged), ATT_OK);
@@ -230,24 +277,20 @@ START_TEST(stage_into_a_bare_root)
 			      !strcmp(tpath + 20, names[0]),
 		      "tpath %s", tpath);
 	for (i = 0; i < 3; i++) {
-		snprintf(path, sizeof(path), "%s%.*s/%s", root, 19, tpath, names[i]);
+		snprintf(path, sizeof(path), "%s%.*s/%s", f.root, 19, tpath, names[i]);
 		ck_assert_msg(stat(path, &st) == 0 && S_ISREG(st.st_mode), "%s not staged", path);
 		ck_assert_uint_eq(st.st_mode & 07777, 0500);
 	}
-	snprintf(path, sizeof(path), "%s%.*s", root, 19, tpath);
+	snprintf(path, sizeof(path), "%s%.*s", f.root, 19, tpath);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0700);
 	ck_assert_int_eq(count_entries(path), 1 + copied_deps());
 	att_unstage(ctx);
 	ck_assert_int_eq(stat(path, &st), -1);
-	snprintf(path, sizeof(path), "%s/tmp", root);
+	snprintf(path, sizeof(path), "%s/tmp", f.root);
 	ck_assert_int_eq(count_entries(path), 0);
-	att_free(ctx);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 out:
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	ck_assert_int_eq(system(cmd), 0);
+	root_done(&f);
 }
 END_TEST
 
@@ -257,35 +300,27 @@ END_TEST
  */
 START_TEST(stage_refuses_a_symlinked_tmp)
 {
-	char root[] = "/tmp/check-stage-root-XXXXXX", bait[] = "/tmp/check-stage-bait-XXXXXX";
-	char path[PATH_MAX + 64], tpath[PATH_MAX], cmd[2 * PATH_MAX];
+	char bait[] = "/tmp/check-stage-bait-XXXXXX", path[PATH_MAX + 64], tpath[PATH_MAX], cmd[PATH_MAX];
+	struct rootfix f;
 	struct att_ctx *ctx;
 	int staged = 0;
-	pid_t pid;
 
-	find_lib();
-	ck_assert_ptr_nonnull(mkdtemp(root));
+	root_make(&f, false);
 	ck_assert_ptr_nonnull(mkdtemp(bait));
-	snprintf(path, sizeof(path), "%s/tmp", root);
+	snprintf(path, sizeof(path), "%s/tmp", f.root);
 	ck_assert_int_eq(symlink(bait, path), 0);
-	pid = chrooted_child(root);
-	if (!pid) {
-		fprintf(stderr, "stage_refuses_a_symlinked_tmp: chroot not permitted here, case passed over\n");
+	if (!root_enter(&f, "stage_refuses_a_symlinked_tmp"))
 		goto out;
-	}
-	ctx = att_new(pid);
-	ck_assert_ptr_nonnull(ctx);
+	ctx = f.ctx;
 	ck_assert_int_eq(att_stage(ctx, lib, tpath, sizeof(tpath), &staged), ATT_E_STAGE);
 	ck_assert_int_eq(staged, 0);
 	ck_assert_int_eq(count_entries(bait), 0);
 	ck_assert_msg(strstr(ctx->detail, "libunwind.so.8") && strstr(ctx->detail, "liblzma.so.5") &&
 			      strstr(ctx->detail, "tmp: Not a directory") && strstr(ctx->detail, "dev/shm: "),
 		      "detail: %s", ctx->detail);
-	att_free(ctx);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 out:
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", root, bait);
+	root_done(&f);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", bait);
 	ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
@@ -312,12 +347,12 @@ static bool names_a_copy(const char *text)
  */
 START_TEST(stage_checks_the_copies_glibc_versions)
 {
-	char root[] = "/tmp/check-stage-root-XXXXXX", path[PATH_MAX + 64], tpath[PATH_MAX], cmd[PATH_MAX + 32];
+	char path[PATH_MAX + 64], tpath[PATH_MAX], cmd[PATH_MAX + 32];
 	const char *old = getenv("HEAPTAP_OLDLIBC_ROOT");
 	char oldlibc[PATH_MAX];
+	struct rootfix f;
 	struct att_ctx *ctx;
 	int staged = 0, fd;
-	pid_t pid;
 
 	find_lib();
 	snprintf(oldlibc, sizeof(oldlibc), "%s/lib/x86_64-linux-gnu/libc-2.31.so",
@@ -326,23 +361,17 @@ START_TEST(stage_checks_the_copies_glibc_versions)
 		fprintf(stderr, "stage_checks_the_copies_glibc_versions: no %s, case passed over\n", oldlibc);
 		return;
 	}
-	ck_assert_ptr_nonnull(mkdtemp(root));
-	snprintf(path, sizeof(path), "%s/tmp", root);
-	ck_assert_int_eq(mkdir(path, 01777), 0);
+	root_make(&f, true);
 	/* the process's own libm.so.6 is there (only its presence is checked) */
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/lib/x86_64-linux-gnu'", root);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/lib/x86_64-linux-gnu'", f.root);
 	ck_assert_int_eq(system(cmd), 0);
-	snprintf(path, sizeof(path), "%s/lib/x86_64-linux-gnu/libm.so.6", root);
+	snprintf(path, sizeof(path), "%s/lib/x86_64-linux-gnu/libm.so.6", f.root);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	pid = chrooted_child(root);
-	if (!pid) {
-		fprintf(stderr, "stage_checks_the_copies_glibc_versions: chroot not permitted here, case passed over\n");
+	if (!root_enter(&f, "stage_checks_the_copies_glibc_versions"))
 		goto out;
-	}
-	ctx = att_new(pid);
-	ck_assert_ptr_nonnull(ctx);
+	ctx = f.ctx;
 	ck_assert_int_eq(elfr_file_open(oldlibc, &ctx->libc), ELFR_OK);
 	snprintf(ctx->libc_path, sizeof(ctx->libc_path), "/lib/x86_64-linux-gnu/libc-2.31.so");
 	ck_assert_int_eq(att_stage(ctx, lib, tpath, sizeof(tpath), &staged), ATT_E_LIBC_VERSION);
@@ -351,14 +380,10 @@ START_TEST(stage_checks_the_copies_glibc_versions)
 	ck_assert_msg(names_a_copy(ctx->detail) && strstr(ctx->detail, "needs GLIBC_2.3") &&
 			      strstr(ctx->detail, "defines up to GLIBC_2.30"),
 		      "detail: %s", ctx->detail);
-	snprintf(path, sizeof(path), "%s/tmp", root);
+	snprintf(path, sizeof(path), "%s/tmp", f.root);
 	ck_assert_int_eq(count_entries(path), 0);
-	att_free(ctx);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 out:
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	ck_assert_int_eq(system(cmd), 0);
+	root_done(&f);
 }
 END_TEST
 

@@ -264,38 +264,41 @@ int count_lines(const char *path, const char *needle)
 	return n;
 }
 
-int tracer_pid(pid_t pid)
+/* The start of /proc/PID/name, NUL-terminated, in buf. 0, or -1 when it cannot be opened. */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t cap)
 {
-	char path[64], buf[4096];
-	const char *p;
+	char path[64];
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+	n = fread(buf, 1, cap - 1, f);
 	fclose(f);
 	buf[n] = '\0';
+	return 0;
+}
+
+int tracer_pid(pid_t pid)
+{
+	char buf[4096];
+	const char *p;
+
+	if (read_proc(pid, "status", buf, sizeof(buf)) < 0)
+		return -1;
 	p = strstr(buf, "TracerPid:");
 	return p ? atoi(p + 10) : -1;
 }
 
 char proc_state(pid_t pid)
 {
-	char path[64], buf[1024];
+	char buf[1024];
 	const char *p;
-	FILE *f;
-	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
+	if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
 		return '?';
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return p && p[1] ? p[2] : '?';
 }
