@@ -322,7 +322,7 @@ static int scratch_room(struct itp_ctx *c, size_t n)
  */
 static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 {
-	uint64_t tid, seq, delta;
+	uint64_t tid, seq, delta, pbase = 0; /* pbase: ALLOC_D/FREE_D pointers count from it */
 	uint32_t slot;
 	size_t n = 0;
 	int ret = 0, rc, first = 1, inplace = 1;
@@ -362,12 +362,18 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 		switch (ev->op) {
 		case WIRE_EV_ALLOC:
 		case WIRE_EV_ALLOC_W:
+		case WIRE_EV_ALLOC_D:
 			if (p >= end)
 				goto bad_varint;
 			ev->kind = *p++;
 			GET(p, end, ev->a);
 			GET(p, end, ev->b);
 			GET_W(p, end, ev->c);
+			if (ev->op == WIRE_EV_ALLOC_D) {
+				/* zigzag distance from the previous ALLOC_D/FREE_D (wire.h) */
+				ev->c = pbase += (ev->c >> 1) ^ -(ev->c & 1);
+				ev->op = WIRE_EV_ALLOC;
+			}
 			ev->d = 0;
 			if (ev->op == WIRE_EV_ALLOC_W)
 				GET(p, end, ev->d);
@@ -379,7 +385,12 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			}
 			break;
 		case WIRE_EV_FREE:
+		case WIRE_EV_FREE_D:
 			GET_W(p, end, ev->c);
+			if (ev->op == WIRE_EV_FREE_D) {
+				ev->c = pbase += (ev->c >> 1) ^ -(ev->c & 1);
+				ev->op = WIRE_EV_FREE;
+			}
 			if (inplace && ev->seq <= c->next_seq) {
 				rc = itp_order_event(c, slot, ev, itp_apply_free);
 				if (rc)
@@ -478,49 +489,10 @@ static void parse_log(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 	for (; p < end && n + 1 < sizeof(msg); p++)
 		msg[n++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
 	msg[n] = 0;
-	if (level >= WIRE_LOG_ERROR) {
-		if (c->w)
-			rec_put_meta(c->w, "library_error", msg);
-		size_t k = n < sizeof(c->res->lib_error) ? n : sizeof(c->res->lib_error) - 1;
-
-		memcpy(c->res->lib_error, msg, k);
-		c->res->lib_error[k] = '\0';
-	}
+	if (level >= WIRE_LOG_ERROR && c->w)
+		rec_put_meta(c->w, "library_error", msg);
 	if (c->opt->log)
 		c->opt->log(level, msg, n, c->opt->status_arg);
-}
-
-_Static_assert(WIRE_START_NFIELDS <= ITP_START_FIELDS, "itp_start holds every start field");
-
-/*
- * parse_start - inject/'s start-up timings. Fields this heaptap does not
- * know are skipped, missing ones stay 0; the deferred module's path is
- * cut to fit and made printable. A count or length past the record is
- * corrupt.
- */
-static int parse_start(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
-{
-	struct itp_start *s = &c->res->start;
-	uint64_t n, v, plen;
-	size_t k = 0;
-
-	memset(s, 0, sizeof(*s));
-	if (wire_get_varint(&p, end, &n) || n > WIRE_START_MAX_FIELDS)
-		return itp_fail(c, ITP_E_CORRUPT, "start record: bad field count");
-	for (uint64_t i = 0; i < n; i++) {
-		if (wire_get_varint(&p, end, &v))
-			return itp_fail(c, ITP_E_CORRUPT, "start record cut short");
-		if (i < WIRE_START_NFIELDS)
-			s->f[i] = v;
-	}
-	if (wire_get_varint(&p, end, &plen) || plen > WIRE_START_MAX_PATH ||
-	    plen > (uint64_t)(end - p))
-		return itp_fail(c, ITP_E_CORRUPT, "start record: bad module path");
-	for (; k < plen && k + 1 < sizeof(s->deferred); k++)
-		s->deferred[k] = p[k] < 0x20 || p[k] == 0x7f ? '?' : (char)p[k];
-	s->deferred[k] = '\0';
-	s->have = 1;
-	return 0;
 }
 
 int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
@@ -572,9 +544,6 @@ int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
 			break;
 		case WIRE_REC_SITES:
 			ret = itp_sites_parse(c, payload, q);
-			break;
-		case WIRE_REC_START:
-			ret = parse_start(c, payload, q);
 			break;
 		default:
 			c->res->warn.unknown_records++;

@@ -30,14 +30,18 @@ static inline bool hook_on(void)
 static inline __attribute__((always_inline)) void put_alloc(struct trk_thr *t, uint64_t seq, uint8_t kind, size_t size,
 			     uint32_t leaf, const void *p, uint64_t weight)
 {
-	uint8_t *q = trk_ev_put(t, ALLOC_EV_MAX, weight ? WIRE_EV_ALLOC_W : WIRE_EV_ALLOC, seq);
+	uint8_t *q = trk_ev_put(t, ALLOC_EV_MAX, weight ? WIRE_EV_ALLOC_W : WIRE_EV_ALLOC_D, seq);
 
 	*q++ = kind;
 	q += trk_put_varint(q, size);
 	q += trk_put_varint(q, leaf);
-	q += trk_put_varint(q, (uintptr_t)p);
-	if (weight)
+	if (weight) {
+		/* sampled: absolute, leaves the chunk's pointer base alone */
+		q += trk_put_varint(q, (uintptr_t)p);
 		q += trk_put_varint(q, weight);
+	} else {
+		q += trk_put_ptr(t, q, (uintptr_t)p);
+	}
 	trk_ev_end(t, q);
 }
 
@@ -190,8 +194,8 @@ static __attribute__((noinline)) void free_record(void *ptr)
 	if (likely(t != NULL)) {
 		uint64_t seq = trk_thr_enter_seq(t);
 
-		q = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE, seq);
-		q += trk_put_varint(q, (uintptr_t)ptr);
+		q = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE_D, seq);
+		q += trk_put_ptr(t, q, (uintptr_t)ptr);
 		trk_ev_end(t, q);
 		trk_thr_exit(t);
 	} else {
@@ -323,10 +327,10 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 		/* freed: moved, or size 0 (glibc frees and returns NULL) */
 		bool freed = q != NULL || (!overflow && bytes == 0);
 		uint8_t *w = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX + ALLOC_EV_MAX,
-					freed ? WIRE_EV_FREE : WIRE_EV_NOP, fseq);
+					freed ? WIRE_EV_FREE_D : WIRE_EV_NOP, fseq);
 
 		if (freed)
-			w += trk_put_varint(w, (uintptr_t)ptr);
+			w += trk_put_ptr(t, w, (uintptr_t)ptr);
 		else if (unlikely(smp))
 			trk_smp_keep(ptr); /* still live and sampled */
 		trk_ev_end(t, w);

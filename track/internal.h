@@ -236,6 +236,8 @@ struct trk_thr {
 	uint32_t spare_node;	    /* node index left from a lost insert race */
 	uint32_t gen;		    /* session the events in data belong to */
 	int skip;		    /* the event being appended is stale: trk_ev_end drops it */
+	uintptr_t pbase;	    /* ptr of the chunk's last ALLOC_D/FREE_D (wire.h), 0 at its start */
+	uintptr_t skip_pbase;	    /* pbase before the stale event (restored when it is dropped) */
 	struct trk_smp_thr *smp;    /* sampling state (sample.c), made at the first sampled hook */
 	/* thread-private cache (parent, ip) -> child: no shared writes */
 	struct trk_tcache tcache[TRK_TCACHE];
@@ -430,6 +432,7 @@ static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, ui
 			if (t->len + need > TRK_BUF_SIZE)
 				trk_thr_flush_locked(t);
 			t->skip = 1;
+			t->skip_pbase = t->pbase;
 			return t->data + t->len;
 		}
 		/* a new session: what is left of an old one is not sent */
@@ -443,6 +446,7 @@ static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, ui
 	*p++ = op;
 	if (t->len == 0) {
 		t->first_seq = seq;
+		t->pbase = 0;
 		*p++ = 0;
 	} else {
 		p += wire_put_varint(p, seq - t->last_seq);
@@ -481,10 +485,24 @@ static inline size_t trk_put_varint(uint8_t *p, uint64_t v)
 	return len;
 }
 
+/*
+ * trk_put_ptr - the pointer of an ALLOC_D or FREE_D: zigzag of its distance
+ * from the chunk's previous one (wire.h), which it becomes. Owner, after
+ * trk_ev_put; writes up to WIRE_VARINT_MAX bytes, returns their count.
+ */
+static inline size_t trk_put_ptr(struct trk_thr *t, uint8_t *p, uintptr_t ptr)
+{
+	uint64_t d = (uint64_t)ptr - (uint64_t)t->pbase;
+
+	t->pbase = ptr;
+	return trk_put_varint(p, d << 1 ^ (uint64_t)((int64_t)d >> 63));
+}
+
 static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)
 {
 	if (unlikely(t->skip)) {
 		t->skip = 0;
+		t->pbase = t->skip_pbase; /* the dropped event did not move it */
 		return;
 	}
 	t->len = (size_t)(p - t->data);
@@ -716,8 +734,6 @@ int trk_timer_start(bool timerless) TRK_HIDDEN;
 extern _Atomic int trk_tl_on TRK_HIDDEN;
 /* trk_tl_quiet_ns - hooks quiet this long: the timer thread takes over (1 s; tests change it). */
 extern uint64_t trk_tl_quiet_ns TRK_HIDDEN;
-/* trk_tick_smp_ns - the timer thread's tick while sampling (100 ms; tests change it). */
-extern uint64_t trk_tick_smp_ns TRK_HIDDEN;
 
 /*
  * trk_tl_poll - timerless session, a hook's slow path (guard held, outside

@@ -73,7 +73,7 @@ static void add_ev(struct sstream *s, const struct sev *e)
 
 static int decode_chunk(const uint8_t *p, const uint8_t *end, struct sstream *s)
 {
-	uint64_t tid, seq, x;
+	uint64_t tid, seq, x, pbase = 0;
 
 	if (get(&p, end, &tid) || get(&p, end, &seq))
 		return -1;
@@ -89,6 +89,7 @@ static int decode_chunk(const uint8_t *p, const uint8_t *end, struct sstream *s)
 		switch (e.op) {
 		case WIRE_EV_ALLOC:
 		case WIRE_EV_ALLOC_W:
+		case WIRE_EV_ALLOC_D:
 			if (p >= end)
 				return -1;
 			p++;
@@ -96,10 +97,20 @@ static int decode_chunk(const uint8_t *p, const uint8_t *end, struct sstream *s)
 				return -1;
 			if (e.op == WIRE_EV_ALLOC_W && get(&p, end, &e.weight))
 				return -1;
+			if (e.op == WIRE_EV_ALLOC_D) {
+				/* zigzag distance from the chunk's previous ALLOC_D/FREE_D (wire.h) */
+				e.ptr = pbase += (e.ptr >> 1) ^ -(e.ptr & 1);
+				e.op = WIRE_EV_ALLOC;
+			}
 			break;
 		case WIRE_EV_FREE:
+		case WIRE_EV_FREE_D:
 			if (get(&p, end, &e.ptr))
 				return -1;
+			if (e.op == WIRE_EV_FREE_D) {
+				e.ptr = pbase += (e.ptr >> 1) ^ -(e.ptr & 1);
+				e.op = WIRE_EV_FREE;
+			}
 			break;
 		case WIRE_EV_NODE:
 			for (int i = 0; i < 3; i++)

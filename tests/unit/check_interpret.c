@@ -314,6 +314,68 @@ START_TEST(test_reorder_across_chunks)
 }
 END_TEST
 
+/*
+ * Pointers as zigzag distances (WIRE_EV_ALLOC_D / FREE_D): each chunk counts
+ * from 0, absolute ALLOC/FREE between them leave the base alone, distances
+ * go both ways and wrap, and a chunk parked for later (seq order) decodes
+ * the same. Wrong pointers would show as unknown frees and a wrong heap.
+ */
+START_TEST(test_ptr_delta)
+{
+	struct sbuf s = {0};
+	struct chunkb c;
+	struct itp_result res;
+	struct rec_reader *r;
+	const struct rec_allocinfo *ai;
+	struct rec_event *ev;
+	size_t n;
+
+	header(&s);
+	/* thread 2's chunk first: parked until seq 4 */
+	ck_begin(&c, 2, 4);
+	ck_alloc_d(&c, 4, WIRE_KIND_MALLOC, 32, 0, P1);		  /* P1 reused after thread 1's free */
+	ck_free(&c, 5, P4);					  /* absolute: base stays P1 */
+	ck_alloc_d(&c, 6, WIRE_KIND_MALLOC, 64, 0, 0x10);	  /* far down */
+	ck_alloc_d(&c, 7, WIRE_KIND_MALLOC, 128, 0, UINT64_MAX); /* far up */
+	ck_free_d(&c, 8, 0x10);					  /* wraps */
+	ck_free_d(&c, 9, UINT64_MAX);
+	ck_end(&s, &c);
+	ck_begin(&c, 1, 0);
+	ck_alloc_d(&c, 0, WIRE_KIND_MALLOC, 16, 0, P1);
+	ck_alloc_d(&c, 1, WIRE_KIND_MALLOC, 48, 0, P2);
+	ck_alloc(&c, 2, WIRE_KIND_MALLOC, 8, 0, P4);
+	ck_free_d(&c, 3, P1);
+	ck_end(&s, &c);
+	ck_begin(&c, 1, 10);
+	ck_free_d(&c, 10, P1); /* a new chunk: from 0 again */
+	ck_end(&s, &c);
+	sb_end(&s, 11, WIRE_END_EXIT);
+	ck_assert_int_eq(run(&s, &res), 0);
+	ck_assert_str_eq(res.detail, "");
+	ck_assert_uint_eq(res.unknown_frees, 0);
+	ck_assert_uint_eq(res.warn.reused_ptrs, 0);
+	ck_assert_uint_eq(res.warn.late_events, 0);
+	ck_assert_uint_eq(res.final.alloc_calls, 6);
+	ck_assert_uint_eq(res.final.free_calls, 5);
+	ck_assert_uint_eq(res.final.heap_bytes, 48);
+
+	r = open_rec();
+	ai = rec_allocinfos(r, &n);
+	ev = events(r, &n);
+	ck_assert_uint_eq(n, 11);
+	ck_assert_uint_eq(ev[3].op, REC_EV_FREE);
+	ck_assert_uint_eq(ai[ev[3].info].size, 16);
+	ck_assert_uint_eq(ai[ev[4].info].size, 32);
+	ck_assert_uint_eq(ai[ev[5].info].size, 8);
+	ck_assert_uint_eq(ai[ev[8].info].size, 64);
+	ck_assert_uint_eq(ai[ev[9].info].size, 128);
+	ck_assert_uint_eq(ai[ev[10].info].size, 32);
+	free(ev);
+	rec_close(r);
+	sb_free(&s);
+}
+END_TEST
+
 /* many threads, chunks sent in reverse: every event still in seq order */
 START_TEST(test_reorder_many)
 {
@@ -1904,6 +1966,7 @@ static Suite *interpret_suite(void)
 	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_basic);
 	tcase_add_test(tc, test_reorder_across_chunks);
+	tcase_add_test(tc, test_ptr_delta);
 	tcase_add_test(tc, test_reorder_many);
 	tcase_add_test(tc, test_temporary);
 	tcase_add_test(tc, test_unknown_frees);

@@ -141,6 +141,30 @@ void ck_free(struct chunkb *c, uint64_t seq, uint64_t ptr)
 	sb_var(&c->b, ptr);
 }
 
+static void ptr_d(struct chunkb *c, uint64_t ptr)
+{
+	uint64_t d = ptr - c->pbase;
+
+	c->pbase = ptr;
+	sb_var(&c->b, d << 1 ^ (uint64_t)((int64_t)d >> 63));
+}
+
+void ck_alloc_d(struct chunkb *c, uint64_t seq, uint8_t kind, uint64_t size, uint64_t trace,
+		uint64_t ptr)
+{
+	ev_head(c, WIRE_EV_ALLOC_D, seq);
+	sb_u8(&c->b, kind);
+	sb_var(&c->b, size);
+	sb_var(&c->b, trace);
+	ptr_d(c, ptr);
+}
+
+void ck_free_d(struct chunkb *c, uint64_t seq, uint64_t ptr)
+{
+	ev_head(c, WIRE_EV_FREE_D, seq);
+	ptr_d(c, ptr);
+}
+
 void ck_node(struct chunkb *c, uint64_t seq, uint64_t index, uint64_t parent, uint64_t ip)
 {
 	ev_head(c, WIRE_EV_NODE, seq);

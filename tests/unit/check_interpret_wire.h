@@ -30,6 +30,7 @@ void sb_end(struct sbuf *b, uint64_t total_seq, uint64_t reason);
 struct chunkb {
 	struct sbuf b;
 	uint64_t seq;
+	uint64_t pbase; /* ptr of the last ck_alloc_d / ck_free_d (WIRE_EV_*_D) */
 };
 
 void ck_begin(struct chunkb *c, uint64_t tid, uint64_t first_seq);
@@ -38,6 +39,10 @@ void ck_alloc(struct chunkb *c, uint64_t seq, uint8_t kind, uint64_t size, uint6
 void ck_alloc_w(struct chunkb *c, uint64_t seq, uint64_t size, uint64_t trace, uint64_t ptr,
 		uint64_t weight);
 void ck_free(struct chunkb *c, uint64_t seq, uint64_t ptr);
+/* WIRE_EV_ALLOC_D / WIRE_EV_FREE_D: ptr as the zigzag distance from c->pbase */
+void ck_alloc_d(struct chunkb *c, uint64_t seq, uint8_t kind, uint64_t size, uint64_t trace,
+		uint64_t ptr);
+void ck_free_d(struct chunkb *c, uint64_t seq, uint64_t ptr);
 void ck_node(struct chunkb *c, uint64_t seq, uint64_t index, uint64_t parent, uint64_t ip);
 void ck_nop(struct chunkb *c, uint64_t seq);
 /* segs: nseg triples (vaddr, memsz, flags) */

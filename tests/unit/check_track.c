@@ -1265,6 +1265,88 @@ START_TEST(session_twice)
 }
 END_TEST
 
+/*
+ * Pointers as zigzag distances (WIRE_EV_ALLOC_D / FREE_D, wire.h): the
+ * hooks' pointers and crafted ones (0, the top of the address space, far
+ * jumps both ways, above 2^56: the varint's slow path) come back exact from
+ * an independent decoder, across chunk boundaries (a flush in the middle
+ * starts the next chunk from base 0) and around a stale event that is
+ * dropped (it must not move the base). Fails when the encoder's base is
+ * not reset per chunk, is moved by a dropped event, or the delta is wrong.
+ */
+#define PD_CRAFT 9000
+
+START_TEST(session_ptr_delta)
+{
+	static const uint64_t shapes[] = { 0, 1, UINT64_MAX, 1ull << 56, (1ull << 56) - 1,
+					   0x7ffff7a00010ull, 0x555555559000ull, 0x10, 1ull << 63 };
+	struct reader r;
+	struct tstream s;
+	struct trk_thr *t;
+	uint64_t *want = malloc(PD_CRAFT * sizeof(*want));
+	void *blk[64];
+	size_t nfree = 0, nblk = 0, i, k;
+	uint32_t gen;
+
+	ck_assert_ptr_nonnull(want);
+	session_start(&r);
+	/* real hooks: heap blocks and mmap'd ones (far apart), freed out of order */
+	for (i = 0; i < 64; i++)
+		blk[nblk++] = trk_malloc(i % 8 == 7 ? (size_t)1 << 20 : 16 + 24 * i);
+	for (i = 0; i < 64; i++)
+		trk_free(blk[(i * 37) % 64]);
+	t = trk_tls_thr;
+	ck_assert_ptr_nonnull(t);
+	gen = atomic_load(&trk_g.sess_gen);
+	for (i = 0; i < PD_CRAFT; i++) {
+		uint64_t seq, v = shapes[i % 9] ^ (i / 9 % 3 ? (uint64_t)i * 0x9e3779b97f4a7c15ull >> (i % 64) : 0);
+		uint8_t *w;
+
+		if (i == PD_CRAFT / 2) {
+			/* numbered in an older session: written to scratch and dropped */
+			trk_thr_enter(t);
+			w = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE_D,
+				       (uint64_t)(gen - 1) << TRK_SEQ_BITS | 5);
+			w += trk_put_ptr(t, w, (uintptr_t)0xdeadbeef000ull);
+			trk_ev_end(t, w);
+			trk_thr_exit(t);
+		}
+		want[nfree++] = v;
+		seq = trk_thr_enter_seq(t);
+		w = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE_D, seq);
+		w += trk_put_ptr(t, w, (uintptr_t)v);
+		trk_ev_end(t, w);
+		trk_thr_exit(t);
+	}
+	session_finish(&r, WIRE_END_STOP, &s);
+	check_order(&s);
+	/* at about 9 bytes an event, the crafted ones filled more than one 64 KiB chunk */
+	ck_assert_uint_ge(s.nchunks, 2);
+	ck_assert_uint_ge(s.ndelta, 64 + 64 + PD_CRAFT);
+	/* the hooks' pointers, in order */
+	for (i = 0, k = 0; i < s.nev && k < 64; i++)
+		if (s.ev[i].op == WIRE_EV_ALLOC && s.ev[i].c == (uintptr_t)blk[k])
+			k++;
+	ck_assert_uint_eq(k, 64);
+	for (i = 0, k = 0; i < s.nev && k < 64; i++)
+		if (s.ev[i].op == WIRE_EV_FREE && s.ev[i].a == (uintptr_t)blk[(k * 37) % 64])
+			k++;
+	ck_assert_uint_eq(k, 64);
+	/* the crafted ones, exact and in order, the dropped one absent */
+	for (i = 0, k = 0; i < s.nev; i++) {
+		if (s.ev[i].op != WIRE_EV_FREE || k >= 64 + nfree)
+			continue;
+		if (k++ < 64)
+			continue; /* the hooks' frees */
+		ck_assert_msg(s.ev[i].a == want[k - 65], "crafted free %zu: 0x%llx, want 0x%llx", k - 65,
+			      (unsigned long long)s.ev[i].a, (unsigned long long)want[k - 65]);
+	}
+	ck_assert_uint_eq(k, 64 + nfree);
+	free(want);
+	tstream_free(&s);
+}
+END_TEST
+
 /* ---- sessions one after the other while other threads allocate ------------ */
 
 #define BUSY_THREADS 3
@@ -1399,6 +1481,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, session_fd_taken_over);
 	tcase_add_test(tc, session_peer_gone);
 	tcase_add_test(tc, session_twice);
+	tcase_add_test(tc, session_ptr_delta);
 	tcase_add_test(tc, session_twice_busy);
 	suite_add_tcase(s, tc);
 	return s;

@@ -31,6 +31,7 @@ struct tstream {
 	struct tev *ev; /* in stream order */
 	size_t nev;
 	size_t nticks, nchunks;
+	size_t ndelta; /* ALLOC_D and FREE_D events (decoded into ALLOC and FREE) */
 	uint64_t tick_rss, tick_seq; /* of the last TICK */
 	int last_rec;		     /* type of the record before END (or the last one) */
 	int have_end;
@@ -59,6 +60,8 @@ static int decode_chunk(const uint8_t *p, const uint8_t *end, struct tstream *s)
 
 	if (get(&p, end, &tid) || get(&p, end, &seq))
 		return -1;
+	uint64_t pbase = 0; /* ALLOC_D/FREE_D pointers: zigzag distance from the previous one */
+
 	while (p < end) {
 		struct tev e = { .tid = (uint32_t)tid };
 		uint64_t delta, n;
@@ -75,6 +78,7 @@ static int decode_chunk(const uint8_t *p, const uint8_t *end, struct tstream *s)
 		switch (e.op) {
 		case WIRE_EV_ALLOC:
 		case WIRE_EV_ALLOC_W:
+		case WIRE_EV_ALLOC_D:
 			if (p >= end)
 				return -1;
 			e.kind = *p++;
@@ -82,10 +86,21 @@ static int decode_chunk(const uint8_t *p, const uint8_t *end, struct tstream *s)
 				return -1;
 			if (e.op == WIRE_EV_ALLOC_W && get(&p, end, &n))
 				return -1;
+			if (e.op == WIRE_EV_ALLOC_D) {
+				e.c = pbase += (e.c >> 1) ^ -(e.c & 1);
+				e.op = WIRE_EV_ALLOC;
+				s->ndelta++;
+			}
 			break;
 		case WIRE_EV_FREE:
+		case WIRE_EV_FREE_D:
 			if (get(&p, end, &e.a))
 				return -1;
+			if (e.op == WIRE_EV_FREE_D) {
+				e.a = pbase += (e.a >> 1) ^ -(e.a & 1);
+				e.op = WIRE_EV_FREE;
+				s->ndelta++;
+			}
 			break;
 		case WIRE_EV_NODE:
 			if (get(&p, end, &e.a) || get(&p, end, &e.b) || get(&p, end, &e.c))
