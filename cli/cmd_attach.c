@@ -147,7 +147,43 @@ static void on_log(int level, const char *msg, size_t len, void *arg)
 	(void)arg;
 	if (level < 0 || level > 2)
 		level = 2;
+	if (level == WIRE_LOG_ERROR)
+		return; /* kept in itp_result.lib_error: summarize() says it in its error line */
 	cli_msg("attach: %s: %.*s", what[level], (int)(len > 1000 ? 1000 : len), msg);
+}
+
+/* attach -v: how the library's start went (WIRE_REC_START), ms from its start call. */
+static void print_startup(pid_t pid, const struct itp_start *s, uint64_t t0)
+{
+	const uint64_t *f = s->f;
+	char defer[400] = "", call[80] = "";
+	uint64_t c = f[WIRE_START_CALL_MONO_NS];
+
+	if (!s->have) {
+		cli_msg("attach %d: the library sent no start-up timings (an older library, or the "
+			"session ended before its first patch pass)", (int)pid);
+		return;
+	}
+	if (f[WIRE_START_DEFERRED])
+		snprintf(defer, sizeof(defer), " (RELRO still writable %llu, a slot's page not in "
+			 "/proc/self/maps %llu, a slot not relocated %llu; first: %s)",
+			 (unsigned long long)f[WIRE_START_DEF_RELRO],
+			 (unsigned long long)f[WIRE_START_DEF_UNMAPPED],
+			 (unsigned long long)f[WIRE_START_DEF_UNRELOC], s->deferred);
+	/* the target's monotonic clock is ours unless it lives in a time namespace */
+	if (c >= t0 && c - t0 < 3600ull * 1000000000ull)
+		snprintf(call, sizeof(call), "; the start call came %.2f ms after the command started",
+			 (double)(c - t0) / 1e6);
+	cli_msg("attach %d: library start-up, ms after its start call: connected %.2f, sampling "
+		"rate %s %.2f, session started %.2f, waited %.2f for heaptap to read, first pass "
+		"done %.2f (took %.3f, %llu pass%s, %llu modules, %llu words patched); %llu modules "
+		"deferred%s%s", (int)pid, (double)f[WIRE_START_CONNECT_NS] / 1e6,
+		f[WIRE_START_RATE_GOT] ? "came" : "waited out", (double)f[WIRE_START_RATE_NS] / 1e6,
+		(double)f[WIRE_START_SESSION_NS] / 1e6, (double)f[WIRE_START_DRAIN_NS] / 1e6,
+		(double)f[WIRE_START_PASS_DONE_NS] / 1e6, (double)f[WIRE_START_PASS_NS] / 1e6,
+		(unsigned long long)f[WIRE_START_PASSES], f[WIRE_START_PASSES] == 1 ? "" : "es",
+		(unsigned long long)f[WIRE_START_MODULES], (unsigned long long)f[WIRE_START_PATCHED],
+		(unsigned long long)f[WIRE_START_DEFERRED], defer, call);
 }
 
 static void start_timer(double secs);
@@ -300,11 +336,17 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 		cli_msg("run \"heaptap report %s\"", out);
 	if (res->end_reason == WIRE_END_ERROR) {
 		/* the library gave up on its own (inject/thread.c, track/session.c) */
-		cli_msg("attach %d: heaptap's library in it ended the session on an error of its own "
-			"(it could not read /proc/self/maps, or lost its socket); the recording stops "
-			"there", (int)pid);
+		if (res->lib_error[0])
+			cli_msg("attach %d: heaptap's library in it ended the session on an error of "
+				"its own: %s; the recording stops there", (int)pid, res->lib_error);
+		else
+			cli_msg("attach %d: heaptap's library in it ended the session on an error of "
+				"its own (it gave no reason: an older library, or it lost its socket); "
+				"the recording stops there", (int)pid);
 		return CLI_EXIT_FAIL;
 	}
+	if (res->lib_error[0])
+		cli_msg("attach: library error: %s", res->lib_error);
 	return CLI_EXIT_OK;
 }
 
@@ -524,8 +566,10 @@ int cli_cmd_attach(int argc, char **argv)
 	if (a.verbose && stop_sig)
 		cli_msg("attach %d: session ended by %s", (int)pid,
 			stop_sig == SIGALRM ? "--duration" : strsignal(stop_sig));
-	if (a.verbose)
+	if (a.verbose) {
+		print_startup(pid, &res.start, t[0]);
 		cli_input_stats("attach", &res.input);
+	}
 	code = summarize(pid, out, ret, &res, was_loaded);
 	if (code == CLI_EXIT_OK)
 		cli_sample_summary("attach", a.sample, &res);

@@ -101,6 +101,22 @@ struct inj_stats {
 	uint64_t start_ns;	/* start call to first pass done (monotonic) */
 	uint64_t first_pass_ns; /* duration of the first pass */
 	uint64_t drain_ns;	/* waited for heaptap to read the header before the first pass */
+	/* start-up, sent once as WIRE_REC_START (inject/startrec.c); ns since t_start */
+	uint64_t connect_ns;	/* connected */
+	uint64_t rate_ns;	/* heaptap's sampling rate there (or waited out) */
+	uint64_t session_ns;	/* trk_start returned */
+	uint32_t rate_got;	/* the rate came within TRK_SAMPLE_WAIT_MS */
+	uint32_t first_passes;	/* passes until the first complete one */
+};
+
+/* Modules the last pass put off, and why (reset at each pass; inject/patch.c). */
+struct inj_defer {
+	uint32_t modules;   /* modules pending after the pass */
+	uint32_t relro;	    /* RELRO pages still writable */
+	uint32_t unmapped;  /* a slot's page not in the maps snapshot */
+	uint32_t unreloc;   /* a slot holding no relocated value yet */
+	uint32_t walked;    /* modules the pass saw */
+	char first[256];    /* path of the first module put off ("" = none) */
 };
 
 struct inj_global {
@@ -130,6 +146,8 @@ struct inj_global {
 	size_t nranges;
 	struct inj_range ranges[INJ_MAX_RANGES];
 	struct inj_stats st;
+	struct inj_defer defer; /* of the last pass */
+	struct inj_defer defer0; /* of the first complete pass: sent in WIRE_REC_START */
 };
 
 extern struct inj_global inj_g INJ_HIDDEN;
@@ -170,6 +188,20 @@ void inj_before_end(void *arg, uint64_t *restored, uint64_t *left) INJ_HIDDEN;
 void inj_fork_prepare(void) INJ_HIDDEN;
 void inj_fork_parent(void) INJ_HIDDEN;
 void inj_fork_child(void) INJ_HIDDEN;
+
+/*
+ * startrec.c: send WIRE_REC_START from inj_g.st and inj_g.defer0 (after the
+ * first pass; lock held or not, it only reads). Returns 0 or -errno of the send.
+ */
+int inj_send_start_record(void) INJ_HIDDEN;
+/* startrec.c: the WIRE_REC_START payload into buf; returns its length. */
+#define INJ_START_REC_MAX (WIRE_VARINT_MAX * (WIRE_START_NFIELDS + 2) + 256)
+size_t inj_start_record_build(uint8_t buf[INJ_START_REC_MAX]) INJ_HIDDEN;
+/*
+ * startrec.c: send a WIRE_LOG_ERROR record "what: errno N (NAME)" saying why
+ * the library ends the session on its own, before trk_stop(WIRE_END_ERROR).
+ */
+void inj_send_error(const char *what, int err) INJ_HIDDEN;
 
 /* thread.c: body of the library's thread. */
 void *inj_thread_main(void *arg) INJ_HIDDEN;

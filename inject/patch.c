@@ -139,12 +139,16 @@ static enum verdict judge(const struct elfr_mod *m, const struct elfr_slot *s, u
 	return V_UNRELOCATED;
 }
 
+/* Why a module is not ready (ready()). */
+enum not_ready { R_READY = 0, R_RELRO, R_UNMAPPED, R_UNRELOC };
+
 /*
- * ready - whether module m may be written now: its RELRO pages (the part
- * glibc protects: page-rounded down at both ends) are read-only, and every
- * slot's page has a known protection and holds a relocated value.
+ * ready - whether module m may be written now (R_READY): its RELRO pages
+ * (the part glibc protects: page-rounded down at both ends) are read-only,
+ * and every slot's page has a known protection and holds a relocated
+ * value. Else the first reason found.
  */
-static bool ready(const struct elfr_mod *m, const struct elfr_slot *slots, size_t n)
+static enum not_ready ready(const struct elfr_mod *m, const struct elfr_slot *slots, size_t n)
 {
 	uintptr_t mask = ~((uintptr_t)inj_g.page - 1);
 	uintptr_t lo = m->relro_start & mask, hi = m->relro_end & mask;
@@ -152,18 +156,46 @@ static bool ready(const struct elfr_mod *m, const struct elfr_slot *slots, size_
 	if (hi > lo) {
 		int a = inj_maps_prot(lo), b = inj_maps_prot(hi - 1);
 
-		if (a < 0 || b < 0 || (a & PROT_WRITE) || (b & PROT_WRITE))
-			return false;
+		if (a < 0 || b < 0)
+			return R_UNMAPPED;
+		if ((a & PROT_WRITE) || (b & PROT_WRITE))
+			return R_RELRO;
 	}
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t v = __atomic_load_n((uintptr_t *)slots[i].addr, __ATOMIC_ACQUIRE);
 
 		if (inj_maps_prot(slots[i].addr) < 0)
-			return false;
+			return R_UNMAPPED;
 		if (judge(m, &slots[i], v) == V_UNRELOCATED)
-			return false;
+			return R_UNRELOC;
 	}
-	return true;
+	return R_READY;
+}
+
+/* note_deferred - count module name put off for reason why in this pass's inj_g.defer. */
+static void note_deferred(const char *name, enum not_ready why)
+{
+	struct inj_defer *d = &inj_g.defer;
+
+	d->modules++;
+	if (why == R_RELRO)
+		d->relro++;
+	else if (why == R_UNMAPPED)
+		d->unmapped++;
+	else
+		d->unreloc++;
+	if (!d->first[0]) {
+		size_t n = name ? strlen(name) : 0;
+
+		if (!n) {
+			name = "(main program)";
+			n = strlen(name);
+		}
+		if (n >= sizeof(d->first))
+			n = sizeof(d->first) - 1;
+		memcpy(d->first, name, n);
+		d->first[n] = '\0';
+	}
 }
 
 /* patch_one - judge and rewrite one word of module mi. */
@@ -225,12 +257,14 @@ static int pass_cb(struct dl_phdr_info *info, size_t size, void *data)
 	struct elfr_mod m;
 	struct inj_mod *e;
 	enum elfr_reason r;
+	enum not_ready nr;
 	uint32_t mi;
 	size_t n;
 
 	(void)size;
 	if (info->dlpi_adds != p->adds || info->dlpi_subs != p->subs)
 		return PASS_RACE;
+	inj_g.defer.walked++;
 	r = elfr_mod_init(&m, info->dlpi_name, info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum,
 			  elfr_read_self, NULL);
 	e = mod_get(info->dlpi_addr, info->dlpi_phdr, &mi);
@@ -264,12 +298,15 @@ static int pass_cb(struct dl_phdr_info *info, size_t size, void *data)
 		e->pending = 0; /* imports none of the names: nothing to wait for */
 		return 0;
 	}
-	if (!ready(&m, inj_g.found, n)) {
+	nr = ready(&m, inj_g.found, n);
+	if (nr != R_READY) {
 		inj_g.st.deferred++;
-		if (++e->tries >= INJ_PENDING_TRIES)
+		if (++e->tries >= INJ_PENDING_TRIES) {
 			e->pending = 0; /* give up: patch what can be, judge() leaves the rest */
-		else
+		} else {
+			note_deferred(info->dlpi_name, nr);
 			return 0;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		patch_one(&m, mi, &inj_g.found[i]);
@@ -316,6 +353,7 @@ int inj_patch_pass(void)
 		return ret;
 	inj_g.pass++;
 	inj_g.st.passes++;
+	memset(&inj_g.defer, 0, sizeof(inj_g.defer));
 	if (p.subs != inj_g.subs) {
 		/*
 		 * Something was unloaded: a module reloaded at the same place has

@@ -13,6 +13,7 @@
  * and $ORIGIN lookups stay intact.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -66,22 +67,52 @@ static void new_session(void)
 	memset(&inj_g.st, 0, sizeof(inj_g.st));
 }
 
+#define FIRST_PASS_TRIES 5 /* passes in a row when modules come and go during them */
+
 /*
  * first_pass - returns 0, or -errno when /proc/self/maps could not be read
  * (no procfs in the process's root, ...): nothing was patched and no later
  * pass would do better, so the caller ends the session with
  * WIRE_END_ERROR rather than record nothing in silence.
+ *
+ * A pass that saw a module come or go (-EAGAIN) is repeated at once, a few
+ * times, rather than a tick later: modules it had not reached yet (the
+ * main program may be one) are still unpatched. The poll loop finishes
+ * the job if they keep changing.
  */
 static int first_pass(void)
 {
-	uint64_t t0 = inj_now_ns();
-	int ret;
+	uint64_t t0 = 0;
+	int ret, tries = 0;
 
-	/* -EAGAIN: a module came or went meanwhile; the poll loop finishes the job */
-	ret = inj_patch_pass();
+	do {
+		t0 = inj_now_ns();
+		ret = inj_patch_pass();
+		tries++;
+	} while (ret == -EAGAIN && tries < FIRST_PASS_TRIES && !inj_g.closing);
 	inj_g.st.first_pass_ns = inj_now_ns() - t0;
 	inj_g.st.start_ns = inj_now_ns() - inj_g.t_start;
+	inj_g.st.first_passes = (uint32_t)tries;
+	inj_g.defer0 = inj_g.defer;
 	return ret == -EAGAIN ? 0 : ret;
+}
+
+/*
+ * wait_rate - wait up to wait_ms for heaptap's first control record (its
+ * sampling rate, sent right after it accepted), so the session starts in
+ * the right mode; trk_start then takes it without waiting. 1 when
+ * something came, 0 when the wait ran out (or the peer closed: trk_start
+ * finds that out).
+ */
+static int wait_rate(int fd, unsigned wait_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int r;
+
+	do
+		r = poll(&pfd, 1, (int)wait_ms);
+	while (r < 0 && errno == EINTR);
+	return r > 0 && (pfd.revents & POLLIN);
 }
 
 /*
@@ -128,8 +159,8 @@ static void poll_loop(void)
 void *inj_thread_main(void *arg)
 {
 	struct trk_config cfg = {.fd = -1};
-	uint64_t drain_ns;
-	int fd, ret = 0;
+	uint64_t drain_ns, connect_ns, rate_ns, session_ns;
+	int fd, ret = 0, rate_got;
 
 	(void)arg;
 	/*
@@ -139,6 +170,7 @@ void *inj_thread_main(void *arg)
 	 */
 	prctl(PR_SET_NAME, INJ_THREAD_NAME, 0, 0, 0);
 	fd = trk_connect(inj_g.sock_path);
+	connect_ns = inj_now_ns() - inj_g.t_start;
 	if (fd >= 0 || fd == -ECONNREFUSED)
 		forget_session_files(inj_g.sock_path);
 	if (fd < 0)
@@ -159,12 +191,16 @@ void *inj_thread_main(void *arg)
 
 	cfg.fd = fd;
 	cfg.flags = WIRE_F_ATTACHED;
-	cfg.sample_wait_ms = TRK_SAMPLE_WAIT_MS; /* heaptap's rate: no hook is installed yet */
+	/* heaptap's rate: no hook is installed yet, so only the attach waits */
+	rate_got = wait_rate(fd, TRK_SAMPLE_WAIT_MS);
+	rate_ns = inj_now_ns() - inj_g.t_start;
+	cfg.sample_wait_ms = 0; /* it is there (or will not come): trk_start takes it as it is */
 	cfg.before_end = inj_before_end;
 	cfg.before_end_arg = NULL;
 	/* not under inj_g.lock: a failing trk_start ends the session, calling before_end */
 	if (trk_start(&cfg) < 0)
 		goto out_idle; /* track closed the fd; nothing was patched */
+	session_ns = inj_now_ns() - inj_g.t_start;
 	atomic_store(&inj_g.run, INJ_RUNNING);
 	/*
 	 * Patch only once heaptap reads: the first hooks fill the socket
@@ -180,11 +216,23 @@ void *inj_thread_main(void *arg)
 
 	pthread_mutex_lock(&inj_g.lock);
 	inj_g.st.drain_ns = drain_ns;
+	inj_g.st.connect_ns = connect_ns;
+	inj_g.st.rate_ns = rate_ns;
+	inj_g.st.rate_got = (uint32_t)rate_got;
+	inj_g.st.session_ns = session_ns;
 	if (!inj_g.closing)
 		ret = first_pass();
 	pthread_mutex_unlock(&inj_g.lock);
-	if (ret < 0)
+	/*
+	 * heaptap shows it with -v. Outside the lock: the send may wait for
+	 * room, and before_end (heaptap's STOP) must not wait behind it. Only
+	 * this thread writes what it reads. After a stop it is not sent.
+	 */
+	(void)inj_send_start_record();
+	if (ret < 0) {
+		inj_send_error("cannot read /proc/self/maps", ret);
 		trk_stop(WIRE_END_ERROR); /* before_end sets closing: poll_loop returns at once */
+	}
 	poll_loop();
 	goto out_idle;
 

@@ -158,6 +158,18 @@ struct itp_input {
 	uint64_t block_allocs; /* queue blocks taken from malloc (emptied ones are reused) */
 };
 
+/*
+ * inject/'s start-up timings (WIRE_REC_START; docs/stream.md): ns from the
+ * library's start call. have = 0: the stream had none (record mode, an
+ * older library, a session that ended before its first pass).
+ */
+#define ITP_START_FIELDS 24 /* room for enum wire_start_field (track/wire.h) */
+struct itp_start {
+	int have;
+	uint64_t f[ITP_START_FIELDS]; /* by enum wire_start_field; missing ones 0 */
+	char deferred[256];		/* first module put off, "" = none */
+};
+
 struct itp_result {
 	int err;		 /* enum itp_err */
 	int sys_errno;		 /* errno for ITP_E_IO */
@@ -178,6 +190,8 @@ struct itp_result {
 	uint64_t site_bytes;	 /* sampling: exact bytes allocated */
 	uint64_t site_records;	 /* WIRE_REC_SITES records received */
 	struct itp_input input;	 /* see struct itp_input */
+	struct itp_start start;	 /* see struct itp_start */
+	char lib_error[256];	 /* the library's last WIRE_LOG_ERROR message, "" = none */
 };
 
 /*

@@ -9,6 +9,7 @@
  *   heaptap_version                                        (start)
  *   duration_ns peak_rss peak_heap unknown_frees end_reason events_dropped
  *   slots_restored slots_left skipped_seqs late_events warnings   (end)
+ *   attach_startup (attach mode: WIRE_REC_START's fields as name=value, ns)
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -78,6 +79,37 @@ static const char *end_name(const struct itp_ctx *c)
 	return by_err[ITP_E_TRUNCATED];
 }
 
+/* put_startup - attach_startup: "connect_ns=N rate_ns=N ... deferred=PATH". */
+static int put_startup(struct itp_ctx *c, const struct itp_start *s)
+{
+	static const char *const names[WIRE_START_NFIELDS] = {
+	    [WIRE_START_CONNECT_NS] = "connect_ns",
+	    [WIRE_START_RATE_NS] = "rate_ns",
+	    [WIRE_START_RATE_GOT] = "rate_got",
+	    [WIRE_START_SESSION_NS] = "session_ns",
+	    [WIRE_START_DRAIN_NS] = "drain_ns",
+	    [WIRE_START_PASS_DONE_NS] = "first_pass_done_ns",
+	    [WIRE_START_PASS_NS] = "first_pass_ns",
+	    [WIRE_START_PASSES] = "passes",
+	    [WIRE_START_MODULES] = "modules",
+	    [WIRE_START_PATCHED] = "patched",
+	    [WIRE_START_DEFERRED] = "deferred",
+	    [WIRE_START_DEF_RELRO] = "deferred_relro",
+	    [WIRE_START_DEF_UNMAPPED] = "deferred_unmapped",
+	    [WIRE_START_DEF_UNRELOC] = "deferred_unrelocated",
+	    [WIRE_START_CALL_MONO_NS] = "start_call_mono_ns",
+	};
+	char buf[1024];
+	size_t off = 0;
+
+	for (size_t i = 0; i < WIRE_START_NFIELDS && off < sizeof(buf); i++)
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s=%" PRIu64, i ? " " : "",
+					names[i], s->f[i]);
+	if (s->deferred[0] && off < sizeof(buf))
+		snprintf(buf + off, sizeof(buf) - off, " deferred_first=%s", s->deferred);
+	return put_str(c, "attach_startup", buf);
+}
+
 int itp_meta_end(struct itp_ctx *c)
 {
 	const struct itp_counters *w = &c->res->warn;
@@ -99,5 +131,7 @@ int itp_meta_end(struct itp_ctx *c)
 	rc = rc ? rc : put_u64(c, "skipped_seqs", w->skipped_seqs);
 	rc = rc ? rc : put_u64(c, "late_events", w->late_events);
 	rc = rc ? rc : put_u64(c, "warnings", warnings);
+	if (c->res->start.have)
+		rc = rc ? rc : put_startup(c, &c->res->start);
 	return rc;
 }

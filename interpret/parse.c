@@ -489,10 +489,49 @@ static void parse_log(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 	for (; p < end && n + 1 < sizeof(msg); p++)
 		msg[n++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
 	msg[n] = 0;
-	if (level >= WIRE_LOG_ERROR && c->w)
-		rec_put_meta(c->w, "library_error", msg);
+	if (level >= WIRE_LOG_ERROR) {
+		if (c->w)
+			rec_put_meta(c->w, "library_error", msg);
+		size_t k = n < sizeof(c->res->lib_error) ? n : sizeof(c->res->lib_error) - 1;
+
+		memcpy(c->res->lib_error, msg, k);
+		c->res->lib_error[k] = '\0';
+	}
 	if (c->opt->log)
 		c->opt->log(level, msg, n, c->opt->status_arg);
+}
+
+_Static_assert(WIRE_START_NFIELDS <= ITP_START_FIELDS, "itp_start holds every start field");
+
+/*
+ * parse_start - inject/'s start-up timings. Fields this heaptap does not
+ * know are skipped, missing ones stay 0; the deferred module's path is
+ * cut to fit and made printable. A count or length past the record is
+ * corrupt.
+ */
+static int parse_start(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
+{
+	struct itp_start *s = &c->res->start;
+	uint64_t n, v, plen;
+	size_t k = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (wire_get_varint(&p, end, &n) || n > WIRE_START_MAX_FIELDS)
+		return itp_fail(c, ITP_E_CORRUPT, "start record: bad field count");
+	for (uint64_t i = 0; i < n; i++) {
+		if (wire_get_varint(&p, end, &v))
+			return itp_fail(c, ITP_E_CORRUPT, "start record cut short");
+		if (i < WIRE_START_NFIELDS)
+			s->f[i] = v;
+	}
+	if (wire_get_varint(&p, end, &plen) || plen > WIRE_START_MAX_PATH ||
+	    plen > (uint64_t)(end - p))
+		return itp_fail(c, ITP_E_CORRUPT, "start record: bad module path");
+	for (; k < plen && k + 1 < sizeof(s->deferred); k++)
+		s->deferred[k] = p[k] < 0x20 || p[k] == 0x7f ? '?' : (char)p[k];
+	s->deferred[k] = '\0';
+	s->have = 1;
+	return 0;
 }
 
 int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
@@ -544,6 +583,9 @@ int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
 			break;
 		case WIRE_REC_SITES:
 			ret = itp_sites_parse(c, payload, q);
+			break;
+		case WIRE_REC_START:
+			ret = parse_start(c, payload, q);
 			break;
 		default:
 			c->res->warn.unknown_records++;

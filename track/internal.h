@@ -734,6 +734,8 @@ int trk_timer_start(bool timerless) TRK_HIDDEN;
 extern _Atomic int trk_tl_on TRK_HIDDEN;
 /* trk_tl_quiet_ns - hooks quiet this long: the timer thread takes over (1 s; tests change it). */
 extern uint64_t trk_tl_quiet_ns TRK_HIDDEN;
+/* trk_tick_smp_ns - the timer thread's tick while sampling (100 ms; tests change it). */
+extern uint64_t trk_tick_smp_ns TRK_HIDDEN;
 
 /*
  * trk_tl_poll - timerless session, a hook's slow path (guard held, outside

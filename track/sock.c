@@ -263,6 +263,13 @@ int trk_sock_send(uint8_t type, const void *payload, size_t len)
 	return ret;
 }
 
+int trk_send_record(uint8_t type, const void *payload, size_t len)
+{
+	if (!trk_active())
+		return -EPIPE;
+	return trk_sock_send(type, payload, len);
+}
+
 int trk_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -19,6 +19,21 @@
  * does when a write failed).
  * It is the only closer of the socket while it runs (see trk_end).
  *
+ * While the session samples the tick is TRK_TICK_SMP_NS (100 ms), not
+ * 10 ms: docs/track.md "Timer thread". Nothing that needs 10 ms depends
+ * on the tick then: control records wake the poll at once (a STOP or a
+ * rate change is acted on when it arrives, not at the next tick), the
+ * 10-s rule is the writes' own (sock.c), and a sampling stream is a few
+ * hundred KB/s, so what the tick does (TICK with RSS, flush requests to
+ * busy threads, flushes of idle ones, module check) is fresh enough ten
+ * times a second, while every tick wakes the timer, each busy thread's
+ * flush, heaptap's reader and its interpreter: on the bench service
+ * (docs/bench.md "sampled service, session 6") about 100 wake-ups of
+ * heaptap and 200 sendmsg of the workers a second at 10 ms. A switch to
+ * full tracing (read here) brings the next tick within 10 ms again. The
+ * site counts go out every TRK_SITES_NS (1 s) of time, not per tick
+ * count.
+ *
  * Without a timer thread (docs/track.md "Without a timer thread"): a
  * thread makes glibc take its arena lock in every malloc and free of a
  * single-threaded program that misses the tcache (sample_prog +11..19 %
@@ -45,6 +60,8 @@
 #include "track/internal.h"
 
 #define TRK_TICK_NS 10000000ull
+#define TRK_TICK_SMP_NS 100000000ull /* the timer thread's tick while sampling */
+#define TRK_SITES_NS (TRK_SMP_SITES_TICKS * TRK_TICK_NS) /* SITES this often (1 s) */
 #define TRK_TL_QUIET_NS 1000000000ull /* hooks quiet this long: the timer thread takes over */
 #define TRK_TL_RETRY_NS 1000000000ull /* a failed thread start is tried again after this */
 #define CTL_BUF 256
@@ -63,6 +80,7 @@ static struct ctl ctl_state;
 
 _Atomic int trk_tl_on;
 uint64_t trk_tl_quiet_ns = TRK_TL_QUIET_NS;
+uint64_t trk_tick_smp_ns = TRK_TICK_SMP_NS;
 
 /* The hooks' timer (one thread only: polled while glibc says single-threaded). */
 static struct {
@@ -130,11 +148,21 @@ void trk_send_tick(bool from_timer)
 	pthread_mutex_unlock(&trk_g.sock_lock);
 }
 
-static void tick(void)
+/* tick_ns - the timer thread's period now: longer while sampling (see the file header). */
+static uint64_t tick_ns(void)
+{
+	return trk_smp_sampling() ? trk_tick_smp_ns : TRK_TICK_NS;
+}
+
+/* tick - the timer thread's tick; *sites: when SITES last went out (monotonic ns). */
+static void tick(uint64_t now, uint64_t *sites)
 {
 	trk_mod_check(trk_g.timer_thr);
 	trk_thr_flush_idle();
-	trk_smp_tick();
+	if (now - *sites >= TRK_SITES_NS) {
+		*sites = now;
+		trk_smp_send_sites();
+	}
 	trk_send_tick(true);
 }
 
@@ -204,7 +232,7 @@ static int read_ctl(struct ctl *c)
 static void *timer_main(void *arg)
 {
 	struct ctl *c = &ctl_state; /* a lazy start reads on where the hooks stopped */
-	uint64_t next;
+	uint64_t next, sites, period;
 
 	(void)arg;
 	trk_tls_guard = 1;
@@ -213,7 +241,9 @@ static void *timer_main(void *arg)
 	trk_thr_flush_locked(trk_g.timer_thr);
 	trk_g.timer_thr->tid = trk_gettid();
 	trk_thr_exit(trk_g.timer_thr);
-	next = trk_now_ns(CLOCK_MONOTONIC) + TRK_TICK_NS;
+	sites = trk_now_ns(CLOCK_MONOTONIC);
+	period = tick_ns();
+	next = sites + period;
 	while (atomic_load(&trk_g.state) == TRK_ON) {
 		uint64_t now = trk_now_ns(CLOCK_MONOTONIC);
 		struct pollfd pfd = { .fd = trk_g.fd, .events = POLLIN };
@@ -226,11 +256,15 @@ static void *timer_main(void *arg)
 			}
 		}
 		now = trk_now_ns(CLOCK_MONOTONIC);
+		/* a rate change read just now: full tracing ticks within 10 ms again */
+		if (tick_ns() < period && next > now + tick_ns())
+			next = now + tick_ns();
+		period = tick_ns();
 		if (now >= next && atomic_load(&trk_g.state) == TRK_ON) {
-			tick();
-			next += TRK_TICK_NS;
+			tick(now, &sites);
+			next += period;
 			if (next < now)
-				next = now + TRK_TICK_NS;
+				next = now + period;
 		}
 	}
 	{
@@ -400,7 +434,7 @@ void trk_tl_poll(struct trk_thr *t)
 	trk_thr_enter(t);
 	trk_thr_flush_locked(t);
 	trk_thr_exit(t);
-	if (now - tl.sites >= TRK_SMP_SITES_TICKS * TRK_TICK_NS) {
+	if (now - tl.sites >= TRK_SITES_NS) {
 		tl.sites = now;
 		trk_smp_send_sites();
 	}

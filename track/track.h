@@ -144,6 +144,14 @@ int trk_connect(const char *path) __attribute__((warn_unused_result));
  */
 int trk_wait_drained(unsigned timeout_ms);
 
+/*
+ * trk_send_record - send one unordered record (type, payload of len bytes,
+ * framed as track/wire.h says) on the session's socket, e.g. inject/'s
+ * WIRE_REC_START or WIRE_REC_LOG. 0, or -EPIPE when no session runs, or
+ * -errno of the send (which ends the session as any failed send does).
+ */
+int trk_send_record(uint8_t type, const void *payload, size_t len);
+
 /* trk_active - nonzero while a session records. */
 int trk_active(void);
 

@@ -96,6 +96,12 @@
  *                    that found no slot) added since the previous SITES
  *                    record, in sampling mode only (every allocation, sampled
  *                    or not; not ordered by sequence numbers: sums)
+ *   WIRE_REC_START   varint n, n x varint (enum wire_start_field order; a
+ *                    reader takes the fields it knows, treats missing ones
+ *                    as 0 and ignores extra ones), varint path_len, path
+ *                    bytes (the first module the first patch pass had to
+ *                    defer, maybe empty): inject/'s start-up timings, sent
+ *                    once after its first patch pass (not ordered)
  *
  * Control, interpret -> track, on the same socket, same framing:
  *   WIRE_CTL_STOP    empty payload: restore, flush, send END, close
@@ -145,6 +151,7 @@ enum wire_rec_type {
 	WIRE_REC_END = 3,
 	WIRE_REC_LOG = 4,
 	WIRE_REC_SITES = 5,
+	WIRE_REC_START = 10,
 	WIRE_CTL_STOP = 64,
 	WIRE_CTL_SAMPLE = 65,
 };
@@ -180,6 +187,31 @@ enum wire_end_reason {
 	WIRE_END_STOP = 2,     /* heaptap asked (WIRE_CTL_STOP) */
 	WIRE_END_ERROR = 3,    /* the library gave up (see a LOG record) */
 };
+
+/*
+ * WIRE_REC_START fields, in wire order (times in ns from the library's start
+ * call, CLOCK_MONOTONIC; 0 = not reached). Append only.
+ */
+enum wire_start_field {
+	WIRE_START_CONNECT_NS = 0, /* connected to heaptap's socket */
+	WIRE_START_RATE_NS,	   /* heaptap's sampling rate read (or waited out) */
+	WIRE_START_RATE_GOT,	   /* 1: the rate came; 0: waited out, traced fully */
+	WIRE_START_SESSION_NS,	   /* trk_start returned: header and module list sent */
+	WIRE_START_DRAIN_NS,	   /* waited for heaptap to read what was sent (duration) */
+	WIRE_START_PASS_DONE_NS,   /* first complete patch pass done */
+	WIRE_START_PASS_NS,	   /* that pass's own duration */
+	WIRE_START_PASSES,	   /* passes it took (>1: modules came or went meanwhile) */
+	WIRE_START_MODULES,	   /* modules walked */
+	WIRE_START_PATCHED,	   /* words rewritten */
+	WIRE_START_DEFERRED,	   /* modules left pending (half-loaded) */
+	WIRE_START_DEF_RELRO,	   /* of them: RELRO pages still writable */
+	WIRE_START_DEF_UNMAPPED,   /* of them: a slot's page not in /proc/self/maps */
+	WIRE_START_DEF_UNRELOC,	   /* of them: a slot not relocated yet */
+	WIRE_START_CALL_MONO_NS,   /* the start call itself, CLOCK_MONOTONIC (absolute) */
+	WIRE_START_NFIELDS,
+};
+#define WIRE_START_MAX_FIELDS 64   /* n above this is corrupt */
+#define WIRE_START_MAX_PATH 4096   /* path_len above this is corrupt */
 
 enum wire_log_level { WIRE_LOG_INFO = 0, WIRE_LOG_WARN = 1, WIRE_LOG_ERROR = 2 };
 

@@ -180,6 +180,11 @@ if [ "$case_" = nomaps ]; then
 	[ "$rc" -lt 128 ] || fail "heaptap attach died (exit $rc)"
 	[ "$rc" = 1 ] || fail "heaptap attach exited $rc, not 1, when the library gave up"
 	grep -q "ended the session on an error of its own" "$tmp/mr.err" || fail "heaptap did not say the library gave up"
+	# the library's reason (WIRE_REC_LOG before its END), in that one line
+	grep -q "ended the session on an error of its own: cannot read /proc/self/maps: [A-Z]* *(errno [0-9]*)" "$tmp/mr.err" ||
+		fail "heaptap's error line does not give the library's reason"
+	[ "$(grep -c "attach" "$tmp/mr.err")" -ge 1 ] && ! grep -q "library error" "$tmp/mr.err" ||
+		fail "the reason was printed on a line of its own as well"
 	untraced "session ended"
 	ask "restored 0"
 	[ "$ans" = restored ] || fail "the victim's malloc slot changed: $ans"

@@ -24,3 +24,8 @@ if(TARGET check_inject)
     endif()
   endif()
 endif()
+
+# unit.startrec: inject/'s WIRE_REC_START, built by the library's encoder, parsed by
+# interpret/ (round trip, newer/older/absent record, corrupt ones refused with bounds)
+heaptap_unit_test(startrec SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_interpret_wire.c
+  LIBS heaptap_inject_core heaptap_interpret heaptap_recfile Threads::Threads ${CMAKE_DL_LIBS})

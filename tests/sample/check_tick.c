@@ -1,0 +1,323 @@
+/* tests/sample/check_tick.c - the timer thread's slower tick while sampling, and what must not wait for it */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Real sessions inside the test process over a socketpair, with the timer
+ * thread (docs/track.md "Timer thread": 100 ms while sampling, 10 ms when
+ * tracing fully). The hooks are called directly, as inject/'s GOT slots
+ * would. Checked:
+ *   - sampling_ticks_slowly: over a second and a half of sampling, no more
+ *     TICKs than one per 100 ms (fails with the 10-ms tick), and at least
+ *     one;
+ *   - stop_not_held_by_tick: with a 5-s tick while sampling, a STOP is
+ *     answered (END, reason stop) well within those 5 s (fails if a STOP
+ *     waited for the tick);
+ *   - full_tracing_ticks_fast: with a 5-s tick while sampling, a
+ *     CTL_SAMPLE 0 switches to full tracing at once and TICKs come every
+ *     10 ms again, long before the 5-s tick was due (fails if the timer
+ *     kept the deadline it had while sampling);
+ *   - sites_every_second: SITES goes out every second of time while
+ *     sampling, not every 100 ticks (which would be 10 s now).
+ * Bounds are several times what a quiet machine needs: CI has 2 cores and
+ * other jobs.
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "track/internal.h"
+#include "track/track.h"
+#include "tests/lib/check_libc_real.h"
+#include "track/wire.h"
+
+struct peer {
+	int fd;
+	uint8_t *buf;
+	size_t len, cap;
+	int eof;
+};
+
+struct counts {
+	unsigned ticks, sites;
+	uint64_t first_tick_ns, last_tick_ns; /* the TICKs' own times (since the session's start) */
+	int end_reason;			      /* -1: no END */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* drain - read what is there, and with wait_ms wait that long at most for EOF. */
+static void drain(struct peer *p, unsigned wait_ms)
+{
+	uint64_t until = now_ms() + wait_ms;
+
+	while (!p->eof) {
+		uint8_t tmp[65536];
+		ssize_t n = recv(p->fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+
+			if (!wait_ms || now_ms() >= until)
+				return;
+			poll(&pfd, 1, 10);
+			continue;
+		}
+		if (n <= 0) {
+			p->eof = 1;
+			return;
+		}
+		if (p->cap - p->len < (size_t)n) {
+			p->cap = p->cap ? p->cap * 2 : 1 << 20;
+			while (p->cap - p->len < (size_t)n)
+				p->cap *= 2;
+			p->buf = realloc(p->buf, p->cap);
+			ck_assert_ptr_nonnull(p->buf);
+		}
+		memcpy(p->buf + p->len, tmp, (size_t)n);
+		p->len += (size_t)n;
+	}
+}
+
+static struct counts count(const struct peer *p)
+{
+	struct counts c = { .end_reason = -1 };
+	const uint8_t *q = p->buf, *end = p->buf + p->len;
+	struct wire_header h;
+
+	ck_assert_uint_ge(p->len, sizeof(h));
+	memcpy(&h, q, sizeof(h));
+	ck_assert_uint_le(h.header_len, p->len);
+	q += h.header_len;
+	while (q < end) {
+		uint8_t type = *q++;
+		uint64_t len;
+
+		if (wire_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
+			break; /* the rest has not arrived */
+		if (type == WIRE_REC_TICK) {
+			const uint8_t *e = q;
+			uint64_t t;
+
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &t), 0);
+			if (!c.ticks++)
+				c.first_tick_ns = t;
+			c.last_tick_ns = t;
+		} else if (type == WIRE_REC_SITES) {
+			c.sites++;
+		} else if (type == WIRE_REC_END) {
+			const uint8_t *e = q;
+			uint64_t total, reason;
+
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &total), 0);
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &reason), 0);
+			c.end_reason = (int)reason;
+		}
+		q += len;
+	}
+	return c;
+}
+
+static void send_ctl(int fd, uint8_t type, uint64_t rate)
+{
+	uint8_t m[2 + 2 * WIRE_VARINT_MAX];
+	size_t k = 0;
+
+	m[k++] = type;
+	if (type == WIRE_CTL_SAMPLE) {
+		uint8_t pl[2 * WIRE_VARINT_MAX];
+		size_t n = 0;
+
+		n += wire_put_varint(pl + n, rate);
+		n += wire_put_varint(pl + n, 1);
+		k += wire_put_varint(m + k, n);
+		memcpy(m + k, pl, n);
+		k += n;
+	} else {
+		m[k++] = 0;
+	}
+	ck_assert_int_eq(write(fd, m, k), (ssize_t)k);
+}
+
+/* start - a sampled session with the timer thread; tick_ms: its tick while sampling. */
+static void start(struct peer *p, uint64_t tick_ms)
+{
+	struct trk_config cfg = { 0 };
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(p, 0, sizeof(*p));
+	p->fd = sv[1];
+	trk_tick_smp_ns = tick_ms * 1000000ull;
+	trk_set_real(&libc_real);
+	cfg.fd = sv[0];
+	cfg.sample_given = 1;
+	cfg.sample_rate = 4096;
+	cfg.sample_seed = 1;
+	cfg.timerless = 0;
+	ck_assert_int_eq(trk_start(&cfg), 0);
+	ck_assert(trk_smp_sampling());
+}
+
+/* finish - STOP (unless sent), the END, and the session fully over; what the stream held. */
+static struct counts finish(struct peer *p, int send_stop)
+{
+	struct counts c;
+
+	if (send_stop)
+		send_ctl(p->fd, WIRE_CTL_STOP, 0);
+	drain(p, 20000);
+	ck_assert_int_eq(p->eof, 1);
+	for (int i = 0; i < 5000 && atomic_load(&trk_g.started); i++)
+		usleep(1000);
+	ck_assert_int_eq(atomic_load(&trk_g.started), 0);
+	c = count(p);
+	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
+	close(p->fd);
+	free(p->buf);
+	return c;
+}
+
+__attribute__((noinline)) static void *site(size_t n)
+{
+	void *p = trk_malloc(n);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+/* churn - allocate and free for ms milliseconds, reading the stream; stops early when done(p). */
+static void churn(struct peer *p, unsigned ms, int (*done)(const struct peer *))
+{
+	uint64_t until = now_ms() + ms;
+
+	while (now_ms() < until) {
+		for (int i = 0; i < 1000; i++)
+			trk_free(site(200 + (size_t)(i % 64) * 8));
+		drain(p, 0);
+		if (done && done(p))
+			return;
+		usleep(1000);
+	}
+}
+
+START_TEST(sampling_ticks_slowly)
+{
+	struct peer p;
+	struct counts c;
+	uint64_t t0, span;
+
+	start(&p, 100);
+	t0 = now_ms();
+	churn(&p, 1500, NULL);
+	span = now_ms() - t0;
+	c = count(&p);
+	/* the timer's deadlines step by the period: never more than one tick per 100 ms */
+	ck_assert_msg(c.ticks <= span / 100 + 2, "%u TICKs in %lu ms while sampling", c.ticks,
+		      (unsigned long)span);
+	ck_assert_uint_ge(c.ticks, 1);
+	c = finish(&p, 1);
+	ck_assert_uint_ge(c.ticks, 2); /* and the last one before END */
+}
+END_TEST
+
+START_TEST(stop_not_held_by_tick)
+{
+	struct peer p;
+	uint64_t t0, took;
+
+	start(&p, 5000);
+	churn(&p, 200, NULL);
+	t0 = now_ms();
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	drain(&p, 20000);
+	took = now_ms() - t0;
+	ck_assert_int_eq(p.eof, 1);
+	/* a STOP that waited for the 5-s tick would take 4.8 s at least */
+	ck_assert_msg(took < 2500, "STOP answered after %lu ms", (unsigned long)took);
+	(void)finish(&p, 0);
+}
+END_TEST
+
+/* fast_ticks - 5 TICKs came, within 100 ms of the session's time */
+static int fast_ticks(const struct peer *p)
+{
+	struct counts c = count(p);
+
+	return c.ticks >= 6;
+}
+
+START_TEST(full_tracing_ticks_fast)
+{
+	struct peer p;
+	struct counts c;
+	uint64_t t0, took;
+
+	start(&p, 5000);
+	churn(&p, 200, NULL);
+	c = count(&p);
+	ck_assert_uint_eq(c.ticks, 0); /* the first 5-s tick is not due yet */
+	t0 = now_ms();
+	send_ctl(p.fd, WIRE_CTL_SAMPLE, 0);
+	churn(&p, 4000, fast_ticks);
+	took = now_ms() - t0;
+	c = count(&p);
+	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 0); /* full tracing */
+	/* the 5-s tick would have brought one TICK after 4.8 s at the earliest */
+	ck_assert_msg(c.ticks >= 6, "%u TICKs within %lu ms of full tracing", c.ticks,
+		      (unsigned long)took);
+	ck_assert_msg(took < 4000, "6 TICKs took %lu ms", (unsigned long)took);
+	(void)finish(&p, 1);
+}
+END_TEST
+
+static int two_sites(const struct peer *p)
+{
+	return count(p).sites >= 2;
+}
+
+START_TEST(sites_every_second)
+{
+	struct peer p;
+	struct counts c;
+
+	start(&p, 100);
+	churn(&p, 8000, two_sites);
+	c = count(&p);
+	/* per 100 ticks of 100 ms, the first would come after 10 s */
+	ck_assert_msg(c.sites >= 2, "%u SITES records in 8 s of sampling", c.sites);
+	(void)finish(&p, 1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sample_tick");
+	TCase *tc = tcase_create("tick");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, sampling_ticks_slowly);
+	tcase_add_test(tc, stop_not_held_by_tick);
+	tcase_add_test(tc, full_tracing_ticks_fast);
+	tcase_add_test(tc, sites_every_second);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
