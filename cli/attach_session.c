@@ -253,6 +253,8 @@ int cli_attach_dir_accept(struct cli_attach_dir *d, pid_t pid, unsigned timeout_
 				close(fd);
 			}
 		}
+		if (d->cancel)
+			return -ECANCELED;
 		if (kill(pid, 0) < 0 && errno == ESRCH)
 			return -ESRCH;
 		clock_gettime(CLOCK_MONOTONIC, &t);

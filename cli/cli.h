@@ -331,6 +331,7 @@ struct cli_attach_dir {
 	int dir_fd;	      /* the session directory (O_PATH), -1 when closed */
 	int listen_fd;	      /* listening socket (non-blocking), -1 when closed */
 	int bound;	      /* the socket file exists */
+	volatile int cancel;  /* set by another thread: cli_attach_dir_accept gives up */
 };
 
 /*
@@ -346,7 +347,8 @@ int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid);
 /*
  * cli_attach_dir_accept - wait up to timeout_ms for a connection from
  * process pid (SO_PEERCRED; others are closed). Returns 0 with *conn
- * (close-on-exec, blocking), -ETIMEDOUT, -ESRCH when pid is gone, or -errno.
+ * (close-on-exec, blocking), -ETIMEDOUT, -ESRCH when pid is gone,
+ * -ECANCELED once d->cancel is set (looked at every 50 ms), or -errno.
  */
 int cli_attach_dir_accept(struct cli_attach_dir *d, pid_t pid, unsigned timeout_ms, int *conn);
 

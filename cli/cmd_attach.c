@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,187 @@ static void start_timer(double secs)
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
+/*
+ * The session thread. It accepts the library's connection, answers its
+ * sampling rate at once and runs the interpreter, while the main thread
+ * still finishes the attach (reads the loader's outcome, lets go of
+ * ptrace). Before it, all of that waited for the main thread: the
+ * library's start waited for the rate (TRK_SAMPLE_WAIT_MS, 2 s at most)
+ * and then for heaptap to read its header before patching (INJ_DRAIN_MS,
+ * 3 s at most) while heaptap's main thread was still in att_inject_wait,
+ * so any delay of that thread (a CPU it did not get, the loader thread
+ * writing its outcome late) came on top of the first event; measured at
+ * load 11, the rate came 149 ms after the start call in one round whose
+ * library was ready after 9 ms (docs/bench.md, "first event, session 6").
+ *
+ * It starts with every signal blocked and unblocks the stop signals once
+ * it has accepted (the injection is done by then: the library connects
+ * from its start function), so a stop interrupts the interpreter's wait
+ * at once; the main thread blocks them when it has nothing left to do.
+ * Only the main thread touches ptrace; only this thread touches d and the
+ * connection between session_start and the join.
+ */
+struct session {
+	pthread_t th;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int running;	   /* the thread exists (join it) */
+	int accepted;	   /* the accept ended: acc_ret says how (under lock) */
+	int acc_ret;	   /* cli_attach_dir_accept's return */
+	int conn;	   /* the library's connection, -1 */
+	uint64_t t_conn;   /* when it was accepted */
+	/* in */
+	struct cli_attach_dir *d;
+	struct cli_ctl *ctl;
+	pid_t pid;
+	const struct cli_attach_args *a;
+	const char *sysroot;
+	struct duration *dur;
+	struct cli_snap *snap;
+	/* out: interpret()'s return, the recording's name, the result */
+	int ret;
+	int interpreted;
+	char out[PATH_MAX];
+	struct itp_result res;
+};
+
+static void *session_main(void *arg)
+{
+	struct session *s = arg;
+	sigset_t stops;
+	int conn = -1, ret;
+	size_t i;
+
+	ret = cli_attach_dir_accept(s->d, s->pid, LOAD_MS + ACCEPT_MS, &conn);
+	if (ret == 0) {
+		/* at once: the library's start waits for it (docs/inject.md) */
+		cli_sample_start(conn, s->a->sample);
+		/*
+		 * The connection is all we need: remove the socket and the
+		 * directory now, so nobody else can connect and nothing is left
+		 * behind even if heaptap is killed during the session.
+		 */
+		cli_attach_dir_close(s->d);
+		cli_ctl_set_conn(s->ctl, conn); /* `heaptap ctl PID sample` reaches the library now */
+	}
+	pthread_mutex_lock(&s->lock);
+	s->t_conn = mono_ns();
+	s->conn = conn;
+	s->acc_ret = ret;
+	s->accepted = 1;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	if (ret < 0)
+		return NULL;
+	sigemptyset(&stops);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(&stops, stop_signals[i]);
+	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
+	s->ret = interpret(conn, s->a->output, s->pid, s->sysroot, s->dur, s->a->sample,
+			   s->snap, s->a->snapshot_every, s->out, sizeof(s->out), &s->res);
+	s->interpreted = 1;
+	return NULL;
+}
+
+/* session_start - the thread, with every signal blocked. 0 or -errno. */
+static int session_start(struct session *s)
+{
+	sigset_t all, old;
+	int ret;
+
+	s->conn = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&s->th, NULL, session_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		return -ret;
+	s->running = 1;
+	return 0;
+}
+
+/* session_accepted - wait until the thread's accept ended; its return. */
+static int session_accepted(struct session *s)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->accepted)
+		pthread_cond_wait(&s->cond, &s->lock);
+	ret = s->acc_ret;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/*
+ * session_join - the main thread is done with the attach: stop signals go
+ * to the session thread from now on (one that came to us meanwhile is
+ * passed on), then wait for it. abort: the attach failed after all, so an
+ * accepting thread gives up and a running session is stopped (the
+ * library restores its slots) and its recording removed.
+ */
+static void session_join(struct session *s, int abort)
+{
+	sigset_t stops;
+	size_t i;
+
+	if (!s->running)
+		return;
+	if (abort) {
+		s->d->cancel = 1;
+		pthread_mutex_lock(&s->lock);
+		if (s->accepted && s->acc_ret == 0)
+			stop_flag = 1;
+		pthread_mutex_unlock(&s->lock);
+	}
+	sigemptyset(&stops);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(&stops, stop_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &stops, NULL);
+	pthread_mutex_lock(&s->lock);
+	if (stop_flag && s->accepted && s->acc_ret == 0)
+		pthread_kill(s->th, stop_sig ? stop_sig : SIGINT); /* wake its wait at once */
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->th, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
+	s->running = 0;
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	if (abort && s->interpreted && s->out[0])
+		unlink(s->out);
+	if (s->conn >= 0) {
+		cli_ctl_set_conn(s->ctl, -1);
+		close(s->conn);
+		s->conn = -1;
+	}
+}
+
+/*
+ * test_delay - HEAPTAP_DELAY=after-inject:MS: the main thread sleeps MS
+ * milliseconds once the loader's outcome is read, as a main thread that
+ * waits for a CPU would (tests/session/startup-slow.test: the library's
+ * start and the first event must not wait for it). Nothing else reads it.
+ */
+static void test_delay(const char *step)
+{
+	const char *v = getenv("HEAPTAP_DELAY");
+	size_t n = strlen(step);
+	struct timespec ts;
+	unsigned long ms;
+
+	if (!v || strncmp(v, step, n) || v[n] != ':')
+		return;
+	ms = strtoul(v + n + 1, NULL, 10);
+	if (ms > 60000)
+		ms = 60000;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stop_flag)
+		;
+}
+
 /* What the session ended with, after itp_run. Returns the exit code. */
 static int summarize(pid_t pid, const char *out, int ret, const struct itp_result *res,
 		     int was_loaded)
@@ -357,7 +539,8 @@ int cli_cmd_attach(int argc, char **argv)
 	struct saved_signals old;
 	struct att_inject_result ir;
 	struct att_stats ast;
-	struct itp_result res;
+	struct session sess;
+	struct itp_result *res = &sess.res;
 	struct att_ctx *ctx = NULL;
 	struct cli_ctl *ctl = NULL; /* the session's control socket (detach_ctl.c) */
 	struct cli_ctl_holder holder;
@@ -365,7 +548,7 @@ int cli_cmd_attach(int argc, char **argv)
 	enum att_reason why;
 	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], out[PATH_MAX], sysroot[64];
 	struct stat st;
-	int ret, conn = -1, code = CLI_EXIT_FAIL, was_loaded;
+	int ret, code = CLI_EXIT_FAIL, was_loaded;
 	uint64_t t[6];
 	struct duration dur;
 	struct cli_snap snap;
@@ -373,6 +556,7 @@ int cli_cmd_attach(int argc, char **argv)
 
 	memset(&d, 0, sizeof(d));
 	memset(&snap, 0, sizeof(snap));
+	memset(&sess, 0, sizeof(sess));
 	d.parent_fd = d.dir_fd = d.listen_fd = -1;
 	err[0] = '\0';
 	if (cli_attach_parse(argc, argv, &a, err, sizeof(err)) < 0) {
@@ -474,6 +658,29 @@ int cli_cmd_attach(int argc, char **argv)
 	}
 	t[3] = mono_ns();
 	memset(&ir, 0, sizeof(ir));
+	/* what the session thread needs to interpret, set before it starts */
+	dur.secs = a.duration;
+	dur.armed = 0;
+	sysroot[0] = '\0';
+	if (!same_view(pid))
+		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
+	if (a.out_dir) {
+		/* no recording unless -o names one: a session may run for days */
+		snap.dir = a.out_dir;
+		snap.pid = pid;
+	}
+	sess.d = &d;
+	sess.ctl = ctl;
+	sess.pid = pid;
+	sess.a = &a;
+	sess.sysroot = sysroot[0] ? sysroot : NULL;
+	sess.dur = &dur;
+	sess.snap = a.out_dir ? &snap : NULL;
+	ret = session_start(&sess);
+	if (ret < 0) {
+		cli_msg("attach %d: session thread: %s", (int)pid, strerror(-ret));
+		goto out_free_dir;
+	}
 	/* the held thread only creates a loader thread; dlopen runs there */
 	why = att_inject_start(ctx, lib, INJ_START_SYMBOL, d.target_sock);
 	if (why == ATT_OK) {
@@ -481,6 +688,7 @@ int cli_cmd_attach(int argc, char **argv)
 		why = att_inject_wait(ctx, LOAD_MS, &ir);
 	}
 	if (why != ATT_OK) {
+		session_join(&sess, 1);
 		if (why == ATT_E_START && ir.start_ret == -EBUSY)
 			cli_msg("attach %d: %s: a heaptap session is already running in it (end it "
 				"first)", (int)pid, att_strerror(why));
@@ -493,37 +701,34 @@ int cli_cmd_attach(int argc, char **argv)
 		goto out_free_dir;
 	}
 	att_release(ctx);
+	test_delay("after-inject");
 	t[4] = mono_ns();
 	att_get_stats(ctx, &ast);
 	att_free(ctx);
 	ctx = NULL;
 
-	ret = cli_attach_dir_accept(&d, pid, ACCEPT_MS, &conn);
+	/* the session thread accepts: LOAD_MS + ACCEPT_MS from the inject on at most */
+	ret = session_accepted(&sess);
 	if (ret == -ESRCH) {
 		cli_msg("attach %d: it exited before its tracking library connected", (int)pid);
+		session_join(&sess, 1);
 		goto out_dir;
 	}
 	if (ret < 0) {
 		cli_msg("attach %d: the library was loaded but its thread did not connect to %s "
 			"within %u ms (%s); it stays loaded and inert", (int)pid, d.target_sock,
 			ACCEPT_MS, strerror(-ret));
+		session_join(&sess, 1);
 		goto out_dir;
 	}
-	cli_sample_start(conn, a.sample);
-	/*
-	 * The connection is all we need: remove the socket and the directory
-	 * now, so nobody else can connect and nothing is left behind even if
-	 * heaptap is killed during the session.
-	 */
-	cli_attach_dir_close(&d);
-	cli_ctl_set_conn(ctl, conn); /* `heaptap ctl PID sample` reaches the library from now on */
-	t[5] = mono_ns();
+	t[5] = sess.t_conn;
 	if (a.verbose) {
+		/* the session thread accepts while the main thread reads the loader's outcome */
 		cli_msg("attach %d: preflight and session directory %.2f ms, prepare %.2f ms, seize "
-			"%.2f ms, inject and release %.2f ms, library connected after %.2f ms; "
-			"%.2f ms in all", (int)pid, ms_since(t[0], t[1]), ms_since(t[1], t[2]),
-			ms_since(t[2], t[3]), ms_since(t[3], t[4]), ms_since(t[4], t[5]),
-			ms_since(t[0], t[5]));
+			"%.2f ms, inject and release %.2f ms, library connected at %.2f ms (accepted "
+			"on heaptap's session thread); %.2f ms in all", (int)pid, ms_since(t[0], t[1]),
+			ms_since(t[1], t[2]), ms_since(t[2], t[3]), ms_since(t[3], t[4]),
+			ms_since(t[0], t[5]), ms_since(t[0], t[5] > t[4] ? t[5] : t[4]));
 		cli_msg("attach %d: thread %d (%s %ld) stopped %.3f ms: stop %.3f ms, stack check "
 			"%.3f ms, %u calls %.3f ms; %u of %u threads were candidates, %u rejected",
 			(int)pid, (int)ast.tid, ast.syscall < 0 ? "user code" : "syscall",
@@ -541,49 +746,36 @@ int cli_cmd_attach(int argc, char **argv)
 				(double)ast.hold_thr_run_ns / 1e6, (double)ast.hold_thr_wait_ns / 1e6,
 				(double)ast.hold_own_run_ns / 1e6, (double)ast.hold_own_wait_ns / 1e6);
 	}
-	dur.secs = a.duration;
-	dur.armed = 0;
 	if (isatty(STDERR_FILENO))
 		cli_msg("attached to %d (thread %d stopped %.2f ms); %s to detach", (int)pid,
 			(int)ast.tid, (double)ast.pause_ns / 1e6,
 			a.duration > 0 ? "Ctrl+C or the duration" : "Ctrl+C");
 
-	sysroot[0] = '\0';
-	if (!same_view(pid))
-		snprintf(sysroot, sizeof(sysroot), "/proc/%d/root", (int)pid);
-	if (a.out_dir) {
-		/* no recording unless -o names one: a session may run for days */
-		snap.dir = a.out_dir;
-		snap.pid = pid;
-	}
-	ret = interpret(conn, a.output, pid, sysroot[0] ? sysroot : NULL, &dur, a.sample,
-			a.out_dir ? &snap : NULL, a.snapshot_every, out, sizeof(out), &res);
+	session_join(&sess, 0); /* the session runs there until it ends */
+	ret = sess.ret;
+	snprintf(out, sizeof(out), "%s", sess.out);
 	if (a.out_dir)
 		cli_msg("attach: wrote %u pprof snapshots to %s%s", snap.written, a.out_dir,
 			snap.errors ? " (some failed, see above)" : "");
 	if (ret == CLI_NO_NAME)
-		goto out_conn; /* closing conn makes the library restore its slots */
+		goto out_dir; /* session_join closed conn: the library restores its slots */
 	if (a.verbose && stop_sig)
 		cli_msg("attach %d: session ended by %s", (int)pid,
 			stop_sig == SIGALRM ? "--duration" : strsignal(stop_sig));
 	if (a.verbose) {
-		print_startup(pid, &res.start, t[0]);
-		cli_input_stats("attach", &res.input);
+		print_startup(pid, &res->start, t[0]);
+		cli_input_stats("attach", &res->input);
 	}
-	code = summarize(pid, out, ret, &res, was_loaded);
+	code = summarize(pid, out, ret, res, was_loaded);
 	if (code == CLI_EXIT_OK)
-		cli_sample_summary("attach", a.sample, &res);
-	fin->end_reason = res.end_reason;
-	fin->allocs = res.final.alloc_calls;
-	fin->restored = res.slots_restored;
-	fin->left = res.slots_left;
+		cli_sample_summary("attach", a.sample, res);
+	fin->end_reason = res->end_reason;
+	fin->allocs = res->final.alloc_calls;
+	fin->restored = res->slots_restored;
+	fin->left = res->slots_left;
 	if (code == CLI_EXIT_OK && out[0] && !realpath(out, fin->out))
 		snprintf(fin->out, sizeof(fin->out), "%s", out);
 
-out_conn:
-	cli_ctl_set_conn(ctl, -1);
-	close(conn);
-	conn = -1;
 	goto out_dir;
 out_free_dir:
 	att_release(ctx);
