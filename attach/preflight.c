@@ -50,11 +50,27 @@ static bool is_descendant(pid_t pid)
 	return false;
 }
 
+/*
+ * "; a set-group-ID program (gid 1000, effective 5)" (set-user-ID when the
+ * uids differ) into buf, or "": why such a process is another user's or
+ * non-dumpable (its loader also runs in secure mode, AT_SECURE).
+ */
+static const char *setid_note(unsigned long ur, unsigned long ue, unsigned long gr, unsigned long ge,
+			      char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	if (ur != ue)
+		snprintf(buf, cap, "; a set-user-ID program (uid %lu, effective %lu)", ur, ue);
+	else if (gr != ge)
+		snprintf(buf, cap, "; a set-group-ID program (gid %lu, effective %lu)", gr, ge);
+	return buf;
+}
+
 static enum att_reason check_ids(struct att_ctx *ctx, const char *status, bool cap)
 {
-	unsigned long r, e, s, f;
+	unsigned long r, e, s, f, gr = 0, ge = 0;
 	const char *v = att_status_field(status, "Uid");
-	char path[96];
+	char path[96], note[80];
 	struct stat sb;
 	uid_t me = geteuid();
 
@@ -63,16 +79,18 @@ static enum att_reason check_ids(struct att_ctx *ctx, const char *status, bool c
 				(int)ctx->pid);
 	ctx->uid = (uid_t)e;
 	v = att_status_field(status, "Gid");
-	if (v && sscanf(v, "%*u %lu", &f) == 1)
-		ctx->gid = (gid_t)f;
-	else
+	if (v && sscanf(v, "%lu %lu", &gr, &ge) == 2) {
+		ctx->gid = (gid_t)ge;
+	} else {
 		ctx->gid = (gid_t)-1;
+		gr = ge = 0;
+	}
 	if (cap)
 		return ATT_OK;
 	/* kernel ptrace_may_access(): our uid must equal all of the target's */
 	if (r != me || e != me || s != me)
-		return att_fail(ctx, ATT_E_OTHER_USER, EPERM, "process uid %lu, heaptap uid %lu", e,
-				(unsigned long)me);
+		return att_fail(ctx, ATT_E_OTHER_USER, EPERM, "process uid %lu, heaptap uid %lu%s", e,
+				(unsigned long)me, setid_note(r, e, gr, ge, note, sizeof(note)));
 	/*
 	 * A non-dumpable process has its /proc/PID files owned by root
 	 * (proc(5), /proc/pid; the directory itself keeps the real uid on
@@ -80,8 +98,8 @@ static enum att_reason check_ids(struct att_ctx *ctx, const char *status, bool c
 	 */
 	snprintf(path, sizeof(path), "%s/status", ctx->procdir);
 	if (stat(path, &sb) == 0 && sb.st_uid != ctx->uid)
-		return att_fail(ctx, ATT_E_NOT_DUMPABLE, EPERM, "%s is owned by uid %lu", path,
-				(unsigned long)sb.st_uid);
+		return att_fail(ctx, ATT_E_NOT_DUMPABLE, EPERM, "%s is owned by uid %lu%s", path,
+				(unsigned long)sb.st_uid, setid_note(r, e, gr, ge, note, sizeof(note)));
 	return ATT_OK;
 }
 
