@@ -44,6 +44,9 @@
 #             to gid 1, heaptap run as uid 65534 without capabilities: the
 #             victim is non-dumpable, so ptrace is not permitted; one line
 #             naming the set-gid program, exit 19, nothing changed
+#   setuid-user  the same with the victim set-uid to uid 1: its effective
+#             uid is another user's; one line naming the set-uid program,
+#             exit 18, nothing changed
 # The victim runs under unshare -m with /proc mounted in its root (not in
 # case noproc). Needs
 # root (chroot, mount). Exit 77 says why when
@@ -57,7 +60,7 @@ TMPDIR=$PWD
 . "$(cd "$(dirname "$0")" && pwd)/../lib/attach.sh"
 case_name=attach.minroot-$case_
 
-case $case_ in plain | ro | shm | noplace | nolibm | noproc | nomaps | setgid | setgid-host | setuid | setgid-user) ;; *) fail "unknown case '$case_'" ;; esac
+case $case_ in plain | ro | shm | noplace | nolibm | noproc | nomaps | setgid | setgid-host | setuid | setgid-user | setuid-user) ;; *) fail "unknown case '$case_'" ;; esac
 [ -x "$victim" ] || fail "victim $victim is not an executable"
 [ "$(id -u)" = 0 ] || skip "chroot needs root"
 command -v chroot >/dev/null || PATH=$PATH:/usr/sbin:/sbin
@@ -93,13 +96,13 @@ cp "$victim" "$root/victim" || fail "copy the victim"
 # set-gid to a group that is not ours, or set-uid to a user that is not us:
 # the kernel sets AT_SECURE for egid != rgid or euid != ruid
 SECURE_ID=65534
-[ "$case_" = setgid-user ] && SECURE_ID=1 # the victim's real gid is 65534 there
+case $case_ in *-user) SECURE_ID=1 ;; esac # the victim's real ids are 65534 there
 case $case_ in
 setgid*)
 	[ "$(id -g)" != "$SECURE_ID" ] || skip "our own gid is $SECURE_ID"
 	chgrp "$SECURE_ID" "$root/victim" && chmod g+s "$root/victim" || fail "make the victim set-gid"
 	;;
-setuid)
+setuid*)
 	[ "$(id -u)" != "$SECURE_ID" ] || skip "our own uid is $SECURE_ID"
 	chown "$SECURE_ID" "$root/victim" && chmod u+s "$root/victim" || fail "make the victim set-uid"
 	;;
@@ -133,7 +136,7 @@ coproc VIC { unshare -m --propagation private /bin/sh -c '
 	noplace) mount -t tmpfs -o noexec,mode=1777 heaptap-test-shm "$r/dev/shm" || exit 97 ;;
 	esac
 	[ "$2" = setgid-host ] && exec "$r/victim"
-	[ "$2" = setgid-user ] && exec chroot --userspec=65534:65534 "$r" /victim
+	case $2 in *-user) exec chroot --userspec=65534:65534 "$r" /victim ;; esac
 	exec chroot "$r" /victim' sh "$root" "$case_" 2>"$tmp/victim.err"; }
 ready_pid VIC 20 "the victim" "$tmp/victim.err"
 
@@ -153,10 +156,10 @@ if [ "$case_" = ro ] || [ "$case_" = shm ] || [ "$case_" = noplace ]; then
 	touch "/proc/$TPID/root/.heaptap-rw" 2>/dev/null && fail "the victim's root is writable"
 fi
 
-case $case_ in setgid* | setuid)
+case $case_ in setgid* | setuid*)
 	# what makes these cases: a set-gid/set-uid process, which glibc's loader runs in secure mode
 	f=Gid
-	[ "$case_" = setuid ] && f=Uid
+	case $case_ in setuid*) f=Uid ;; esac
 	gids=$(sed -n "s/^$f:[[:space:]]*//p" /proc/"$TPID"/status)
 	set -- $gids
 	[ "${1:-}" != "$SECURE_ID" ] && [ "${2:-}" = "$SECURE_ID" ] ||
@@ -212,20 +215,22 @@ if [ "$case_" = nomaps ]; then
 	exit 0
 fi
 
-if [ "$case_" = noplace ] || [ "$case_" = nolibm ] || [ "$case_" = noproc ] || [ "$case_" = setgid-user ]; then
+if [ "$case_" = noplace ] || [ "$case_" = nolibm ] || [ "$case_" = noproc ] || [ "$case_" = setgid-user ] ||
+	[ "$case_" = setuid-user ]; then
 	want=45
 	[ "$case_" = noproc ] && want=52
 	as=()
-	if [ "$case_" = setgid-user ]; then
-		# heaptap as the victim's own uid, without CAP_SYS_PTRACE; its -o directory writable for it
+	if [ "$case_" = setgid-user ] || [ "$case_" = setuid-user ]; then
+		# heaptap as the victim's real uid, without CAP_SYS_PTRACE; its -o directory writable for it
 		want=19
+		[ "$case_" = setuid-user ] && want=18
 		command -v setpriv >/dev/null || skip "no setpriv"
 		as=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
 		chmod 0711 "$tmp" && mkdir -m 0777 "$tmp/out" || fail "make $tmp/out"
 	fi
 	rc=0
 	out=$tmp
-	[ "$case_" = setgid-user ] && out=$tmp/out
+	[ ${#as[@]} = 0 ] || out=$tmp/out
 	timeout 60 "${as[@]}" "$HEAPTAP" attach -o "$out/mr.htap" --duration 30 "$TPID" 2>"$tmp/mr.err" </dev/null || rc=$?
 	show "heaptap stderr" "$tmp/mr.err"
 	[ "$rc" = "$want" ] || fail "heaptap attach exited $rc, want $want"
@@ -233,9 +238,10 @@ if [ "$case_" = noplace ] || [ "$case_" = nolibm ] || [ "$case_" = noproc ] || [
 	if [ "$case_" = noproc ]; then
 		grep -qF 'no /proc mounted' "$tmp/mr.err" || fail "heaptap's line does not say 'no /proc mounted'"
 		[ -e "$tmp/mr.htap" ] && fail "heaptap left a recording behind"
-	elif [ "$case_" = setgid-user ]; then
-		grep -qF "a set-group-ID program (gid 65534, effective $SECURE_ID)" "$tmp/mr.err" ||
-			fail "heaptap's line does not name the set-gid program"
+	elif [ "$case_" = setgid-user ] || [ "$case_" = setuid-user ]; then
+		w="a set-group-ID program (gid 65534, effective $SECURE_ID)"
+		[ "$case_" = setuid-user ] && w="a set-user-ID program (uid 65534, effective $SECURE_ID)"
+		grep -qF "$w" "$tmp/mr.err" || fail "heaptap's line does not say '$w'"
 		[ -e "$out/mr.htap" ] && fail "heaptap left a recording behind"
 	elif [ "$case_" = noplace ]; then
 		for w in libunwind.so.8 liblzma.so.5 'dev/shm: mounted noexec' 'tmp: read-only'; do
