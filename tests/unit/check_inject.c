@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -231,6 +232,72 @@ START_TEST(test_restore_leaves_foreign)
 	inj_before_end(NULL, &restored, &left);
 	ck_assert_uint_eq(left, 1);
 	ck_assert_uint_ge(restored, 1);
+	ck_assert_uint_eq(libc_malloc_slot(), before);
+}
+END_TEST
+
+/* libc_relro_cb - libc's PT_GNU_RELRO, page-rounded down at both ends (as glibc protects it) */
+static int libc_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t *r = arg, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so"))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_GNU_RELRO) {
+			r[0] = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
+			r[1] = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(page - 1);
+		}
+	}
+	return 1;
+}
+
+/*
+ * A module that is not ready (here libc, its RELRO made writable again, as
+ * a module the loader has not protected yet) holds back nobody else: the
+ * other modules (libdw, libelf, ... which import malloc) are patched in
+ * the same pass, libc is counted as deferred with its reason (inj_g.defer:
+ * what WIRE_REC_START sends), and the next pass after it became ready
+ * patches it. (The test program itself is "this library" here: skipped.)
+ */
+START_TEST(test_pending_module_alone)
+{
+	uintptr_t relro[2] = {0, 0}, before = libc_malloc_slot();
+	uint64_t restored = 0, left = 0, patched1;
+
+	dl_iterate_phdr(libc_relro_cb, relro);
+	ck_assert_msg(relro[1] > relro[0], "libc has no RELRO page");
+	inj_g.page = sysconf(_SC_PAGESIZE);
+	ck_assert_int_eq(inj_real_find(), 0);
+	trk_set_real(&inj_g.real);
+	ck_assert_int_eq(mprotect((void *)relro[0], relro[1] - relro[0], PROT_READ | PROT_WRITE), 0);
+	pthread_mutex_lock(&inj_g.lock);
+	inj_g.closing = 0;
+	ck_assert_int_eq(inj_patch_pass(), 0);
+	pthread_mutex_unlock(&inj_g.lock);
+	/* the others went ahead; libc waits, for its RELRO */
+	ck_assert_uint_eq(libc_malloc_slot(), before);
+	ck_assert_uint_eq(inj_g.defer.modules, 1);
+	ck_assert_uint_eq(inj_g.defer.relro, 1);
+	ck_assert_uint_eq(inj_g.defer.unmapped + inj_g.defer.unreloc, 0);
+	ck_assert_ptr_nonnull(strstr(inj_g.defer.first, "/libc.so"));
+	ck_assert(inj_g.any_pending);
+	patched1 = inj_g.st.patched;
+	ck_assert_uint_ge(patched1, 1);
+	ck_assert_int_eq(mprotect((void *)relro[0], relro[1] - relro[0], PROT_READ), 0);
+	pthread_mutex_lock(&inj_g.lock);
+	ck_assert_int_eq(inj_patch_pass(), 0);
+	pthread_mutex_unlock(&inj_g.lock);
+	ck_assert_uint_eq(inj_g.defer.modules, 0);
+	ck_assert(!inj_g.any_pending);
+	ck_assert_uint_gt(inj_g.st.patched, patched1); /* libc's words now */
+	ck_assert_uint_eq(libc_malloc_slot(), (uintptr_t)trk_malloc);
+	inj_before_end(NULL, &restored, &left);
+	ck_assert_uint_eq(restored, inj_g.st.patched);
+	ck_assert_uint_eq(left, 0);
 	ck_assert_uint_eq(libc_malloc_slot(), before);
 }
 END_TEST
@@ -522,6 +589,7 @@ static Suite *inject_suite(void)
 	tcase_add_test(tc, test_start_arguments);
 	tcase_add_test(tc, test_pass_in_process);
 	tcase_add_test(tc, test_restore_leaves_foreign);
+	tcase_add_test(tc, test_pending_module_alone);
 	suite_add_tcase(s, tc);
 #ifdef INJECT_E2E
 	tc = tcase_create("session");
