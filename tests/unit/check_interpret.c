@@ -1946,6 +1946,18 @@ static int write_seeds(const char *dir)
 	write_file(dir, "no-end", &s);
 	sb_free(&s);
 
+	header(&s);
+	ck_begin(&c, 3, 0);
+	ck_alloc_d(&c, 0, WIRE_KIND_MALLOC, 24, 0, P2);
+	ck_alloc_d(&c, 1, WIRE_KIND_MALLOC, 40, 0, P1);
+	ck_free(&c, 2, P1);
+	ck_alloc_d(&c, 3, WIRE_KIND_MALLOC, 8, 0, P1);
+	ck_free_d(&c, 4, P2);
+	ck_end(&s, &c);
+	sb_end(&s, 5, WIRE_END_EXIT);
+	write_file(dir, "ptr-delta", &s);
+	sb_free(&s);
+
 	sb_header(&s, 1, WIRE_F_ATTACHED | WIRE_F_SAMPLED, "", "", 0);
 	sb_u8(&s, WIRE_REC_LOG);
 	sb_var(&s, 3);
