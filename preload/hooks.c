@@ -94,7 +94,7 @@ static __attribute__((noinline)) void free_boot(void *ptr, const void *ra)
 PLD_EXPORT void free(void *ptr)
 {
 	if (RESOLVED() && !pld_boot_owns(ptr)) {
-		trk_free_ra(ptr, RA);
+		trk_free_ra(ptr, NULL); /* a free's call site is not used: no load of it */
 		return;
 	}
 	free_boot(ptr, RA);

@@ -168,7 +168,7 @@ void *trk_malloc_ra(size_t size, const void *ra)
 {
 	/* sampling, no sample reached: counted for its call site, nothing sent */
 	if (likely(trk_smp_fast(size)) && likely(trk_smp_count(ra, size)))
-		return trk_g.real.malloc(size);
+		return trk_smp.malloc(size);
 	if (!hook_on())
 		return trk_g.real.malloc(size);
 	return malloc_full(size, ra);
@@ -239,8 +239,9 @@ void trk_free_ra(void *ptr, const void *ra)
 	 * filter is on only while the state is ON; a guarded free, or NULL, that
 	 * passes the bitmap is sorted out in free_slow)
 	 */
-	if (likely(trk_smp_filtering()) && likely(!trk_smp_maybe(ptr))) {
-		trk_g.real.free(ptr);
+	if (likely(atomic_load_explicit(&trk_smp.filter, memory_order_acquire)) &&
+	    likely(!trk_smp_maybe(ptr))) {
+		trk_smp.free(ptr);
 		return;
 	}
 	free_slow(ptr);
@@ -269,7 +270,7 @@ void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
 	/* sampling, no sample reached (see malloc_full) */
 	if (!__builtin_mul_overflow(nmemb, size, &bytes) && likely(trk_smp_fast(bytes)) &&
 	    likely(trk_smp_count(ra, bytes)))
-		return trk_g.real.calloc(nmemb, size);
+		return trk_smp.calloc(nmemb, size);
 	if (!hook_on())
 		return trk_g.real.calloc(nmemb, size);
 	return calloc_full(nmemb, size, ra);
@@ -358,7 +359,7 @@ void *trk_realloc_ra(void *ptr, size_t size, const void *ra)
 	/* sampling, no sample reached, ptr not sampled: nothing to send (see malloc_full) */
 	if (likely(trk_smp_fast(size)) && (!ptr || (trk_smp_filtering() && !trk_smp_maybe(ptr))) &&
 	    likely(trk_smp_count(ra, size)))
-		return trk_g.real.realloc(ptr, size);
+		return trk_smp.realloc(ptr, size);
 	if (!hook_on())
 		return trk_g.real.realloc(ptr, size);
 	return realloc_full(ptr, size, ra);

@@ -756,16 +756,34 @@ uint32_t trk_gettid(void) TRK_HIDDEN;
 #define TRK_SMP_FILTER_BITS 16	  /* the free filter: 64 Ki counters, a bitmap of 8 KiB */
 
 /*
- * Exact counts of one call site (return address - 1); written by the owner
- * only. 32 bytes: a slot never straddles a cache line.
+ * Exact counts of one call site (its return address; sent as ra - 1, the
+ * call), packed: the calls in the top 24 bits of one word, the bytes in
+ * its low 40, so the hot path adds 2^40 + size with one add and tests two
+ * guard bits of the sum (bit 63: the calls reached 2^23; bit 39: the bytes
+ * reached 2^39). Before a
+ * field could overflow, the slow path moves the word into the slot's wide
+ * counters (struct trk_smp_wide) and clears it. The hot path's size is
+ * below 2^39 because the distance it must stay under is (TRK_SMP_LEFT_MAX).
+ * Written by the owner only. 16 bytes: four slots a cache line.
  */
+#define TRK_SMP_CALL_ONE (1ull << 40)
+#define TRK_SMP_BYTES_MASK (TRK_SMP_CALL_ONE - 1)
+#define TRK_SMP_GUARD ((1ull << 63) | (1ull << 39))
+#define TRK_SMP_LEFT_MAX ((int64_t)1 << 39) /* the longest distance the hot path sees */
+
 struct trk_smp_site {
-	_Atomic uintptr_t ip;	      /* 0 = free slot */
-	_Atomic uint64_t calls, bytes;
-	uint64_t pad;
+	_Atomic uintptr_t ra;	      /* the call's return address (sent as ra - 1); 0 = free slot */
+	_Atomic uint64_t packed;      /* calls << 40 | bytes, since the last flush */
 };
 
-/* What the timer sent already of one site (under its lock). */
+/*
+ * A slot's flushed counts (the owner, under its thread's fseq), and what the
+ * timer sent already (under its lock): cold, apart from the slots.
+ */
+struct trk_smp_wide {
+	_Atomic uint64_t calls, bytes;
+};
+
 struct trk_smp_sent {
 	uint64_t calls, bytes;
 };
@@ -774,14 +792,19 @@ struct trk_smp_sent {
  * One thread's sampling state, mmap'd, on a global list, kept with its
  * trk_thr (a later thread reusing the buffer reuses it). The distance to
  * the next sample lives in thread-local storage (struct trk_smp_tls).
+ * A slot's counts are wide + packed; the owner changes that sum's parts
+ * only at a flush, inside fseq odd (a sequence lock: readers retry).
  */
 struct trk_smp_thr {
-	_Atomic int dirty;	      /* counts changed since the timer's last look */
+	/* first, so the hot path's slot address is the state pointer + 16 * index */
+	struct trk_smp_site site[TRK_SMP_SITES + 1]; /* the last: sites that found no slot */
+	_Atomic uint32_t fseq;	      /* odd while the owner flushes a slot */
 	uint32_t seed_gen;	      /* trk_smp.seed_gen rng was seeded for */
 	uint64_t rng;		      /* xorshift64* state */
 	uint64_t rate;		      /* the mean left was drawn for */
+	uint64_t rest;		      /* distance beyond TRK_SMP_LEFT_MAX, not yet in left */
 	struct trk_smp_thr *next;
-	struct trk_smp_site site[TRK_SMP_SITES + 1]; /* the last: sites that found no slot */
+	struct trk_smp_wide wide[TRK_SMP_SITES + 1];
 	struct trk_smp_sent sent[TRK_SMP_SITES + 1];
 };
 
@@ -791,10 +814,10 @@ struct trk_smp_thr {
  * gen == trk_smp.gen means "sampling at the current rate, left drawn for
  * it, s set". Set by trk_smp_alloc only while the rate is not 0 (a rate
  * change bumps trk_smp.gen after storing the rate), so the fast path needs
- * no check of the rate.
+ * no check of the rate. 32-byte aligned: never split over two cache lines.
  */
 struct trk_smp_tls {
-	int64_t left;		      /* bytes until the next sample, >= 1 */
+	int64_t left;		      /* bytes until the next sample, 1 .. TRK_SMP_LEFT_MAX */
 	union {
 		uint64_t key;	      /* gen | guard << 32: == trk_smp.gen on the hot path */
 		struct {
@@ -803,22 +826,34 @@ struct trk_smp_tls {
 		} k;
 	};
 	struct trk_smp_thr *s;	      /* this thread's state (its trk_thr's smp) */
-};
+} __attribute__((aligned(32)));
 
 extern __thread struct trk_smp_tls trk_smp_tls __attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
 
 /* The free filter: bit h(p) set while a sampled block may live at p (sample.c); 8 KiB. */
 extern _Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)] TRK_HIDDEN;
 
+/*
+ * The first cache line is everything the hot paths read besides their
+ * thread's: the generation, the filter switch and the real functions they
+ * jump to (copies of trk_g.real's, made by trk_smp_start before any key
+ * or the filter is set), so a sampled malloc or free touches one global
+ * line. Written only at rate changes and session starts and ends.
+ */
 struct trk_smp_global {
-	_Atomic uint64_t rate;	      /* mean bytes between samples; 0 = full tracing */
-	_Atomic int filter;	      /* frees are sent only for sampled pointers */
 	_Atomic uint64_t gen;	      /* bumped with every rate change and at the end: threads
 					 draw again; starts at 1, stays below 2^32 in practice,
 					 never 0 (a new thread's key is 0) */
+	_Atomic int filter;	      /* frees are sent only for sampled pointers */
+	void *(*malloc)(size_t);      /* trk_g.real's, for the hot paths */
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	/* the slow path's */
+	_Atomic uint64_t rate;	      /* mean bytes between samples; 0 = full tracing */
 	uint64_t seed;		      /* PRNG seed, 0 = from the clock */
 	uint32_t seed_gen;	      /* bumped with every seed given: threads seed again */
-};
+} __attribute__((aligned(64)));
 
 extern struct trk_smp_global trk_smp TRK_HIDDEN;
 
@@ -851,36 +886,38 @@ static inline bool trk_smp_fast(size_t size)
 	       likely((uint64_t)trk_smp_tls.left > size);
 }
 
-/* trk_smp_site_at - the home slot of call site ip in a thread's site table. */
-static inline size_t trk_smp_site_at(uintptr_t ip)
+/* trk_smp_site_at - the home slot of a call site (its return address) in a thread's site table. */
+static inline size_t trk_smp_site_at(uintptr_t ra)
 {
-	return (size_t)((ip * 0x9e3779b97f4a7c15ULL) >> (64 - TRK_SMP_SITES_BITS));
+	return (size_t)((ra * 0x9e3779b97f4a7c15ULL) >> (64 - TRK_SMP_SITES_BITS));
 }
 
 /*
  * trk_smp_count - after trk_smp_fast(size): when the call site ra has its
- * home slot (the usual case), take size from the distance and add 1 and
- * size to the site's exact counts (owner only: plain loads and stores, no
- * lock instruction), true. False: nothing done; the full path
- * (trk_smp_alloc) counts it (probing, a new site, the "other" slot). The
- * state pointer is set before the key (trk_smp_alloc): never NULL here.
+ * home slot (the usual case) and its packed count no guard bit after the
+ * add, take size from the distance and store the sum (owner only: plain
+ * loads and stores, no lock instruction), true. size < 2^39 here, since
+ * left > size. False: nothing done; the full path (trk_smp_alloc) counts it
+ * (probing, a new site, the "other" slot, a flush). The state pointer is
+ * set before the key (trk_smp_alloc): never NULL here.
  */
 static inline bool trk_smp_count(const void *ra, size_t size)
 {
-	struct trk_smp_thr *s = trk_smp_tls.s;
-	uintptr_t ip = (uintptr_t)ra - 1;
-	struct trk_smp_site *e = &s->site[trk_smp_site_at(ip)];
+	struct trk_smp_site *e = &trk_smp_tls.s->site[trk_smp_site_at((uintptr_t)ra)];
+	uint64_t w;
 
-	if (unlikely(atomic_load_explicit(&e->ip, memory_order_relaxed) != ip))
+	if (unlikely(atomic_load_explicit(&e->ra, memory_order_relaxed) != (uintptr_t)ra))
 		return false;
+	w = atomic_load_explicit(&e->packed, memory_order_relaxed) + (TRK_SMP_CALL_ONE + size);
+	if (unlikely(w & TRK_SMP_GUARD))
+		return false;
+	atomic_store_explicit(&e->packed, w, memory_order_relaxed);
 	trk_smp_tls.left -= (int64_t)size;
-	atomic_store_explicit(&e->calls, atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-	atomic_store_explicit(&e->bytes, atomic_load_explicit(&e->bytes, memory_order_relaxed) + size,
-			      memory_order_relaxed);
-	atomic_store_explicit(&s->dirty, 1, memory_order_release);
 	return true;
 }
+
+/* trk_smp_site_read - the counts of slot i of s so far (any thread: retries while the owner flushes). */
+void trk_smp_site_read(struct trk_smp_thr *s, size_t i, uint64_t *calls, uint64_t *bytes) TRK_HIDDEN;
 
 /*
  * trk_smp_alloc - sampling mode, guard held, p allocated (size bytes) at
@@ -889,10 +926,20 @@ static inline bool trk_smp_count(const void *ra, size_t size)
  */
 uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void *ra) TRK_HIDDEN;
 
-/* trk_smp_filter_at - the free filter's index of a pointer (counter and bit). */
+/*
+ * trk_smp_filter_at - the free filter's index of a pointer (counter and
+ * bit): its 16-byte granule within its 1 MiB window, plus a hash of the
+ * window. Blocks near each other get neighbouring bits, so frees of a
+ * program's nearby blocks read the same bitmap line (one line covers 8 KiB
+ * of heap; a hashed index read a random one of 128 lines per free, which
+ * missed L1 in programs whose own data fills it), and two pointers of one
+ * window never share a bit; windows are spread by the hash, so blocks at
+ * the same offset in different arenas or mappings do not line up.
+ */
 static inline uint32_t trk_smp_filter_at(uintptr_t p)
 {
-	return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - TRK_SMP_FILTER_BITS));
+	return (uint32_t)(((p >> 4) + ((p >> 20) * 0x9e3779b97f4a7c15ULL >> (64 - TRK_SMP_FILTER_BITS))) &
+			  ((1u << TRK_SMP_FILTER_BITS) - 1));
 }
 
 /*

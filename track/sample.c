@@ -27,11 +27,13 @@
  *                   |yes                              |no: full path,
  *                   v                                 v    trk_smp_alloc
  *                 real malloc; left -= n;           (first use, new rate,
- *                 site[h(ra)] += (1, n)              or a sample)
+ *                 site[h(ra)] += 2^40 + n            a sample, a flush)
  *
  * no errno save, no clock, no lock instruction, no call besides the real
  * function; the site's home slot of a direct-mapped per-thread table holds
- * it in the usual case (probing and the "other" slot are out of line).
+ * it in the usual case (probing, the "other" slot and flushes are out of
+ * line). The hot path touches one global cache line (trk_smp: generation,
+ * filter switch, real functions), the thread's TLS block and its slot.
  *
  * Frees of sampled pointers only
  * ------------------------------
@@ -62,12 +64,17 @@
  * Exact counts per call site
  * --------------------------
  * While sampling, every allocation also adds 1 and its size to a per-thread
- * table keyed by its return address (no unwind): 1024 slots of 32 bytes,
+ * table keyed by its return address (no unwind): 1024 slots of 16 bytes,
  * direct-mapped by a multiplicative hash, 8 probes on a collision, then an
- * "other" slot, so the totals stay exact. Only the owner writes its
- * table (relaxed atomic stores, no lock instruction); the timer thread sends
- * what changed since its last look as WIRE_REC_SITES every TRK_SMP_SITES_TICKS
- * ticks and once more before END.
+ * "other" slot, so the totals stay exact. A slot's counts are packed in one
+ * word (calls << 40 | bytes, internal.h), so the hot path adds once; before
+ * either field could overflow (calls 2^23, bytes 2^39) the slow path moves
+ * the word into the slot's wide counters (count_add), inside the thread's
+ * sequence lock (fseq odd), which readers retry on (trk_smp_site_read).
+ * Only the owner writes its table (relaxed atomic stores, no lock
+ * instruction); the timer thread reads every slot and sends what changed
+ * since its last look as WIRE_REC_SITES about once a second and once more
+ * before END.
  */
 #include <errno.h>
 #include <math.h>
@@ -350,32 +357,95 @@ static struct trk_smp_thr *thr_new(struct trk_thr *t)
 	return s;
 }
 
-/* count_site - exact calls and bytes of the call site ip (owner only): probe, insert, "other". */
-static void count_site(struct trk_smp_thr *s, uintptr_t ip, size_t size)
+/*
+ * count_add - one call of size bytes for slot i (owner only): the packed
+ * add of the hot path when it fits, else a flush: the packed counts and
+ * this call go into the wide counters, inside fseq odd, so a reader never
+ * sees the sum's parts moved halfway (trk_smp_site_read).
+ */
+static void count_add(struct trk_smp_thr *s, size_t i, size_t size)
 {
-	size_t i = trk_smp_site_at(ip), k;
-	struct trk_smp_site *e = &s->site[TRK_SMP_SITES]; /* "other" */
+	struct trk_smp_site *e = &s->site[i];
+	struct trk_smp_wide *d = &s->wide[i];
+	uint64_t p = atomic_load_explicit(&e->packed, memory_order_relaxed), w;
+	uint32_t q;
 
-	for (k = 0; k < SITE_PROBES; k++) {
-		struct trk_smp_site *c = &s->site[(i + k) & (TRK_SMP_SITES - 1)];
-		uintptr_t cur = atomic_load_explicit(&c->ip, memory_order_relaxed);
-
-		if (cur == ip) {
-			e = c;
-			break;
-		}
-		if (!cur) {
-			atomic_store_explicit(&c->ip, ip, memory_order_release);
-			e = c;
-			break;
+	if ((uint64_t)size < ((uint64_t)1 << 39)) {
+		w = p + (TRK_SMP_CALL_ONE + size);
+		if (!(w & TRK_SMP_GUARD)) {
+			atomic_store_explicit(&e->packed, w, memory_order_relaxed);
+			return;
 		}
 	}
-	atomic_store_explicit(&e->calls, atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
+	q = atomic_load_explicit(&s->fseq, memory_order_relaxed);
+	atomic_store_explicit(&s->fseq, q + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&d->calls,
+			      atomic_load_explicit(&d->calls, memory_order_relaxed) + (p >> 40) + 1,
 			      memory_order_relaxed);
-	atomic_store_explicit(&e->bytes,
-			      atomic_load_explicit(&e->bytes, memory_order_relaxed) + size,
+	atomic_store_explicit(&d->bytes,
+			      atomic_load_explicit(&d->bytes, memory_order_relaxed) +
+				      (p & TRK_SMP_BYTES_MASK) + size,
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->dirty, 1, memory_order_release);
+	atomic_store_explicit(&e->packed, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->fseq, q + 2, memory_order_release);
+}
+
+void trk_smp_site_read(struct trk_smp_thr *s, size_t i, uint64_t *calls, uint64_t *bytes)
+{
+	uint32_t q;
+	uint64_t p, c, b;
+
+	for (;;) {
+		q = atomic_load_explicit(&s->fseq, memory_order_acquire);
+		p = atomic_load_explicit(&s->site[i].packed, memory_order_relaxed);
+		c = atomic_load_explicit(&s->wide[i].calls, memory_order_relaxed);
+		b = atomic_load_explicit(&s->wide[i].bytes, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		if (!(q & 1) && atomic_load_explicit(&s->fseq, memory_order_relaxed) == q)
+			break;
+		__builtin_ia32_pause();
+	}
+	*calls = c + (p >> 40);
+	*bytes = b + (p & TRK_SMP_BYTES_MASK);
+}
+
+/* count_site - exact calls and bytes of the call site ra (owner only): probe, insert, "other". */
+static void count_site(struct trk_smp_thr *s, uintptr_t ra, size_t size)
+{
+	size_t i = trk_smp_site_at(ra), k;
+
+	for (k = 0; k < SITE_PROBES; k++) {
+		size_t j = (i + k) & (TRK_SMP_SITES - 1);
+		uintptr_t cur = atomic_load_explicit(&s->site[j].ra, memory_order_relaxed);
+
+		if (cur == ra) {
+			count_add(s, j, size);
+			return;
+		}
+		if (!cur) {
+			atomic_store_explicit(&s->site[j].ra, ra, memory_order_release);
+			count_add(s, j, size);
+			return;
+		}
+	}
+	count_add(s, TRK_SMP_SITES, size); /* "other" */
+}
+
+/*
+ * set_left - a new distance d to the next sample: at most TRK_SMP_LEFT_MAX
+ * in the thread's left (so the hot path's sizes fit the packed count), the
+ * rest kept in s->rest and taken when left runs out.
+ */
+static void set_left(struct trk_smp_tls *l, struct trk_smp_thr *s, int64_t d)
+{
+	if (d > TRK_SMP_LEFT_MAX) {
+		l->left = TRK_SMP_LEFT_MAX;
+		s->rest = (uint64_t)(d - TRK_SMP_LEFT_MAX);
+	} else {
+		l->left = d;
+		s->rest = 0;
+	}
 }
 
 uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void *ra)
@@ -401,7 +471,7 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 		s->seed_gen = trk_smp.seed_gen;
 		seed_thread(s, t->tid);
 	}
-	count_site(s, (uintptr_t)ra - 1, size);
+	count_site(s, (uintptr_t)ra, size);
 	if (unlikely(l->k.gen != (uint32_t)gen || l->s != s)) {
 		/* a new rate (or session, or thread): a new distance with its mean */
 		l->k.gen = 0; /* the fast path stays off until it is drawn, and with rate 0 */
@@ -413,7 +483,7 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 		s->rate = atomic_load_explicit(&trk_smp.rate, memory_order_relaxed);
 		if (!s->rate)
 			return 0;
-		l->left = draw(s, s->rate);
+		set_left(l, s, draw(s, s->rate));
 		/*
 		 * the fast path does not look at the state: its key is set only
 		 * while the session records. trk_smp_stop bumps gen after the
@@ -427,7 +497,12 @@ uint64_t trk_smp_alloc(struct trk_thr *t, const void *p, size_t size, const void
 		l->left -= (int64_t)size;
 		return 0;
 	}
-	l->left = draw(s, s->rate);
+	if (unlikely(s->rest) && (uint64_t)l->left + s->rest > size) {
+		/* the distance was longer than left holds: not a sample yet */
+		set_left(l, s, (int64_t)((uint64_t)l->left + s->rest - size));
+		return 0;
+	}
+	set_left(l, s, draw(s, s->rate));
 	/* weight = size / P(sampled), P = 1 - exp(-size/rate) */
 	w = (double)size / -expm1(-(double)size / (double)s->rate);
 	if (p)
@@ -507,6 +582,14 @@ void trk_smp_start(int fd, const struct trk_config *cfg)
 {
 	struct trk_smp_thr *s;
 
+	/*
+	 * the hot paths jump to these (their one global line): set before the
+	 * filter and any key can be (both after the gen bump below, release)
+	 */
+	trk_smp.malloc = trk_g.real.malloc;
+	trk_smp.free = trk_g.real.free;
+	trk_smp.calloc = trk_g.real.calloc;
+	trk_smp.realloc = trk_g.real.realloc;
 	/* a new session starts fully tracing with an empty set, unless asked otherwise (below) */
 	atomic_store(&trk_smp.rate, 0);
 	atomic_store(&trk_smp.filter, 0);
@@ -538,10 +621,8 @@ void trk_smp_start(int fd, const struct trk_config *cfg)
 	for (s = atomic_load(&smp_threads); s; s = s->next) {
 		size_t i;
 
-		for (i = 0; i <= TRK_SMP_SITES; i++) {
-			s->sent[i].calls = atomic_load_explicit(&s->site[i].calls, memory_order_relaxed);
-			s->sent[i].bytes = atomic_load_explicit(&s->site[i].bytes, memory_order_relaxed);
-		}
+		for (i = 0; i <= TRK_SMP_SITES; i++)
+			trk_smp_site_read(s, i, &s->sent[i].calls, &s->sent[i].bytes);
 	}
 	pthread_mutex_unlock(&sites_lock);
 	if (cfg->sample_given)
@@ -588,23 +669,20 @@ void trk_smp_send_sites(void)
 	for (s = atomic_load(&smp_threads); s; s = s->next) {
 		size_t i;
 
-		if (!atomic_exchange_explicit(&s->dirty, 0, memory_order_acq_rel))
-			continue;
+		/* every slot is looked at: the hot path writes no "changed" mark (40 KiB a thread) */
 		for (i = 0; i <= TRK_SMP_SITES; i++) {
-			struct trk_smp_site *e = &s->site[i];
 			struct trk_smp_sent *d = &s->sent[i];
-			uintptr_t ip = atomic_load_explicit(&e->ip, memory_order_acquire);
+			uintptr_t ra = atomic_load_explicit(&s->site[i].ra, memory_order_acquire);
 			uint64_t c, b;
 			uint8_t *q;
 
-			if (!ip && i < TRK_SMP_SITES)
+			if (!ra && i < TRK_SMP_SITES)
 				continue;
-			c = atomic_load_explicit(&e->calls, memory_order_relaxed);
-			b = atomic_load_explicit(&e->bytes, memory_order_relaxed);
+			trk_smp_site_read(s, i, &c, &b);
 			if (c == d->calls && b == d->bytes)
 				continue;
 			q = sites_buf + WIRE_VARINT_MAX + len;
-			q += wire_put_varint(q, i < TRK_SMP_SITES ? ip : 0);
+			q += wire_put_varint(q, i < TRK_SMP_SITES ? ra - 1 : 0); /* the call site */
 			q += wire_put_varint(q, c - d->calls);
 			q += wire_put_varint(q, b - d->bytes);
 			len = (size_t)(q - sites_buf) - WIRE_VARINT_MAX;

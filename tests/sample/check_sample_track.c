@@ -251,6 +251,9 @@ static void send_sample(int fd, uint64_t rate, uint64_t seed)
 	ck_assert_int_eq(write(fd, m, k + n), (ssize_t)(k + n));
 }
 
+/* the allocator the next start() gives the hooks (NULL: libc's) */
+static const struct trk_real *start_real;
+
 /* start - a session; rate != 0: CTL_SAMPLE is waiting in the socket before trk_start. */
 static void start(struct reader *r, uint64_t rate, uint64_t seed)
 {
@@ -262,7 +265,7 @@ static void start(struct reader *r, uint64_t rate, uint64_t seed)
 	r->fd = sv[1];
 	if (rate)
 		send_sample(r->fd, rate, seed);
-	trk_set_real(&libc_real);
+	trk_set_real(start_real ? start_real : &libc_real);
 	cfg.fd = sv[0];
 	ck_assert_int_eq(trk_start(&cfg), 0);
 	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
@@ -774,8 +777,12 @@ static uint64_t thread_calls(void)
 
 	if (!t)
 		return 0;
-	for (size_t i = 0; i <= TRK_SMP_SITES; i++)
-		n += atomic_load(&t->site[i].calls);
+	for (size_t i = 0; i <= TRK_SMP_SITES; i++) {
+		uint64_t c, b;
+
+		trk_smp_site_read(t, i, &c, &b);
+		n += c;
+	}
 	return n;
 }
 
@@ -875,6 +882,176 @@ START_TEST(set_grows)
 }
 END_TEST
 
+/*
+ * The packed site counts (internal.h: calls in the top 24 bits, bytes in
+ * the low 40 of one word, flushed into wide counters before either can
+ * overflow). Sizes of 2^37 bytes reach the bytes' guard every 4 calls; they
+ * come from a fake allocator that hands out one static block for any size
+ * from 1 GiB up (the hooks count what was asked for, nothing is touched).
+ */
+static char huge_block[64] __attribute__((aligned(16)));
+
+static void *huge_malloc(size_t n)
+{
+	return n >= (1u << 30) ? (void *)huge_block : malloc(n);
+}
+
+static void huge_free(void *p)
+{
+	if (p != huge_block)
+		free(p);
+}
+
+static struct trk_real huge_real;
+
+static void use_huge_real(void)
+{
+	huge_real = libc_real;
+	huge_real.malloc = huge_malloc;
+	huge_real.free = huge_free;
+	start_real = &huge_real;
+}
+
+/* the sites' totals of a stream */
+static void site_totals(const struct sstream *s, uint64_t *calls, uint64_t *bytes)
+{
+	*calls = *bytes = 0;
+	for (size_t i = 0; i < s->nsites; i++) {
+		*calls += s->sites[i].calls;
+		*bytes += s->sites[i].bytes;
+	}
+}
+
+/*
+ * 2^24 + 1000 calls at one site: the calls' guard bit (2^23) is reached
+ * twice, and without it the 24 bits of calls would wrap; the count stays exact.
+ */
+START_TEST(packed_calls_exact)
+{
+	const uint64_t n = (1u << 24) + 1000;
+	struct reader r;
+	struct sstream s;
+	uint64_t calls, bytes, before, live;
+
+	start(&r, (uint64_t)1 << 42, 3); /* 1 GiB at a mean of 4 TiB: (almost) no sample */
+	before = thread_calls(); /* earlier tests' sessions in this thread */
+	for (uint64_t i = 0; i < n; i++)
+		trk_free(site_mid(64));
+	live = thread_calls() - before; /* read as the timer does, before the end */
+	finish(&r, &s);
+	ck_assert_uint_eq(live, n);
+	site_totals(&s, &calls, &bytes);
+	ck_assert_uint_eq(calls, n);
+	ck_assert_uint_eq(bytes, n * 64);
+	ck_assert_uint_eq(s.nsites, 1);
+	free(s.ev);
+}
+END_TEST
+
+/*
+ * Sizes of 2^37 + i: the bytes' guard bit every few calls, exact totals;
+ * and the distance above TRK_SMP_LEFT_MAX (2^39) is kept, not taken for
+ * a sample: at a mean of 2^50 bytes, 2^47 bytes make 0.125 samples on
+ * average (a lost rest would sample every 4 calls: about 250).
+ */
+START_TEST(packed_bytes_exact)
+{
+	struct reader r;
+	struct sstream s;
+	uint64_t calls, bytes, want = 0, w = 0;
+
+	use_huge_real();
+	start(&r, (uint64_t)1 << 50, 4);
+	for (size_t i = 0; i < 1000; i++) {
+		void *p = site_mid(((size_t)1 << 37) + i);
+
+		ck_assert_ptr_eq(p, huge_block);
+		trk_free(p);
+		want += ((uint64_t)1 << 37) + i;
+	}
+	finish(&r, &s);
+	start_real = NULL;
+	site_totals(&s, &calls, &bytes);
+	ck_assert_uint_eq(calls, 1000);
+	ck_assert_uint_eq(bytes, want);
+	for (size_t i = 0; i < s.nev; i++)
+		w += s.ev[i].op == WIRE_EV_ALLOC_W;
+	ck_assert_uint_le(w, 5);
+	free(s.ev);
+}
+END_TEST
+
+/*
+ * A reader (the timer's trk_smp_site_read) never sees a slot's counts
+ * moved halfway by a flush: with every call S bytes, a consistent read has
+ * bytes == calls * S and never goes down. A flush every 4 calls here.
+ */
+#define HUGE_S (((size_t)1 << 37) + 12345)
+
+#define OWNER_CALLS 2000000
+
+static _Atomic(struct trk_smp_thr *) owner_state;
+static _Atomic int owner_done;
+
+/* a call site of its own: its slot holds only these calls (other tests' threads may have left counts) */
+__attribute__((noinline)) static void *site_huge(void)
+{
+	void *p = trk_malloc(HUGE_S);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+static void *owner_main(void *arg)
+{
+	(void)arg;
+	trk_free(site_huge());
+	atomic_store(&owner_state, trk_smp_tls.s);
+	for (int i = 1; i < OWNER_CALLS; i++)
+		trk_free(site_huge());
+	atomic_store(&owner_done, 1);
+	return NULL;
+}
+
+START_TEST(site_read_consistent)
+{
+	struct reader r;
+	struct sstream s;
+	struct trk_smp_thr *t;
+	pthread_t th;
+	size_t slot = TRK_SMP_SITES + 1;
+	uint64_t c, b, last = 0, bad = 0, reads = 0, calls, bytes;
+
+	use_huge_real();
+	start(&r, (uint64_t)1 << 50, 6);
+	ck_assert_int_eq(pthread_create(&th, NULL, owner_main, NULL), 0);
+	while (!(t = atomic_load(&owner_state)))
+		usleep(100);
+	for (size_t i = 0; i < TRK_SMP_SITES && slot > TRK_SMP_SITES; i++) {
+		trk_smp_site_read(t, i, &c, &b);
+		if (c && b == c * HUGE_S)
+			slot = i;
+	}
+	ck_assert_uint_le(slot, TRK_SMP_SITES);
+	while (!atomic_load(&owner_done)) {
+		trk_smp_site_read(t, slot, &c, &b);
+		reads++;
+		if (b != c * HUGE_S || c < last)
+			bad++;
+		last = c;
+	}
+	pthread_join(th, NULL);
+	finish(&r, &s);
+	start_real = NULL;
+	ck_assert_msg(bad == 0, "%lu of %lu reads torn", (unsigned long)bad, (unsigned long)reads);
+	ck_assert_uint_gt(reads, 100);
+	site_totals(&s, &calls, &bytes);
+	ck_assert_uint_eq(calls, OWNER_CALLS);
+	ck_assert_uint_eq(bytes, OWNER_CALLS * HUGE_S);
+	free(s.ev);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sample_track");
@@ -893,6 +1070,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, threads);
 	tcase_add_test(tc, hot_path_key);
 	tcase_add_test(tc, set_grows);
+	tcase_add_test(tc, packed_calls_exact);
+	tcase_add_test(tc, packed_bytes_exact);
+	tcase_add_test(tc, site_read_consistent);
 	suite_add_tcase(s, tc);
 	return s;
 }
