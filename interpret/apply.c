@@ -23,8 +23,8 @@ static int table_fail(struct itp_ctx *c, int rc, const char *what)
 
 int itp_apply_alloc(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 {
-	struct itp_ptr p = {.ptr = e->c, .bytes = e->d ? e->d : e->a, .slot = slot};
-	uint32_t trace = 0, kind = e->kind;
+	uint64_t bytes = e->d ? e->d : e->a, alloc_no;
+	uint32_t trace = 0, kind = e->kind, info;
 	int created, replaced, rc;
 
 	if (!e->c) {
@@ -41,8 +41,8 @@ int itp_apply_alloc(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 	}
 	/* the inline lookup first: a new info (the call) is the rare case */
 	created = 0;
-	if (!itp_infos_get(&c->infos, e->a, trace, kind, &p.info)) {
-		rc = itp_infos_find(&c->infos, e->a, trace, kind, &p.info, &created);
+	if (!itp_infos_get(&c->infos, e->a, trace, kind, &info)) {
+		rc = itp_infos_find(&c->infos, e->a, trace, kind, &info, &created);
 		if (rc)
 			return table_fail(c, rc, "allocation infos");
 	}
@@ -58,24 +58,24 @@ int itp_apply_alloc(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 	 * age: the writer's count of allocations (rec_writer_nallocs), kept
 	 * here too (every rec_put_alloc is below), a call less per event
 	 */
-	p.alloc_no = c->nallocs;
-	rc = itp_ptrmap_put(&c->ptrs, &p, &replaced);
+	alloc_no = c->nallocs;
+	rc = itp_ptrmap_set(&c->ptrs, e->c, bytes, alloc_no, info, slot, &replaced);
 	if (rc)
 		return table_fail(c, rc, "live pointers");
 	if (replaced)
 		c->res->warn.reused_ptrs++;
 	if (c->opt->snapshot) {
-		rc = itp_agg_alloc(c, p.info, trace, e->a, p.bytes, e->d != 0);
+		rc = itp_agg_alloc(c, info, trace, e->a, bytes, e->d != 0);
 		if (rc)
 			return rc;
 	}
-	rc = rec_put_alloc(c->w, p.info, e->d);
+	rc = rec_put_alloc(c->w, info, e->d);
 	if (rc)
 		return itp_out_fail(c, rc, "allocation");
 	c->nallocs++;
-	c->threads[slot].last_alloc_no = p.alloc_no;
+	c->threads[slot].last_alloc_no = alloc_no;
 	c->st.alloc_calls++;
-	c->st.heap_bytes += p.bytes;
+	c->st.heap_bytes += bytes;
 	if (c->st.heap_bytes > c->st.peak_bytes)
 		c->st.peak_bytes = c->st.heap_bytes;
 	return 0;

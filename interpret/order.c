@@ -365,6 +365,25 @@ static struct itp_chunk *take_scratch(struct itp_ctx *c, size_t skip, size_t n)
 	}
 	ev = ch->ev;
 	cap = ch->cap;
+	if (cap < c->scratch_cap) {
+		/*
+		 * a fresh chunk (no buffer) or a smaller spare: give the parser
+		 * a buffer as large as the one taken, allocated empty, rather
+		 * than let parse.c grow it by doubling, each realloc copying
+		 * the events decoded so far (with dozens of chunks pending, as
+		 * when one thread's numbers wait for a tick, nearly every park
+		 * took a fresh chunk: 0 -> 4096 -> 8192 -> 16384 events, an
+		 * eighth of a megabyte to 400 KiB copied each time). On
+		 * failure the small buffer stays and parse.c grows it.
+		 */
+		struct itp_ev *big = malloc(c->scratch_cap * sizeof(*big));
+
+		if (big) {
+			free(ev);
+			ev = big;
+			cap = c->scratch_cap;
+		}
+	}
 	ch->ev = c->scratch;
 	ch->cap = c->scratch_cap;
 	c->scratch = ev;

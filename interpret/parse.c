@@ -360,23 +360,34 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 		ev->seq = seq;
 		first = 0;
 		switch (ev->op) {
+		case WIRE_EV_ALLOC_D:
+			/*
+			 * zigzag distance from the previous ALLOC_D/FREE_D (wire.h):
+			 * mostly one to three bytes, so get_var's short paths
+			 * first, not the word path of a whole pointer
+			 */
+			if (p >= end)
+				goto bad_varint;
+			ev->kind = *p++;
+			GET(p, end, ev->a);
+			GET(p, end, ev->b);
+			GET(p, end, v);
+			ev->c = pbase += (v >> 1) ^ -(v & 1);
+			ev->op = WIRE_EV_ALLOC;
+			ev->d = 0;
+			goto alloc_decoded;
 		case WIRE_EV_ALLOC:
 		case WIRE_EV_ALLOC_W:
-		case WIRE_EV_ALLOC_D:
 			if (p >= end)
 				goto bad_varint;
 			ev->kind = *p++;
 			GET(p, end, ev->a);
 			GET(p, end, ev->b);
 			GET_W(p, end, ev->c);
-			if (ev->op == WIRE_EV_ALLOC_D) {
-				/* zigzag distance from the previous ALLOC_D/FREE_D (wire.h) */
-				ev->c = pbase += (ev->c >> 1) ^ -(ev->c & 1);
-				ev->op = WIRE_EV_ALLOC;
-			}
 			ev->d = 0;
 			if (ev->op == WIRE_EV_ALLOC_W)
 				GET(p, end, ev->d);
+		alloc_decoded:
 			if (inplace && ev->seq <= c->next_seq) {
 				rc = itp_order_event(c, slot, ev, itp_apply_alloc);
 				if (rc)
@@ -384,13 +395,14 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 				continue;
 			}
 			break;
-		case WIRE_EV_FREE:
 		case WIRE_EV_FREE_D:
+			GET(p, end, v);
+			ev->c = pbase += (v >> 1) ^ -(v & 1);
+			ev->op = WIRE_EV_FREE;
+			goto free_decoded;
+		case WIRE_EV_FREE:
 			GET_W(p, end, ev->c);
-			if (ev->op == WIRE_EV_FREE_D) {
-				ev->c = pbase += (ev->c >> 1) ^ -(ev->c & 1);
-				ev->op = WIRE_EV_FREE;
-			}
+		free_decoded:
 			if (inplace && ev->seq <= c->next_seq) {
 				rc = itp_order_event(c, slot, ev, itp_apply_free);
 				if (rc)
