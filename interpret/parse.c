@@ -323,9 +323,11 @@ static int scratch_room(struct itp_ctx *c, size_t n)
 static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 {
 	uint64_t tid, seq, delta, pbase = 0; /* pbase: ALLOC_D/FREE_D pointers count from it */
+	uint64_t mind = 0; /* the smallest valid delta: 0 for the first event, then 1 */
 	uint32_t slot;
-	size_t n = 0;
-	int ret = 0, rc, first = 1, inplace = 1;
+	size_t n = 0, cap;
+	struct itp_ev *sv;
+	int ret = 0, rc, inplace = 1;
 
 	if (wire_get_varint(&p, end, &tid) || wire_get_varint(&p, end, &seq))
 		return itp_fail(c, ITP_E_CORRUPT, "chunk: truncated tid or first_seq");
@@ -333,19 +335,32 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 	if (rc)
 		return itp_fail(c, ITP_E_NOMEM, "out of memory tracking thread %llu",
 				(unsigned long long)tid);
+	/*
+	 * the buffer in locals: the stores into events could alias c's
+	 * fields, so reading them through c cost two loads an event; only
+	 * scratch_room changes them (applying an event never parks a chunk)
+	 */
+	sv = c->scratch;
+	cap = c->scratch_cap;
 	while (p < end) {
 		struct itp_ev *ev;
 		uint64_t v;
+		unsigned op;
 
-		if (scratch_room(c, n)) {
-			ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a chunk");
-			break;
+		if (__builtin_expect(n >= cap, 0)) {
+			if (scratch_room(c, n)) {
+				ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a chunk");
+				break;
+			}
+			sv = c->scratch;
+			cap = c->scratch_cap;
 		}
 		/* each op sets the fields apply.c reads for it, and only those */
-		ev = &c->scratch[n];
-		ev->op = *p++;
+		ev = &sv[n];
+		op = *p++;
+		ev->op = op;
 		GET(p, end, delta);
-		if (!first && !delta) {
+		if (delta < mind) {
 			ret = itp_fail(c, ITP_E_CORRUPT,
 				       "chunk of thread %llu: sequence number %llu repeated",
 				       (unsigned long long)tid, (unsigned long long)seq);
@@ -358,8 +373,8 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			break;
 		}
 		ev->seq = seq;
-		first = 0;
-		switch (ev->op) {
+		mind = 1;
+		switch (op) {
 		case WIRE_EV_ALLOC_D:
 			/*
 			 * zigzag distance from the previous ALLOC_D/FREE_D (wire.h):
@@ -385,10 +400,10 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			GET(p, end, ev->b);
 			GET_W(p, end, ev->c);
 			ev->d = 0;
-			if (ev->op == WIRE_EV_ALLOC_W)
+			if (op == WIRE_EV_ALLOC_W)
 				GET(p, end, ev->d);
 		alloc_decoded:
-			if (inplace && ev->seq <= c->next_seq) {
+			if (inplace && seq <= c->next_seq) {
 				rc = itp_order_event(c, slot, ev, itp_apply_alloc);
 				if (rc)
 					return rc;
@@ -403,7 +418,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 		case WIRE_EV_FREE:
 			GET_W(p, end, ev->c);
 		free_decoded:
-			if (inplace && ev->seq <= c->next_seq) {
+			if (inplace && seq <= c->next_seq) {
 				rc = itp_order_event(c, slot, ev, itp_apply_free);
 				if (rc)
 					return rc;
@@ -439,7 +454,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			goto out_order;
 		}
 		if (inplace) {
-			if (ev->seq <= c->next_seq) {
+			if (seq <= c->next_seq) {
 				/* on failure nothing is left to free: later events are not decoded */
 				rc = itp_order_event(c, slot, ev, itp_apply);
 				if (rc)
