@@ -63,7 +63,6 @@ struct code_state {
 	uint32_t prev_free; /* AGE: previous free's info */
 	int64_t age;	  /* AGE: allocs back to the predicted freed one */
 	size_t nh;	  /* AGE: allocs so far in the coded range */
-	uint64_t base;	  /* AGE: alloc number of the range's first alloc */
 };
 
 /*
@@ -75,7 +74,7 @@ struct code_state {
 struct cols {
 	const uint32_t *info, *rank;
 	const uint8_t *op;
-	const uint64_t *from;
+	const uint32_t *age;
 	uint32_t *hist;
 };
 
@@ -113,7 +112,7 @@ put_plain(const struct cols *w, int mode, struct code_state *st, uint32_t info, 
  * holds the infos of the chunk's allocs so far.
  */
 static inline __attribute__((always_inline)) uint8_t *
-put_age(const struct cols *w, struct code_state *st, uint32_t info, uint64_t from, uint8_t *p)
+put_age(const struct cols *w, struct code_state *st, uint32_t info, uint32_t age, uint8_t *p)
 {
 	const uint32_t *hist = w->hist;
 	int64_t nh = (int64_t)st->nh, a = 0;
@@ -123,12 +122,8 @@ put_age(const struct cols *w, struct code_state *st, uint32_t info, uint64_t fro
 		goto out;
 	}
 	/* the caller told which alloc this frees (rec_put_free_of): its true age */
-	if (from != UINT64_MAX && from >= st->base && from - st->base < st->nh) {
-		int64_t t = (int64_t)(st->base + st->nh - from);
-
-		if (hist[nh - t] == info)
-			a = t;
-	}
+	if (age && age <= st->nh && hist[nh - age] == info)
+		a = age;
 	/* else the nearest alloc of that info around the predicted age */
 	for (int64_t d = 1; d <= REC_EV_AGE_SEARCH && !a; d++) {
 		if (st->age + d <= nh && hist[nh - st->age - d] == info)
@@ -151,7 +146,8 @@ out:
 
 /*
  * What every coder state needs from the events before a slice: the highest
- * info and the count of allocs in [0, upto). choose_mode asks for slices in
+ * info in [0, upto) (a free's AGE hint is its age, which needs no count of
+ * the allocs before it). choose_mode asks for slices in
  * increasing order, so the scan goes on from where the last one stopped and
  * the whole chunk is read at most once (scanning from 0 for every mode and
  * slice was 80% of the encoder's time).
@@ -159,22 +155,17 @@ out:
 struct prefix {
 	size_t upto;
 	int64_t hw;
-	uint64_t allocs;
 };
 
 static void prefix_to(const struct rec_writer *w, struct prefix *pf, size_t start)
 {
 	int64_t hw = pf->hw;
-	uint64_t allocs = pf->allocs;
 
-	for (size_t i = pf->upto; i < start; i++) {
+	for (size_t i = pf->upto; i < start; i++)
 		if ((int64_t)w->ev_info[i] > hw)
 			hw = w->ev_info[i];
-		allocs += !rec_ev_class(w->ev_op[i]);
-	}
 	pf->upto = start;
 	pf->hw = hw;
-	pf->allocs = allocs;
 }
 
 /*
@@ -190,7 +181,7 @@ static void prime(struct rec_writer *w, size_t start, struct prefix *pf, struct 
 	int seen[2] = { 0, 0 };
 
 	prefix_to(w, pf, start);
-	*st = (struct code_state){ .hw = pf->hw, .age = 1, .base = w->ev_alloc_base + pf->allocs };
+	*st = (struct code_state){ .hw = pf->hw, .age = 1 };
 	while (k > 0 && (!seen[0] || !seen[1] || h < REC_EV_PRIME)) {
 		int cl = rec_ev_class(w->ev_op[--k]);
 
@@ -207,7 +198,6 @@ static void prime(struct rec_writer *w, size_t start, struct prefix *pf, struct 
 	for (size_t i = k; i < start; i++)
 		if (!rec_ev_class(w->ev_op[i]))
 			w->ev_hist[st->nh++] = w->ev_info[i];
-	st->base -= st->nh;
 }
 
 /*
@@ -225,7 +215,7 @@ put_infos_in(const struct cols *col, int mode, int age, struct code_state *st, s
 		if (!cl)
 			col->hist[st->nh++] = info;
 		if (cl && age)
-			p = put_age(col, st, info, col->from[i], p);
+			p = put_age(col, st, info, col->age[i], p);
 		else
 			p = put_plain(col, mode, st, info, cl, p);
 	}
@@ -237,7 +227,7 @@ static uint8_t *put_infos(struct rec_writer *w, int mode, const struct code_stat
 {
 	struct code_state st = *st0;
 	struct cols c = {.info = w->ev_info, .rank = w->ev_rank, .op = w->ev_op,
-			 .from = w->ev_from, .hist = w->ev_hist};
+			 .age = w->ev_age, .hist = w->ev_hist};
 
 	/* one loop per mode, each with its mode a constant */
 	switch (mode) {
@@ -402,7 +392,7 @@ int rec_encode_events(struct rec_writer *w)
 	}
 	p += (n + 3) / 4;
 	{
-		struct code_state st = { .hw = -1, .age = 1, .base = w->ev_alloc_base };
+		struct code_state st = { .hw = -1, .age = 1 };
 
 		p = put_infos(w, mode, &st, 0, n, p);
 	}

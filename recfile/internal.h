@@ -224,9 +224,16 @@ struct rec_writer {
 	size_t ev_ids_cap;
 	uint32_t *ev_hist;	    /* infos of the chunk's allocs, in order (AGE) */
 	size_t ev_hist_cap;
-	uint64_t *ev_from;	    /* per pending free: its alloc's number, or UINT64_MAX */
+	/*
+	 * per pending event: for a free whose alloc is known
+	 * (rec_put_free_of), how many allocs back it was, counted from the
+	 * free (>= 1); else 0, also for an age past UINT32_MAX (the coder
+	 * looks back at most a chunk). 4 bytes, not the alloc's 8-byte
+	 * number: the columns of a 512 Ki-event chunk are written once and
+	 * read in every mode trial and the final coding, past the caches.
+	 */
+	uint32_t *ev_age;
 	uint64_t nallocs;	    /* alloc events so far (rec_writer_nallocs) */
-	uint64_t ev_alloc_base;	    /* alloc events before the pending chunk */
 	void *sample_cctx;	    /* ZSTD_CCtx judging the modes */
 	uint8_t *sample, *sample_out;
 	size_t sample_cap, sample_out_cap;

@@ -245,7 +245,7 @@ int rec_put_allocinfo(struct rec_writer *w, uint64_t size, uint32_t trace, uint3
 
 /* put_event's rare cases: an error, a range check failing, full columns, a weight */
 static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32_t info, uint32_t op,
-						    uint64_t weight, uint64_t from)
+						    uint64_t weight, uint32_t age)
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
 	size_t n = b->count;
@@ -266,7 +266,7 @@ static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32
 		if (ret)
 			return ret;
 		cap = w->ev_cap;
-		ret = rec_grow((void **)&w->ev_from, &cap, n, 1, sizeof(*w->ev_from));
+		ret = rec_grow((void **)&w->ev_age, &cap, n, 1, sizeof(*w->ev_age));
 		if (ret)
 			return ret;
 		w->ev_cap = cap;
@@ -279,7 +279,7 @@ static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32
 	}
 	w->ev_info[n] = info;
 	w->ev_op[n] = (uint8_t)op;
-	w->ev_from[n] = from;
+	w->ev_age[n] = age;
 	if (!rec_ev_class(op))
 		w->nallocs++;
 	w->nevents++;
@@ -300,7 +300,7 @@ static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32
  */
 static inline __attribute__((always_inline)) int put_event(struct rec_writer *w, uint32_t info,
 							    uint32_t op, uint64_t weight,
-							    uint64_t from)
+							    uint32_t age)
 {
 	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
 	size_t n = b->count;
@@ -309,14 +309,14 @@ static inline __attribute__((always_inline)) int put_event(struct rec_writer *w,
 	if (__builtin_expect(w->err | (info >= w->ninfos) | (n == w->ev_cap) |
 				     (op == REC_EV_WEIGHTED),
 			     0))
-		return put_event_slow(w, info, op, weight, from);
+		return put_event_slow(w, info, op, weight, age);
 	w->nevents++;
 	if (!rec_ev_class(op))
 		w->nallocs++;
 	/* rec_writer_record_done's test for the events section, without the call */
 	full = n + 1 >= REC_EV_CHUNK || w->ev_weights.len >= REC_CHUNK_TARGET;
 	w->ev_info[n] = info;
-	w->ev_from[n] = from;
+	w->ev_age[n] = age;
 	w->ev_op[n] = (uint8_t)op;
 	if (__builtin_expect(!full, 1)) {
 		b->count = (uint32_t)(n + 1);
@@ -327,19 +327,21 @@ static inline __attribute__((always_inline)) int put_event(struct rec_writer *w,
 
 int rec_put_alloc(struct rec_writer *w, uint32_t info, uint64_t weight)
 {
-	return put_event(w, info, weight ? REC_EV_WEIGHTED : REC_EV_ALLOC, weight, UINT64_MAX);
+	return put_event(w, info, weight ? REC_EV_WEIGHTED : REC_EV_ALLOC, weight, 0);
 }
 
 int rec_put_free(struct rec_writer *w, uint32_t info, int temporary)
 {
-	return put_event(w, info, temporary ? REC_EV_FREE_TEMP : REC_EV_FREE, 0, UINT64_MAX);
+	return put_event(w, info, temporary ? REC_EV_FREE_TEMP : REC_EV_FREE, 0, 0);
 }
 
 int rec_put_free_of(struct rec_writer *w, uint32_t info, int temporary, uint64_t alloc_no)
 {
 	/* a wrong hint costs bytes, never correctness: the encoder checks it */
+	uint64_t age = w->nallocs - alloc_no; /* allocs back; wraps when alloc_no is not before */
+
 	return put_event(w, info, temporary ? REC_EV_FREE_TEMP : REC_EV_FREE, 0,
-			 alloc_no < w->nallocs ? alloc_no : UINT64_MAX);
+			 alloc_no < w->nallocs && age <= UINT32_MAX ? (uint32_t)age : 0);
 }
 
 uint64_t rec_writer_nallocs(const struct rec_writer *w)

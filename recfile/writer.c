@@ -103,10 +103,8 @@ static int flush_section(struct rec_writer *w, int sec)
 	b->prev_a = 0;
 	b->prev_b = 0;
 	b->prev_c = 0;
-	if (sec == REC_SEC_EVENTS) {
+	if (sec == REC_SEC_EVENTS)
 		w->ev_weights.len = 0;
-		w->ev_alloc_base = w->nallocs;
-	}
 	return 0;
 }
 
@@ -228,7 +226,7 @@ static void writer_free(struct rec_writer *w)
 	free(w->ev_rank);
 	free(w->ev_ids);
 	free(w->ev_hist);
-	free(w->ev_from);
+	free(w->ev_age);
 	ZSTD_freeCCtx(w->sample_cctx);
 	free(w->sample);
 	free(w->sample_out);
