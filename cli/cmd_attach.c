@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -304,6 +305,7 @@ struct session {
 	struct cli_attach_dir *d;
 	struct cli_ctl *ctl;
 	pid_t pid;
+	int nice;	   /* heaptap's nice before the hold raised the main thread's */
 	const struct cli_attach_args *a;
 	const char *sysroot;
 	struct duration *dur;
@@ -322,6 +324,15 @@ static void *session_main(void *arg)
 	int conn = -1, ret;
 	size_t i;
 
+	/*
+	 * A new thread inherits its creator's nice, and the main thread runs
+	 * raised (nice -20) while it holds the target's thread: the session
+	 * must not keep that, or the interpreter (and the reader it starts,
+	 * 10 below this) would take the target's CPUs for the whole session
+	 * (a busy target thread went 113 ms without a CPU). Lowering one's
+	 * own priority is always allowed.
+	 */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), s->nice);
 	ret = cli_attach_dir_accept(s->d, s->pid, LOAD_MS + ACCEPT_MS, &conn);
 	if (ret == 0) {
 		/* at once: the library's start waits for it (docs/inject.md) */
@@ -557,6 +568,10 @@ int cli_cmd_attach(int argc, char **argv)
 	memset(&d, 0, sizeof(d));
 	memset(&snap, 0, sizeof(snap));
 	memset(&sess, 0, sizeof(sess));
+	errno = 0;
+	sess.nice = getpriority(PRIO_PROCESS, 0); /* this thread's, before any hold */
+	if (sess.nice == -1 && errno)
+		sess.nice = 0;
 	d.parent_fd = d.dir_fd = d.listen_fd = -1;
 	err[0] = '\0';
 	if (cli_attach_parse(argc, argv, &a, err, sizeof(err)) < 0) {
