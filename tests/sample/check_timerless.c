@@ -40,15 +40,8 @@
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
+#include "tests/sample/check_peer.h"
 #include "track/wire.h"
-
-/* What came from the library so far. */
-struct peer {
-	int fd;
-	uint8_t *buf;
-	size_t len, cap;
-	int eof;
-};
 
 /* tasks - threads of this process (/proc/self/task entries). */
 static int tasks(void)
@@ -62,49 +55,6 @@ static int tasks(void)
 		n += e->d_name[0] != '.';
 	closedir(d);
 	return n;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* drain - read what is there (wait_ms > 0: until EOF or that long). */
-static void drain(struct peer *p, unsigned wait_ms)
-{
-	uint64_t until = now_ms() + wait_ms;
-
-	while (!p->eof) {
-		uint8_t tmp[65536];
-		ssize_t n = recv(p->fd, tmp, sizeof(tmp), MSG_DONTWAIT);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
-
-			if (!wait_ms || now_ms() >= until)
-				return;
-			poll(&pfd, 1, 10);
-			continue;
-		}
-		if (n <= 0) {
-			p->eof = 1;
-			return;
-		}
-		if (p->cap - p->len < (size_t)n) {
-			p->cap = p->cap ? p->cap * 2 : 1 << 20;
-			while (p->cap - p->len < (size_t)n)
-				p->cap *= 2;
-			p->buf = realloc(p->buf, p->cap);
-			ck_assert_ptr_nonnull(p->buf);
-		}
-		memcpy(p->buf + p->len, tmp, (size_t)n);
-		p->len += (size_t)n;
-	}
 }
 
 /* What the stream holds, record by record (after the header). */
@@ -146,27 +96,6 @@ static struct counts count(const struct peer *p)
 		q += len;
 	}
 	return c;
-}
-
-static void send_ctl(int fd, uint8_t type, uint64_t rate)
-{
-	uint8_t m[2 + 2 * WIRE_VARINT_MAX];
-	size_t k = 0;
-
-	m[k++] = type;
-	if (type == WIRE_CTL_SAMPLE) {
-		uint8_t pl[2 * WIRE_VARINT_MAX];
-		size_t n = 0;
-
-		n += wire_put_varint(pl + n, rate);
-		n += wire_put_varint(pl + n, 1);
-		k += wire_put_varint(m + k, n);
-		memcpy(m + k, pl, n);
-		k += n;
-	} else {
-		m[k++] = 0;
-	}
-	ck_assert_int_eq(write(fd, m, k), (ssize_t)k);
 }
 
 static void start(struct peer *p, uint64_t rate, int timerless)
