@@ -3,7 +3,8 @@
 /*
  * check_tick.c and check_timerless.c start real sessions inside the test
  * process and play heaptap on the other end of a socketpair: gather what
- * the library sends (drain) and send it control records (send_ctl).
+ * the library sends (drain), count its records (count) and send it
+ * control records (send_ctl).
  */
 #ifndef HEAPTAP_TESTS_SAMPLE_CHECK_PEER_H
 #define HEAPTAP_TESTS_SAMPLE_CHECK_PEER_H
@@ -69,6 +70,54 @@ static inline void drain(struct peer *p, unsigned wait_ms)
 		memcpy(p->buf + p->len, tmp, (size_t)n);
 		p->len += (size_t)n;
 	}
+}
+
+/* What the stream holds, record by record (after the header). */
+struct counts {
+	unsigned ticks, chunks, sites;
+	uint64_t first_tick_ns, last_tick_ns; /* the TICKs' own times (since the session's start) */
+	int end_reason;			      /* -1: no END */
+};
+
+static inline struct counts count(const struct peer *p)
+{
+	struct counts c = { .end_reason = -1 };
+	const uint8_t *q = p->buf, *end = p->buf + p->len;
+	struct wire_header h;
+
+	ck_assert_uint_ge(p->len, sizeof(h));
+	memcpy(&h, q, sizeof(h));
+	ck_assert_uint_le(h.header_len, p->len);
+	q += h.header_len;
+	while (q < end) {
+		uint8_t type = *q++;
+		uint64_t len;
+
+		if (wire_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
+			break; /* the rest has not arrived */
+		if (type == WIRE_REC_TICK) {
+			const uint8_t *e = q;
+			uint64_t t;
+
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &t), 0);
+			if (!c.ticks++)
+				c.first_tick_ns = t;
+			c.last_tick_ns = t;
+		} else if (type == WIRE_REC_CHUNK) {
+			c.chunks++;
+		} else if (type == WIRE_REC_SITES) {
+			c.sites++;
+		} else if (type == WIRE_REC_END) {
+			const uint8_t *e = q;
+			uint64_t total, reason;
+
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &total), 0);
+			ck_assert_int_eq(wire_get_varint(&e, q + len, &reason), 0);
+			c.end_reason = (int)reason;
+		}
+		q += len;
+	}
+	return c;
 }
 
 /* send_ctl - a control record as heaptap sends it: CTL_SAMPLE with rate (and a seed), or one without payload. */

@@ -36,51 +36,6 @@
 #include "tests/sample/check_peer.h"
 #include "track/wire.h"
 
-struct counts {
-	unsigned ticks, sites;
-	uint64_t first_tick_ns, last_tick_ns; /* the TICKs' own times (since the session's start) */
-	int end_reason;			      /* -1: no END */
-};
-
-static struct counts count(const struct peer *p)
-{
-	struct counts c = { .end_reason = -1 };
-	const uint8_t *q = p->buf, *end = p->buf + p->len;
-	struct wire_header h;
-
-	ck_assert_uint_ge(p->len, sizeof(h));
-	memcpy(&h, q, sizeof(h));
-	ck_assert_uint_le(h.header_len, p->len);
-	q += h.header_len;
-	while (q < end) {
-		uint8_t type = *q++;
-		uint64_t len;
-
-		if (wire_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
-			break; /* the rest has not arrived */
-		if (type == WIRE_REC_TICK) {
-			const uint8_t *e = q;
-			uint64_t t;
-
-			ck_assert_int_eq(wire_get_varint(&e, q + len, &t), 0);
-			if (!c.ticks++)
-				c.first_tick_ns = t;
-			c.last_tick_ns = t;
-		} else if (type == WIRE_REC_SITES) {
-			c.sites++;
-		} else if (type == WIRE_REC_END) {
-			const uint8_t *e = q;
-			uint64_t total, reason;
-
-			ck_assert_int_eq(wire_get_varint(&e, q + len, &total), 0);
-			ck_assert_int_eq(wire_get_varint(&e, q + len, &reason), 0);
-			c.end_reason = (int)reason;
-		}
-		q += len;
-	}
-	return c;
-}
-
 /* start - a sampled session with the timer thread; tick_ms: its tick while sampling. */
 static void start(struct peer *p, uint64_t tick_ms)
 {

@@ -57,47 +57,6 @@ static int tasks(void)
 	return n;
 }
 
-/* What the stream holds, record by record (after the header). */
-struct counts {
-	unsigned ticks, chunks, sites;
-	int end_reason; /* -1: no END */
-};
-
-static struct counts count(const struct peer *p)
-{
-	struct counts c = { .end_reason = -1 };
-	const uint8_t *q = p->buf, *end = p->buf + p->len;
-	struct wire_header h;
-
-	ck_assert_uint_ge(p->len, sizeof(h));
-	memcpy(&h, q, sizeof(h));
-	ck_assert_uint_le(h.header_len, p->len);
-	q += h.header_len;
-	while (q < end) {
-		uint8_t type = *q++;
-		uint64_t len;
-
-		if (wire_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
-			break; /* the rest has not arrived */
-		if (type == WIRE_REC_TICK)
-			c.ticks++;
-		else if (type == WIRE_REC_CHUNK)
-			c.chunks++;
-		else if (type == WIRE_REC_SITES)
-			c.sites++;
-		else if (type == WIRE_REC_END) {
-			const uint8_t *e = q;
-			uint64_t total, reason;
-
-			ck_assert_int_eq(wire_get_varint(&e, q + len, &total), 0);
-			ck_assert_int_eq(wire_get_varint(&e, q + len, &reason), 0);
-			c.end_reason = (int)reason;
-		}
-		q += len;
-	}
-	return c;
-}
-
 static void start(struct peer *p, uint64_t rate, int timerless)
 {
 	struct trk_config cfg = { 0 };
