@@ -752,7 +752,7 @@ uint32_t trk_gettid(void) TRK_HIDDEN;
 
 #define TRK_SMP_SITES_BITS 10
 #define TRK_SMP_SITES (1u << TRK_SMP_SITES_BITS) /* call-site slots per thread (then "other") */
-#define TRK_SMP_SITES_TICKS 100	  /* site counts are sent every this many ticks */
+#define TRK_SMP_SITES_NS 1000000000ull /* site counts are sent this often (1 s) */
 #define TRK_SMP_FILTER_BITS 16	  /* the free filter: 64 Ki counters, a bitmap of 8 KiB */
 
 /*
@@ -990,7 +990,11 @@ int trk_smp_ctl(const uint8_t *p, size_t len) TRK_HIDDEN;
 void trk_smp_set_rate(uint64_t rate, uint64_t seed) TRK_HIDDEN;
 /* trk_smp_send_sites - send the site counts that changed (WIRE_REC_SITES); timer, trk_end. */
 void trk_smp_send_sites(void) TRK_HIDDEN;
-/* trk_smp_tick - timer tick: send the site counts every TRK_SMP_SITES_TICKS ticks. */
-void trk_smp_tick(void) TRK_HIDDEN;
+/*
+ * trk_smp_sites_due - at a tick (timer thread or timerless hooks): send the
+ * site counts when TRK_SMP_SITES_NS passed since *last (the caller's clock),
+ * and make now the last.
+ */
+void trk_smp_sites_due(uint64_t now, uint64_t *last) TRK_HIDDEN;
 
 #endif /* HEAPTAP_TRACK_INTERNAL_H */

@@ -697,12 +697,10 @@ void trk_smp_send_sites(void)
 	pthread_mutex_unlock(&sites_lock);
 }
 
-void trk_smp_tick(void)
+void trk_smp_sites_due(uint64_t now, uint64_t *last)
 {
-	static unsigned ticks;
-
-	if (++ticks >= TRK_SMP_SITES_TICKS) {
-		ticks = 0;
-		trk_smp_send_sites();
-	}
+	if (now - *last < TRK_SMP_SITES_NS)
+		return;
+	*last = now;
+	trk_smp_send_sites();
 }

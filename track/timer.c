@@ -31,7 +31,7 @@
  * (docs/bench.md "sampled service, session 6") about 100 wake-ups of
  * heaptap and 200 sendmsg of the workers a second at 10 ms. A switch to
  * full tracing (read here) brings the next tick within 10 ms again. The
- * site counts go out every TRK_SITES_NS (1 s) of time, not per tick
+ * site counts go out every TRK_SMP_SITES_NS (1 s) of time, not per tick
  * count.
  *
  * Without a timer thread (docs/track.md "Without a timer thread"): a
@@ -61,7 +61,6 @@
 
 #define TRK_TICK_NS 10000000ull
 #define TRK_TICK_SMP_NS 100000000ull /* the timer thread's tick while sampling */
-#define TRK_SITES_NS (TRK_SMP_SITES_TICKS * TRK_TICK_NS) /* SITES this often (1 s) */
 #define TRK_TL_QUIET_NS 1000000000ull /* hooks quiet this long: the timer thread takes over */
 #define TRK_TL_RETRY_NS 1000000000ull /* a failed thread start is tried again after this */
 #define CTL_BUF 256
@@ -159,10 +158,7 @@ static void tick(uint64_t now, uint64_t *sites)
 {
 	trk_mod_check(trk_g.timer_thr);
 	trk_thr_flush_idle();
-	if (now - *sites >= TRK_SITES_NS) {
-		*sites = now;
-		trk_smp_send_sites();
-	}
+	trk_smp_sites_due(now, sites);
 	trk_send_tick(true);
 }
 
@@ -232,7 +228,7 @@ static int read_ctl(struct ctl *c)
 static void *timer_main(void *arg)
 {
 	struct ctl *c = &ctl_state; /* a lazy start reads on where the hooks stopped */
-	uint64_t next, sites, period;
+	uint64_t next, sites, period, want;
 
 	(void)arg;
 	trk_tls_guard = 1;
@@ -256,10 +252,11 @@ static void *timer_main(void *arg)
 			}
 		}
 		now = trk_now_ns(CLOCK_MONOTONIC);
+		want = tick_ns();
 		/* a rate change read just now: full tracing ticks within 10 ms again */
-		if (tick_ns() < period && next > now + tick_ns())
-			next = now + tick_ns();
-		period = tick_ns();
+		if (want < period && next > now + want)
+			next = now + want;
+		period = want;
 		if (now >= next && atomic_load(&trk_g.state) == TRK_ON) {
 			tick(now, &sites);
 			next += period;
@@ -434,10 +431,7 @@ void trk_tl_poll(struct trk_thr *t)
 	trk_thr_enter(t);
 	trk_thr_flush_locked(t);
 	trk_thr_exit(t);
-	if (now - tl.sites >= TRK_SITES_NS) {
-		tl.sites = now;
-		trk_smp_send_sites();
-	}
+	trk_smp_sites_due(now, &tl.sites);
 	trk_send_tick(true);
 	/* after our own waits for heaptap: they are not the program's pauses */
 	tl.seen = coarse_ns();
