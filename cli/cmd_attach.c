@@ -62,6 +62,16 @@ static void on_signal(int sig)
 		stop_sig = sig;
 }
 
+/* stop_set - the set of stop_signals. */
+static void stop_set(sigset_t *set)
+{
+	size_t i;
+
+	sigemptyset(set);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(set, stop_signals[i]);
+}
+
 struct saved_signals {
 	struct sigaction act[NSTOP];
 	struct sigaction pipe;
@@ -322,7 +332,6 @@ static void *session_main(void *arg)
 	struct session *s = arg;
 	sigset_t stops;
 	int conn = -1, ret;
-	size_t i;
 
 	/*
 	 * A new thread inherits its creator's nice, and the main thread runs
@@ -354,9 +363,7 @@ static void *session_main(void *arg)
 	pthread_mutex_unlock(&s->lock);
 	if (ret < 0)
 		return NULL;
-	sigemptyset(&stops);
-	for (i = 0; i < NSTOP; i++)
-		sigaddset(&stops, stop_signals[i]);
+	stop_set(&stops);
 	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
 	s->ret = interpret(conn, s->a->output, s->pid, s->sysroot, s->dur, s->a->sample,
 			   s->snap, s->a->snapshot_every, s->out, sizeof(s->out), &s->res);
@@ -406,7 +413,6 @@ static int session_accepted(struct session *s)
 static void session_join(struct session *s, int abort)
 {
 	sigset_t stops;
-	size_t i;
 
 	if (!s->running)
 		return;
@@ -417,9 +423,7 @@ static void session_join(struct session *s, int abort)
 			stop_flag = 1;
 		pthread_mutex_unlock(&s->lock);
 	}
-	sigemptyset(&stops);
-	for (i = 0; i < NSTOP; i++)
-		sigaddset(&stops, stop_signals[i]);
+	stop_set(&stops);
 	pthread_sigmask(SIG_BLOCK, &stops, NULL);
 	pthread_mutex_lock(&s->lock);
 	if (stop_flag && s->accepted && s->acc_ret == 0)
