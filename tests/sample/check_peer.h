@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "track/track.h"
 #include "track/wire.h"
 
 /* What came from the library so far. */
@@ -118,6 +119,35 @@ static inline struct counts count(const struct peer *p)
 		q += len;
 	}
 	return c;
+}
+
+/* site - one call site of the hooks (its own return address: keep it out of line). */
+__attribute__((noinline)) static void *site(size_t n)
+{
+	void *p = trk_malloc(n);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+/*
+ * churn - allocate and free for ms milliseconds, reading the stream, until
+ * done(p) says so (if given); nap_us > 0: that long a nap between rounds of
+ * 1000 (a program that also waits), 0: busy throughout.
+ */
+static inline void churn(struct peer *p, unsigned ms, int (*done)(const struct peer *), unsigned nap_us)
+{
+	uint64_t until = now_ms() + ms;
+
+	while (now_ms() < until) {
+		for (int i = 0; i < 1000; i++)
+			trk_free(site(200 + (size_t)(i % 64) * 8));
+		drain(p, 0);
+		if (done && done(p))
+			return;
+		if (nap_us)
+			usleep(nap_us);
+	}
 }
 
 /* send_ctl - a control record as heaptap sends it: CTL_SAMPLE with rate (and a seed), or one without payload. */

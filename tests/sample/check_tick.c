@@ -75,29 +75,6 @@ static struct counts finish(struct peer *p, int send_stop)
 	return c;
 }
 
-__attribute__((noinline)) static void *site(size_t n)
-{
-	void *p = trk_malloc(n);
-
-	__asm__ volatile("" ::: "memory");
-	return p;
-}
-
-/* churn - allocate and free for ms milliseconds, reading the stream; stops early when done(p). */
-static void churn(struct peer *p, unsigned ms, int (*done)(const struct peer *))
-{
-	uint64_t until = now_ms() + ms;
-
-	while (now_ms() < until) {
-		for (int i = 0; i < 1000; i++)
-			trk_free(site(200 + (size_t)(i % 64) * 8));
-		drain(p, 0);
-		if (done && done(p))
-			return;
-		usleep(1000);
-	}
-}
-
 START_TEST(sampling_ticks_slowly)
 {
 	struct peer p;
@@ -106,7 +83,7 @@ START_TEST(sampling_ticks_slowly)
 
 	start(&p, 100);
 	t0 = now_ms();
-	churn(&p, 1500, NULL);
+	churn(&p, 1500, NULL, 1000);
 	span = now_ms() - t0;
 	c = count(&p);
 	/* the timer's deadlines step by the period: never more than one tick per 100 ms */
@@ -124,7 +101,7 @@ START_TEST(stop_not_held_by_tick)
 	uint64_t t0, took;
 
 	start(&p, 5000);
-	churn(&p, 200, NULL);
+	churn(&p, 200, NULL, 1000);
 	t0 = now_ms();
 	send_ctl(p.fd, WIRE_CTL_STOP, 0);
 	drain(&p, 20000);
@@ -151,12 +128,12 @@ START_TEST(full_tracing_ticks_fast)
 	uint64_t t0, took;
 
 	start(&p, 5000);
-	churn(&p, 200, NULL);
+	churn(&p, 200, NULL, 1000);
 	c = count(&p);
 	ck_assert_uint_eq(c.ticks, 0); /* the first 5-s tick is not due yet */
 	t0 = now_ms();
 	send_ctl(p.fd, WIRE_CTL_SAMPLE, 0);
-	churn(&p, 4000, fast_ticks);
+	churn(&p, 4000, fast_ticks, 1000);
 	took = now_ms() - t0;
 	c = count(&p);
 	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 0); /* full tracing */
@@ -179,7 +156,7 @@ START_TEST(sites_every_second)
 	struct counts c;
 
 	start(&p, 100);
-	churn(&p, 8000, two_sites);
+	churn(&p, 8000, two_sites, 1000);
 	c = count(&p);
 	/* per 100 ticks of 100 ms, the first would come after 10 s */
 	ck_assert_msg(c.sites >= 2, "%u SITES records in 8 s of sampling", c.sites);

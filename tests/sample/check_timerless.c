@@ -102,28 +102,6 @@ static void stop_by_thread(struct peer *p)
 	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
 }
 
-__attribute__((noinline)) static void *site(size_t n)
-{
-	void *p = trk_malloc(n);
-
-	__asm__ volatile("" ::: "memory");
-	return p;
-}
-
-/* churn - allocate and free for ms milliseconds (or until done(p) says so), reading the stream. */
-static void churn(struct peer *p, unsigned ms, int (*done)(const struct peer *))
-{
-	uint64_t until = now_ms() + ms;
-
-	while (now_ms() < until) {
-		for (int i = 0; i < 1000; i++)
-			trk_free(site(200 + (size_t)(i % 64) * 8));
-		drain(p, 0);
-		if (done && done(p))
-			return;
-	}
-}
-
 /* ticked - 5 TICKs and 5 chunks arrived (a loaded machine may run us seldom: no fixed time) */
 static int ticked(const struct peer *p)
 {
@@ -169,7 +147,7 @@ START_TEST(hooks_do_the_ticks)
 	ck_assert_msg(__libc_single_threaded, "the test process must have one thread");
 	start(&p, 4096, 1);
 	ck_assert_int_eq(tl_on(), 1);
-	churn(&p, 20000, ticked);
+	churn(&p, 20000, ticked, 0);
 	ck_assert_int_eq(tasks(), 1); /* no timer thread */
 	c = count(&p);
 	ck_assert_uint_ge(c.ticks, 5);	/* a tick every 10 ms from the hooks */
@@ -177,11 +155,11 @@ START_TEST(hooks_do_the_ticks)
 	ck_assert_int_eq(c.end_reason, -1);
 	/* a rate change is read by the hooks */
 	send_ctl(p.fd, WIRE_CTL_SAMPLE, 8192);
-	churn(&p, 20000, rate_is_8192);
+	churn(&p, 20000, rate_is_8192, 0);
 	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 8192);
 	/* so is a STOP */
 	send_ctl(p.fd, WIRE_CTL_STOP, 0);
-	churn(&p, 20000, ended);
+	churn(&p, 20000, ended, 0);
 	ck_assert(!trk_active());
 	ck_assert_int_eq(tasks(), 1);
 	c = finish(&p);
@@ -204,7 +182,7 @@ START_TEST(thread_later)
 	pthread_t th;
 
 	start(&p, 4096, 1);
-	churn(&p, 50, NULL);
+	churn(&p, 50, NULL, 0);
 	ck_assert_int_eq(tasks(), 1);
 	ck_assert_int_eq(pthread_create(&th, NULL, worker, NULL), 0);
 	pthread_join(th, NULL);
@@ -226,10 +204,10 @@ START_TEST(quiet_program)
 
 	start(&p, 64, 1); /* nearly every call samples: every call polls */
 	trk_tl_quiet_ns = 1000000000ull; /* TRK_TL_QUIET_NS */
-	churn(&p, 50, NULL);
+	churn(&p, 50, NULL, 0);
 	ck_assert_int_eq(tasks(), 1);
 	usleep(1200 * 1000); /* quiet for longer than that */
-	churn(&p, 20000, timer_running);
+	churn(&p, 20000, timer_running, 0);
 	ck_assert_int_eq(tl_on(), 0);
 	ck_assert_int_eq(tasks(), 2);
 	stop_by_thread(&p); /* while this thread allocates nothing */
@@ -250,15 +228,15 @@ START_TEST(computing_is_not_quiet)
 
 	start(&p, 64, 1);
 	trk_tl_quiet_ns = 1000000000ull; /* TRK_TL_QUIET_NS */
-	churn(&p, 50, NULL);
+	churn(&p, 50, NULL, 0);
 	until = now_ms() + 1200;
 	while (now_ms() < until) /* vDSO clock, no system call */
 		spin++;
-	churn(&p, 200, NULL);
+	churn(&p, 200, NULL, 0);
 	ck_assert_int_eq(tl_on(), 1);
 	ck_assert_int_eq(tasks(), 1);
 	send_ctl(p.fd, WIRE_CTL_STOP, 0);
-	churn(&p, 20000, ended);
+	churn(&p, 20000, ended, 0);
 	c = finish(&p);
 	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
 }
@@ -269,9 +247,9 @@ START_TEST(full_tracing_takes_over)
 	struct peer p;
 
 	start(&p, 4096, 1);
-	churn(&p, 50, NULL);
+	churn(&p, 50, NULL, 0);
 	send_ctl(p.fd, WIRE_CTL_SAMPLE, 0);
-	churn(&p, 20000, full_by_timer);
+	churn(&p, 20000, full_by_timer, 0);
 	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 0);
 	ck_assert_int_eq(tl_on(), 0);
 	ck_assert_int_eq(tasks(), 2);
@@ -292,7 +270,7 @@ START_TEST(vfork_child_leaves_ctl)
 	int st;
 
 	start(&p, 64, 1); /* every call samples: every call polls */
-	churn(&p, 50, NULL);
+	churn(&p, 50, NULL, 0);
 	send_ctl(p.fd, WIRE_CTL_STOP, 0);
 	pid = vfork();
 	if (pid == 0) {
@@ -309,7 +287,7 @@ START_TEST(vfork_child_leaves_ctl)
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(trk_active()); /* the STOP is still unread */
-	churn(&p, 20000, ended);
+	churn(&p, 20000, ended, 0);
 	c = finish(&p);
 	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
 }
