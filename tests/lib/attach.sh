@@ -28,17 +28,25 @@ command -v python3 >/dev/null || fail "python3 is needed to read JSON reports"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/heaptap-${LIB_TAG:-test}.XXXXXX") || fail "mktemp"
 cleanup()
 {
-	# only the test's own shell: a background job that a signal kills before
-	# it has exec'd runs this trap too (bash), and must not end the target
-	[ "$BASHPID" = "$$" ] || return 0
-	[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
-	declare -F suite_cleanup >/dev/null && suite_cleanup
-	if [ -n "$TPID" ]; then
-		target_stop
-		wait 2>/dev/null
+	# Only the test's own shell. A background job that a signal kills before
+	# it has exec'd may run this trap too (bash), and must not end the
+	# target. attach_bg forks with no EXIT trap; this test is the second
+	# guard, written as an if and not as an early "return": a trap that bash
+	# runs from its signal handler resets its function context, and one CI
+	# run (session.signal-early, SIGINT at 0 s) saw the service killed.
+	if [ "$BASHPID" = "$$" ]; then
+		[ -n "$HT_PID" ] && kill -KILL "$HT_PID" 2>/dev/null
+		declare -F suite_cleanup >/dev/null && suite_cleanup
+		if [ -n "$TPID" ]; then
+			target_stop
+			wait 2>/dev/null
+		fi
+		if [ -n "${LIB_KEEP:-}" ]; then
+			echo "keeping $tmp" >&2
+		else
+			rm -rf "$tmp"
+		fi
 	fi
-	[ -n "${LIB_KEEP:-}" ] && { echo "keeping $tmp" >&2; return; }
-	rm -rf "$tmp"
 }
 trap cleanup EXIT
 ulimit -c 0
@@ -91,10 +99,16 @@ val()
 # $tmp/NAME.htap ARGS... in the background: HT_PID; stderr in $tmp/NAME.err
 attach_bg()
 {
-	local name=$1
+	local name=$1 exit_trap
 	shift
+	# the child must not inherit the EXIT trap (cleanup, or a case's own): a
+	# signal the test sends it before it has exec'd heaptap would run it
+	# there (see cleanup). The trap is put back as it was.
+	exit_trap=$(trap -p EXIT)
+	trap - EXIT
 	"$HEAPTAP" attach "${ATTACH_FLAGS[@]}" -o "$tmp/$name.htap" "$@" 2>"$tmp/$name.err" </dev/null &
 	HT_PID=$!
+	eval "${exit_trap:-trap - EXIT}"
 }
 
 # attach_wait NAME: wait (ATTACH_WAIT_TENTHS tenths of a second, 120 s unless
