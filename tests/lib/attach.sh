@@ -81,6 +81,8 @@ co_ask()
 {
 	local -n co=$1
 	ans=
+	# bash unsets the array once it has reaped the coprocess
+	[ -n "${co[1]:-}" ] || return 1
 	{ echo "$3" >&"${co[1]}"; } 2>/dev/null || return 1
 	read -r -t "$2" ans <&"${co[0]}" || return 2
 }
