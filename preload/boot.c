@@ -13,11 +13,10 @@
 
 #include "preload/preload.h"
 
-#define ARENA_SIZE (256 * 1024)
+#define ARENA_SIZE PLD_BOOT_ARENA_SIZE
 #define HDR 16
 
 char pld_boot_arena[ARENA_SIZE] __attribute__((aligned(4096)));
-const size_t pld_boot_arena_size = ARENA_SIZE;
 static _Atomic size_t used;
 
 void *pld_boot_alloc(size_t size, size_t align)

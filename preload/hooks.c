@@ -2,11 +2,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Runs in the target, possibly before our constructor (other libraries'
- * constructors allocate first). Each function makes sure the real
- * allocator is known (pld_resolve) and forwards to track/'s *_ra hook with
- * its own return address, which track/ uses as the call site. While the
- * lookup itself runs (dlsym calls calloc), requests come from the
- * bootstrap arena; free and realloc recognise its pointers.
+ * constructors allocate first). Each function forwards to track/'s *_ra
+ * hook with its own return address, which track/ uses as the call site.
+ * malloc, free, calloc and realloc do so at once: until the real allocator
+ * is known, track/ forwards them to the trk_boot_* functions here (its
+ * bootstrap, track.h), which look it up (pld_resolve). The others make sure
+ * of it themselves first. While the lookup runs (dlsym calls calloc),
+ * requests come from the bootstrap arena; free and realloc recognise its
+ * pointers.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,6 +23,7 @@
 #define RA __builtin_return_address(0)
 
 _Atomic int pld_real_state; /* 0 unknown, 1 being looked up, 2 known */
+static struct trk_real real;  /* what trk_set_real got, for trk_boot_*: set before state 2 */
 
 bool pld_resolve_slow(void)
 {
@@ -45,6 +49,7 @@ bool pld_resolve_slow(void)
 		/* no allocator behind us (cannot happen with glibc): arena only */
 		return false;
 	}
+	real = r;
 	trk_set_real(&r);
 	atomic_store_explicit(&pld_real_state, 2, memory_order_release);
 	return true;
@@ -60,47 +65,26 @@ static void *boot_alloc(size_t size, size_t align)
 }
 
 /*
- * The four hot functions test "resolved" inline and keep everything else
- * (the lookup, the arena) in a function of its own, so their usual path
- * needs no frame: a load, a compare and a tail call to track/ with the
- * return address read from the stack top (sampling's fast path follows
- * there, docs/track.md).
+ * The bootstrap (track.h): where track/ sends malloc, free, calloc and
+ * realloc until trk_set_real ran, i.e. while trk_g.real's are still these.
+ * Only reached while no session records (a session starts after the
+ * lookup), so nothing here is recorded.
  */
-#define RESOLVED() __builtin_expect(atomic_load_explicit(&pld_real_state, memory_order_acquire) == 2, 1)
-
-static __attribute__((noinline)) void *malloc_boot(size_t size, const void *ra)
+void *trk_boot_malloc(size_t size)
 {
 	if (!pld_resolve())
 		return boot_alloc(size, 16);
-	return trk_malloc_ra(size, ra);
+	return real.malloc(size);
 }
 
-PLD_EXPORT void *malloc(size_t size)
+void trk_boot_free(void *ptr)
 {
-	if (RESOLVED())
-		return trk_malloc_ra(size, RA);
-	return malloc_boot(size, RA);
-}
-
-static __attribute__((noinline)) void free_boot(void *ptr, const void *ra)
-{
-	if (pld_boot_owns(ptr))
-		return;
-	if (!pld_resolve())
+	if (pld_boot_owns(ptr) || !pld_resolve())
 		return; /* nothing but the arena exists yet */
-	trk_free_ra(ptr, ra);
+	real.free(ptr);
 }
 
-PLD_EXPORT void free(void *ptr)
-{
-	if (RESOLVED() && !pld_boot_owns(ptr)) {
-		trk_free_ra(ptr, NULL); /* a free's call site is not used: no load of it */
-		return;
-	}
-	free_boot(ptr, RA);
-}
-
-static __attribute__((noinline)) void *calloc_boot(size_t nmemb, size_t size, const void *ra)
+void *trk_boot_calloc(size_t nmemb, size_t size)
 {
 	size_t bytes;
 
@@ -111,39 +95,55 @@ static __attribute__((noinline)) void *calloc_boot(size_t nmemb, size_t size, co
 		}
 		return boot_alloc(bytes, 16); /* the arena is zero-filled */
 	}
-	return trk_calloc_ra(nmemb, size, ra);
+	return real.calloc(nmemb, size);
+}
+
+void *trk_boot_realloc(void *ptr, size_t size)
+{
+	if (!pld_resolve())
+		return ptr ? NULL : boot_alloc(size, 16); /* ptr: not from the arena (realloc) */
+	return real.realloc(ptr, size);
+}
+
+/*
+ * The four hot functions jump to track/ at once (a frameless tail call with
+ * the return address read from the stack top; sampling's fast path follows
+ * there, docs/track.md). free and realloc first test the arena's bounds:
+ * a compare against a constant.
+ */
+PLD_EXPORT void *malloc(size_t size)
+{
+	return trk_malloc_ra(size, RA);
+}
+
+PLD_EXPORT void free(void *ptr)
+{
+	if (__builtin_expect(pld_boot_owns(ptr), 0))
+		return;
+	trk_free_ra(ptr, NULL); /* a free's call site is not used: no load of it */
 }
 
 PLD_EXPORT void *calloc(size_t nmemb, size_t size)
 {
-	if (RESOLVED())
-		return trk_calloc_ra(nmemb, size, RA);
-	return calloc_boot(nmemb, size, RA);
+	return trk_calloc_ra(nmemb, size, RA);
 }
 
-static __attribute__((noinline)) void *realloc_boot(void *ptr, size_t size, const void *ra);
+/* realloc_boot - realloc of a bootstrap block: moved to the real heap; the old one stays. */
+static __attribute__((noinline)) void *realloc_boot(void *ptr, size_t size, const void *ra)
+{
+	size_t old = pld_boot_size(ptr);
+	void *p = pld_resolve() ? trk_malloc_ra(size, ra) : boot_alloc(size, 16);
+
+	if (p)
+		memcpy(p, ptr, old < size ? old : size);
+	return p;
+}
 
 PLD_EXPORT void *realloc(void *ptr, size_t size)
 {
-	if (RESOLVED() && !pld_boot_owns(ptr))
-		return trk_realloc_ra(ptr, size, RA);
-	return realloc_boot(ptr, size, RA);
-}
-
-static __attribute__((noinline)) void *realloc_boot(void *ptr, size_t size, const void *ra)
-{
-	if (pld_boot_owns(ptr)) {
-		/* move a bootstrap block to the real heap; the old one stays */
-		size_t old = pld_boot_size(ptr);
-		void *p = pld_resolve() ? trk_malloc_ra(size, ra) : boot_alloc(size, 16);
-
-		if (p)
-			memcpy(p, ptr, old < size ? old : size);
-		return p;
-	}
-	if (!pld_resolve())
-		return ptr ? NULL : boot_alloc(size, 16);
-	return trk_realloc_ra(ptr, size, ra);
+	if (__builtin_expect(pld_boot_owns(ptr), 0))
+		return realloc_boot(ptr, size, RA);
+	return trk_realloc_ra(ptr, size, RA);
 }
 
 PLD_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)

@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PLD_HIDDEN __attribute__((visibility("hidden")))
 #define PLD_EXPORT __attribute__((visibility("default")))
@@ -37,14 +38,16 @@
  */
 void *pld_boot_alloc(size_t size, size_t align) PLD_HIDDEN;
 
-extern char pld_boot_arena[] PLD_HIDDEN;
-extern const size_t pld_boot_arena_size PLD_HIDDEN;
+#define PLD_BOOT_ARENA_SIZE (256 * 1024)
+extern char pld_boot_arena[PLD_BOOT_ARENA_SIZE] PLD_HIDDEN;
 
-/* pld_boot_owns - whether p points into the bootstrap arena. */
+/*
+ * pld_boot_owns - whether p points into the bootstrap arena. On free's hot
+ * path: one compare against a constant, no load.
+ */
 static inline bool pld_boot_owns(const void *p)
 {
-	return (const char *)p >= pld_boot_arena &&
-	       (const char *)p < pld_boot_arena + pld_boot_arena_size;
+	return (uintptr_t)p - (uintptr_t)pld_boot_arena < PLD_BOOT_ARENA_SIZE;
 }
 
 /* pld_boot_size - the size asked for a bootstrap pointer. */

@@ -24,6 +24,13 @@
 #include "track/internal.h"
 
 struct trk_global trk_g = {
+	/* until trk_set_real: the embedder's bootstrap, if any (track.h) */
+	.real = {
+		.malloc = trk_boot_malloc,
+		.free = trk_boot_free,
+		.calloc = trk_boot_calloc,
+		.realloc = trk_boot_realloc,
+	},
 	.state = TRK_OFF,
 	.fd = -1,
 	.next_node = 1,

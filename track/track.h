@@ -97,10 +97,25 @@ struct trk_config {
 
 /*
  * trk_set_real - set the functions the hooks forward to (copied). Call it
- * before the first hook call that is not handled by the caller itself, and
- * before trk_start. Not thread-safe against running hooks: set it once.
+ * before trk_start, and before the first hook call that is not handled by
+ * the caller itself, apart from malloc, free, calloc and realloc (below).
+ * Set it once: a hook running meanwhile reads each pointer either before or
+ * after (aligned pointer stores), never a mix of one.
  */
 void trk_set_real(const struct trk_real *real);
+
+/*
+ * trk_boot_malloc & co. - what trk_malloc_ra, trk_free_ra, trk_calloc_ra
+ * and trk_realloc_ra forward to before trk_set_real, when the embedder
+ * defines them (weak: NULL otherwise). preload/ does: its exported
+ * functions then jump to the hooks with no "resolved yet?" test of their
+ * own, and these look the real allocator up on first use. inject/ defines
+ * none: it sets the real functions before a hook can be reached.
+ */
+void *trk_boot_malloc(size_t size) __attribute__((weak, visibility("hidden")));
+void trk_boot_free(void *ptr) __attribute__((weak, visibility("hidden")));
+void *trk_boot_calloc(size_t nmemb, size_t size) __attribute__((weak, visibility("hidden")));
+void *trk_boot_realloc(void *ptr, size_t size) __attribute__((weak, visibility("hidden")));
 
 /*
  * trk_start - start a session on cfg->fd: send the stream header and the

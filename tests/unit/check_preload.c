@@ -81,9 +81,9 @@ START_TEST(boot_arena)
 	ck_assert_ptr_null(pld_boot_alloc(16, 3));	      /* not a power of two */
 	ck_assert_ptr_null(pld_boot_alloc(SIZE_MAX - 8, 16)); /* wraps */
 	/* exhaustion is NULL, not a crash */
-	big = pld_boot_alloc(pld_boot_arena_size / 2, 16);
+	big = pld_boot_alloc(PLD_BOOT_ARENA_SIZE / 2, 16);
 	ck_assert_ptr_nonnull(big);
-	r = pld_boot_alloc(pld_boot_arena_size / 2, 16);
+	r = pld_boot_alloc(PLD_BOOT_ARENA_SIZE / 2, 16);
 	ck_assert_ptr_null(r);
 }
 END_TEST
