@@ -387,7 +387,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			GET(p, end, ev->a);
 			GET(p, end, ev->b);
 			GET(p, end, v);
-			ev->c = pbase += (v >> 1) ^ -(v & 1);
+			ev->c = pbase += wire_unzigzag(v);
 			ev->op = WIRE_EV_ALLOC;
 			ev->d = 0;
 			goto alloc_decoded;
@@ -412,7 +412,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			break;
 		case WIRE_EV_FREE_D:
 			GET(p, end, v);
-			ev->c = pbase += (v >> 1) ^ -(v & 1);
+			ev->c = pbase += wire_unzigzag(v);
 			ev->op = WIRE_EV_FREE;
 			goto free_decoded;
 		case WIRE_EV_FREE:

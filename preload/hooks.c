@@ -23,34 +23,34 @@
 #define RA __builtin_return_address(0)
 
 _Atomic int pld_real_state; /* 0 unknown, 1 being looked up, 2 known */
-static struct trk_real real;  /* what trk_set_real got, for trk_boot_*: set before state 2 */
+static struct trk_real real;  /* what trk_set_real got, for trk_boot_*: filled before state 2 */
 
 bool pld_resolve_slow(void)
 {
-	struct trk_real r;
 	int expected = 0;
 
 	if (atomic_load_explicit(&pld_real_state, memory_order_acquire) == 2)
 		return true;
 	if (!atomic_compare_exchange_strong(&pld_real_state, &expected, 1))
 		return false;
-	r.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
-	r.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
-	r.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
-	r.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
-	r.reallocarray = (void *(*)(void *, size_t, size_t))dlsym(RTLD_NEXT, "reallocarray");
-	r.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
-	r.aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
-	r.memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
-	r.valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
-	r.pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
-	if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.reallocarray ||
-	    !r.posix_memalign || !r.aligned_alloc || !r.memalign || !r.valloc || !r.pvalloc) {
+	/* into real while the state is 1: nobody reads it before the 2 below */
+	real.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	real.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+	real.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+	real.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	real.reallocarray = (void *(*)(void *, size_t, size_t))dlsym(RTLD_NEXT, "reallocarray");
+	real.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+	real.aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+	real.memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+	real.valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
+	real.pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
+	if (!real.malloc || !real.free || !real.calloc || !real.realloc || !real.reallocarray ||
+	    !real.posix_memalign || !real.aligned_alloc || !real.memalign || !real.valloc ||
+	    !real.pvalloc) {
 		/* no allocator behind us (cannot happen with glibc): arena only */
 		return false;
 	}
-	real = r;
-	trk_set_real(&r);
+	trk_set_real(&real);
 	atomic_store_explicit(&pld_real_state, 2, memory_order_release);
 	return true;
 }

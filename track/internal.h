@@ -495,7 +495,7 @@ static inline size_t trk_put_ptr(struct trk_thr *t, uint8_t *p, uintptr_t ptr)
 	uint64_t d = (uint64_t)ptr - (uint64_t)t->pbase;
 
 	t->pbase = ptr;
-	return trk_put_varint(p, d << 1 ^ (uint64_t)((int64_t)d >> 63));
+	return trk_put_varint(p, wire_zigzag(d));
 }
 
 static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)

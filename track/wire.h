@@ -219,6 +219,21 @@ enum wire_log_level { WIRE_LOG_INFO = 0, WIRE_LOG_WARN = 1, WIRE_LOG_ERROR = 2 }
  * wire_put_varint - append v as LEB128 at p; returns bytes written (1..10).
  * The caller guarantees WIRE_VARINT_MAX bytes of room.
  */
+/*
+ * wire_zigzag / wire_unzigzag - a distance modulo 2^64 (ALLOC_D, FREE_D) as
+ * an unsigned number small for small distances either way:
+ * d << 1 ^ d >> 63 (arithmetic shift), and back.
+ */
+static inline uint64_t wire_zigzag(uint64_t d)
+{
+	return d << 1 ^ (uint64_t)((int64_t)d >> 63);
+}
+
+static inline uint64_t wire_unzigzag(uint64_t v)
+{
+	return (v >> 1) ^ -(v & 1);
+}
+
 static inline size_t wire_put_varint(uint8_t *p, uint64_t v)
 {
 	size_t n = 0;

@@ -114,23 +114,27 @@ static void ev_head(struct chunkb *c, uint8_t op, uint64_t seq)
 	c->seq = seq;
 }
 
-void ck_alloc(struct chunkb *c, uint64_t seq, uint8_t kind, uint64_t size, uint64_t trace,
-	      uint64_t ptr)
+/* alloc_head - what ALLOC, ALLOC_W and ALLOC_D share: op, seq, kind, size, trace */
+static void alloc_head(struct chunkb *c, uint8_t op, uint64_t seq, uint8_t kind, uint64_t size,
+		       uint64_t trace)
 {
-	ev_head(c, WIRE_EV_ALLOC, seq);
+	ev_head(c, op, seq);
 	sb_u8(&c->b, kind);
 	sb_var(&c->b, size);
 	sb_var(&c->b, trace);
+}
+
+void ck_alloc(struct chunkb *c, uint64_t seq, uint8_t kind, uint64_t size, uint64_t trace,
+	      uint64_t ptr)
+{
+	alloc_head(c, WIRE_EV_ALLOC, seq, kind, size, trace);
 	sb_var(&c->b, ptr);
 }
 
 void ck_alloc_w(struct chunkb *c, uint64_t seq, uint64_t size, uint64_t trace, uint64_t ptr,
 		uint64_t weight)
 {
-	ev_head(c, WIRE_EV_ALLOC_W, seq);
-	sb_u8(&c->b, WIRE_KIND_MALLOC);
-	sb_var(&c->b, size);
-	sb_var(&c->b, trace);
+	alloc_head(c, WIRE_EV_ALLOC_W, seq, WIRE_KIND_MALLOC, size, trace);
 	sb_var(&c->b, ptr);
 	sb_var(&c->b, weight);
 }
@@ -146,16 +150,13 @@ static void ptr_d(struct chunkb *c, uint64_t ptr)
 	uint64_t d = ptr - c->pbase;
 
 	c->pbase = ptr;
-	sb_var(&c->b, d << 1 ^ (uint64_t)((int64_t)d >> 63));
+	sb_var(&c->b, wire_zigzag(d));
 }
 
 void ck_alloc_d(struct chunkb *c, uint64_t seq, uint8_t kind, uint64_t size, uint64_t trace,
 		uint64_t ptr)
 {
-	ev_head(c, WIRE_EV_ALLOC_D, seq);
-	sb_u8(&c->b, kind);
-	sb_var(&c->b, size);
-	sb_var(&c->b, trace);
+	alloc_head(c, WIRE_EV_ALLOC_D, seq, kind, size, trace);
 	ptr_d(c, ptr);
 }
 
