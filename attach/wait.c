@@ -58,10 +58,8 @@ static bool is_sync_signal(int sig)
  * waits for, and a sched_yield() puts heaptap behind every other runnable
  * thread on its CPU, where it may wait a whole time slice to see the
  * stop. 10 us naps throughout cost heaptap about half a CPU when the
- * thread itself waited for one (22:12: 3.2 ms of CPU in a 4.8 ms wait);
- * with 50 us after the first 100 us the hold was as short (median 0.70 /
- * 0.72 ms against 0.86 / 0.69 ms, 1 / 2 workers, 12 interleaved attaches
- * each at load 15-18) and under 2 ms in 24 of 24 attaches against 21.
+ * thread itself waited for one; 50 us after the first 100 us keeps the
+ * hold as short without that cost.
  */
 #define NAP_FIRST_NS 10000
 #define NAP_FIRST_FOR_NS 100000

@@ -140,7 +140,7 @@ struct cli_attach_args {
 };
 
 /* ------------------------------------------------------------------ */
-/* Sampling (sample_args.c, issue #8)                                   */
+/* Sampling (sample_args.c)                                           */
 
 #define CLI_SAMPLE_MAX (1ull << 30) /* --sample at most 1G */
 

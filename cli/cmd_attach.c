@@ -291,9 +291,8 @@ static void start_timer(double secs)
  * and then for heaptap to read its header before patching (INJ_DRAIN_MS,
  * 3 s at most) while heaptap's main thread was still in att_inject_wait,
  * so any delay of that thread (a CPU it did not get, the loader thread
- * writing its outcome late) came on top of the first event; measured at
- * load 11, the rate came 149 ms after the start call in one round whose
- * library was ready after 9 ms (docs/bench.md, "first event, session 6").
+ * writing its outcome late) came on top of the first event: the rate could
+ * come 149 ms after the start call of a library ready after 9 ms.
  *
  * It starts with every signal blocked and unblocks the stop signals once
  * it has accepted (the injection is done by then: the library connects

@@ -20,7 +20,7 @@
  *   holder -> client   "heaptap-ctl 1 pid=HEAPTAP since=EPOCH target=PID\n"
  *   client -> holder   "detach\n"   end the session (as SIGTERM would)
  *                      "sample N\n" sample one allocation per N bytes, 0 = full
- *                                   tracing (issue #8, `heaptap ctl`)
+ *                                   tracing (`heaptap ctl`)
  *                      (anything else, or closing: just asked who holds it)
  *   holder -> client   "sample ok N\n" or "sample error REASON\n" at once
  *   holder -> client   "done code=N end=R allocs=N restored=N left=N out=PATH\n"

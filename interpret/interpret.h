@@ -121,7 +121,7 @@ struct itp_options {
 	 */
 	size_t input_limit;
 	/*
-	 * Sampling (issue #8): with sample_ctl set, itp_run sends
+	 * Sampling: with sample_ctl set, itp_run sends
 	 * WIRE_CTL_SAMPLE with this mean (0 = full tracing) and seed (0 = from
 	 * the clock) first thing, so the library starts in that mode (it waits
 	 * a moment for the record in its start; heaptap always sends one).

@@ -238,7 +238,7 @@ char *rpt_format_size(uint64_t bytes, char *buf, size_t len);
 
 /*
  * pprof builder: a profile.proto (google/pprof) built piece by piece, with
- * no knowledge of recordings, so a live aggregation (issue #8 snapshots) can
+ * no knowledge of recordings, so a live aggregation (sampled snapshots) can
  * use it as well as `heaptap report --format pprof`. Encoded by hand
  * (report/pprof_pb.c, a bounded writer); docs/report.md says why.
  *

@@ -28,7 +28,7 @@
  * busy threads, flushes of idle ones, module check) is fresh enough ten
  * times a second, while every tick wakes the timer, each busy thread's
  * flush, heaptap's reader and its interpreter: on the bench service
- * (docs/bench.md "sampled service, session 6") about 100 wake-ups of
+ * (bench/sample/svc_cpu) about 100 wake-ups of
  * heaptap and 200 sendmsg of the workers a second at 10 ms. A switch to
  * full tracing (read here) brings the next tick within 10 ms again. The
  * site counts go out every TRK_SMP_SITES_NS (1 s) of time, not per tick

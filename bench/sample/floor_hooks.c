@@ -11,8 +11,8 @@
  *   (none)          the interposed call only: load the pointer, jump
  *   FLOOR_COUNTER   + the distance to the next sample: a thread-local
  *                     int64 compared with the size and lowered by it
- *   FLOOR_SITES=1   + the exact per-site count as heaptap kept it before
- *                     session 6: slot = table[hash(return address)], its
+ *   FLOOR_SITES=1   + the exact per-site count in a hashed table (an
+ *                     earlier design): slot = table[hash(return address)], its
  *                     ip compared, calls += 1 and bytes += size (two
  *                     read-modify-writes of a 32-byte slot)
  *   FLOOR_SITES=2   + the same count packed: calls in the top 24 bits and

@@ -69,8 +69,8 @@ print("safepoints: %d logged, %d during the session's holds (%s); longest synchr
           max(r for _, _, _, r in sps) / 1e6, max([r for _, r, _ in near] or [0]) / 1e6,
           len(holds), sorted(set(h["tid"] for h in holds)), len(java)), file=sys.stderr)
 if not holds:
-    # The hold lasted less than one sweep of holdwatch.py (seen on a machine
-    # at load 20); heaptap's own -v line still names the thread (held_ok).
+    # The hold lasted less than one sweep of holdwatch.py (it happens on a
+    # busy machine); heaptap's own -v line still names the thread (held_ok).
     print("check_safepoints: NOTE: holdwatch saw no hold in %d sweeps; nothing to judge the "
           "safepoints against in this run" % data.get("sweeps", 0), file=sys.stderr)
 for x in bad:

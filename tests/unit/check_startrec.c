@@ -80,7 +80,7 @@ static void library_payload(struct sbuf *p)
 	inj_g.st.rate_got = 1;
 	inj_g.st.session_ns = 17500000;
 	inj_g.st.drain_ns = 2000000;
-	inj_g.st.start_ns = 2380000000ull; /* 2.38 s: the slow round of issue #4 */
+	inj_g.st.start_ns = 2380000000ull; /* 2.38 s: a slow start */
 	inj_g.st.first_pass_ns = 350000;
 	inj_g.st.first_passes = 2;
 	inj_g.st.patched = 31;
