@@ -11,7 +11,7 @@
  * user, in the target's /tmp or, when that is read-only or mounted noexec,
  * its /dev/shm; the library's DT_RPATH $ORIGIN (inject/CMakeLists.txt)
  * makes the target's loader take the copies from there. Everything is
- * removed once dlopen has mapped it (DESIGN.md rule 8).
+ * removed once dlopen has mapped it (docs/design.md "Leave no file behind").
  *
  * glibc's own libraries (libm.so.6, ...) are never copied: they must match
  * the target's libc. The target must have them, which is checked here; the

@@ -1,7 +1,7 @@
 /* cli/attach_session.c - the session directory and socket of heaptap attach, inside the target's /tmp */
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN.md rule 8: a private 0700 directory reachable from the target's
+ * docs/design.md "Leave no file behind": a private 0700 directory reachable from the target's
  * mount namespace, owned by the target's user, holding the listening
  * socket, removed on every path.
  *

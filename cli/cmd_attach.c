@@ -23,7 +23,7 @@
  * before the seize ends the command with nothing changed; a stop after
  * the injection is handed to itp_run, which sends WIRE_CTL_STOP at once,
  * so the library restores its slots and ends cleanly. SIGPIPE is ignored.
- * Globals here: the signal flag (STYLE.md rule 10).
+ * Globals here: the signal flag (docs/design.md "Globals").
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@
  * STOP_GRACE_S seconds, heaptap sets the interpreter's stop flag, which
  * makes the library stop tracking and finish the stream, so the recording
  * is complete, and then waits for the program. Globals here: the signal
- * flags (STYLE.md rule 10).
+ * flags (docs/design.md "Globals").
  */
 #include <errno.h>
 #include <getopt.h>

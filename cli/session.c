@@ -1,7 +1,7 @@
 /* cli/session.c - the private session directory and its listening socket */
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN.md rule 8: files of a session live in a private 0700 directory and
+ * docs/design.md "Leave no file behind": files of a session live in a private 0700 directory and
  * are removed on every path. mkdtemp() creates the directory 0700; the
  * socket inside it is reachable only by its owner (and root).
  */

@@ -1,7 +1,7 @@
 /* inject/internal.h - state and internal functions of libheaptap_inject.so */
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-process state (STYLE.md rule 10 exception, like track/'s trk_g): the
+ * Per-process state (the exception of docs/design.md "Globals", like track/'s trk_g): the
  * library runs inside the target and its entry points (start function,
  * before_end callback, fork handlers) cannot be handed a context.
  *

@@ -1,8 +1,8 @@
 /* recfile/recfile.h - the recording file: streaming writer and bounded reader */
 /* SPDX-License-Identifier: MIT */
 /*
- * A recording is what interpret/ writes and report/ reads (DESIGN.md
- * "Recording file"). The on-disk layout is documented in docs/recording.md
+ * A recording is what interpret/ writes and report/ reads (docs/design.md
+ * "The contracts"). The on-disk layout is documented in docs/recording.md
  * and heaptap(5); this header is the only way other folders touch it.
  *
  * Data model (every table is indexed from 0 in the order it was written):

@@ -1,7 +1,7 @@
 /* track/internal.h - layouts and internal functions of the recording core */
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-process state (STYLE.md rule 10 exception): everything lives in the
+ * Per-process state (the exception of docs/design.md "Globals"): everything lives in the
  * one global trk_g, because the hooks are called with libc's signatures and
  * cannot be passed a context.
  *

@@ -25,7 +25,7 @@
  *
  * Announcing is separate from inserting, because the tree outlives a
  * session and every session's stream must define the nodes it uses
- * (DESIGN rule 5: a second attach). Before an event uses a leaf,
+ * (docs/design.md: a second attach). Before an event uses a leaf,
  * trk_tree_send makes sure the leaf's node->sent is the current session;
  * if not, the topmost unsent ancestor is announced first, and so on down.
  * Announcing takes a sequence number *before* it marks the node sent (CAS

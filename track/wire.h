@@ -1,7 +1,7 @@
 /* track/wire.h - the event stream between track/ (in the target) and interpret/ (in heaptap) */
 /* SPDX-License-Identifier: MIT */
 /*
- * This header is the contract of DESIGN.md "Event stream". It is included by
+ * This header is the stream contract of docs/design.md. It is included by
  * track/ (which writes the stream inside the target process) and by
  * interpret/ (which reads it in the heaptap process and must never trust it).
  * Everything is little-endian. Numbers inside records are unsigned LEB128

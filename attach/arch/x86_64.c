@@ -13,7 +13,7 @@
  * -ERESTARTNOINTR or -ERESTART_RESTARTBLOCK, and if we put the registers
  * back as they were at the stop, the exit to user space rewinds rip by 2
  * and re-issues the call (arch/x86/kernel/signal.c). Measured on this
- * kernel for futex, read, clock_nanosleep (DESIGN.md) and checked again by
+ * kernel for futex, read, clock_nanosleep and checked again by
  * tests/attach (one test per thread kind). epoll_wait and friends return
  * -EINTR instead, which the program would see: never interrupt those.
  * pselect6, ppoll with a mask, epoll_pwait*, rt_sigsuspend install a

@@ -1206,7 +1206,7 @@ START_TEST(session_twice)
 
 	ck_assert_int_gt(sl, 0);
 	self[sl] = '\0';
-	/* DESIGN rule 5: a second attach to the same process works */
+	/* docs/design.md: a second attach to the same process works */
 	session_start(&r);
 	p = call_site(101);
 	q = trk_realloc(p, 202);
