@@ -13,9 +13,17 @@
  *                              (att_seize calls it; callable alone to look)
  *   att_seize()                ... att_release()   stops the best safe thread
  *                              (needs a passed preflight)
- *   att_inject()               saves registers, signal mask and errno, calls
- *                              mmap, dlopen, dlsym and the start function in
- *                              the target, then puts everything back
+ *   att_inject_start()         saves registers, signal mask and errno, maps a
+ *                              page and starts a loader thread in the target
+ *                              (two remote calls), then puts everything back;
+ *                              the loader thread does dlopen, dlsym and the
+ *                              start function after the release
+ *   att_release()              lets the thread go
+ *   att_inject_wait()          the loader thread's outcome
+ *
+ * att_inject() is the synchronous form: every call (mmap, dlopen, dlsym,
+ * the start function) in the seized thread itself, for targets without
+ * pthread_create in libc and for the tests.
  *
  * Only one thread of the target is ever stopped, and only between
  * att_seize() and att_release(); every other thread keeps running.
@@ -233,15 +241,16 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
  * As att_inject(), but the seized thread does not load the library: it
  * only creates a new thread in the target (pthread_create of the target's
  * libc, every asynchronous signal blocked, so the new thread inherits that
- * mask) whose start routine, copied into a scratch page, does dlopen,
+ * mask) whose start routine, copied into a page of its own, does dlopen,
  * dlsym and start(arg), records the outcome (and dlerror()'s text) in a
  * page heaptap reads, detaches itself, unmaps its pages and ends. The
- * seized thread runs mmap, mprotect, __errno_location, pthread_create and
- * munmap only, and everything of it is put back as by att_inject(). Then:
- * att_release(), and att_inject_wait() for the outcome. Without
- * pthread_create in libc (glibc < 2.34: it is in libpthread) or with a path
- * too long for the page, it falls back to att_inject() itself (res.threaded
- * 0). The staged copy of the library (if any) stays until att_inject_wait()
+ * seized thread makes two remote calls: an mmap of three pages and a stub
+ * that takes errno's address, makes the data page writable and calls
+ * pthread_create; everything of it is put back as by att_inject(). Then:
+ * att_release(), and att_inject_wait() for the outcome. Without a
+ * pthread_create in the target (libc only before glibc 2.34, and no
+ * libpthread loaded) or with a path too long for the page, it falls back to
+ * att_inject() itself (res.threaded 0). The staged copy of the library (if any) stays until att_inject_wait()
  * or att_free(). Returns as att_inject(), plus ATT_E_THREAD_CREATE (the
  * target's pthread_create failed: nothing was changed).
  */
@@ -313,9 +322,6 @@ const char *att_detail(const struct att_ctx *ctx);
 
 /* errno of the failing system call of the last failure, or 0. */
 int att_errno(const struct att_ctx *ctx);
-
-/* The tid the last failing step was about (0 when it concerned the process). */
-pid_t att_failed_tid(const struct att_ctx *ctx);
 
 /*
  * Generic remote function call in the seized thread (for inject/ later):

@@ -161,7 +161,6 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 		return att_fail(ctx, ATT_E_THREAD_UNSAFE, ESRCH, "thread %d is not in process %d",
 				(int)ctx->prefer_tid, (int)ctx->pid);
 	if (ctx->prefer_tid && ctx->ncand == 0) {
-		ctx->failed_tid = ctx->prefer_tid;
 		return att_fail(ctx, ATT_E_THREAD_UNSAFE, 0, "thread %d is in %s (syscall %ld)",
 				(int)ctx->prefer_tid, att_arch_sysname(prefer_sys), prefer_sys);
 	}

@@ -80,11 +80,6 @@ int att_errno(const struct att_ctx *ctx)
 	return ctx->err;
 }
 
-pid_t att_failed_tid(const struct att_ctx *ctx)
-{
-	return ctx->failed_tid;
-}
-
 uint64_t att_now_ns(void)
 {
 	struct timespec ts;

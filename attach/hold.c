@@ -146,13 +146,11 @@ static void unboost(struct att_ctx *ctx)
 void att_hold_begin(struct att_ctx *ctx, pid_t tid)
 {
 	struct att_hold *h = &ctx->hold;
-	const char *v;
 
 	if (h->active)
 		att_hold_end(ctx, false);
 	memset(h, 0, sizeof(*h));
 	h->tid = tid;
-	h->yield_wait = (v = getenv("HEAPTAP_HOLD_WAIT")) && !strcmp(v, "yield");
 	h->stat_ok = thread_schedstat(ctx, tid, &h->thr_run, &h->thr_wait);
 	h->slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	if (h->slack > 1 && prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0)

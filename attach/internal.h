@@ -191,7 +191,6 @@ struct att_hold {
 	struct sched_param old_param;
 	int old_nice;
 	int slack;			/* our timer slack before (ns), -1 unknown */
-	bool yield_wait;		/* HEAPTAP_HOLD_WAIT=yield: att_wait as before 2026-12-01 */
 	unsigned stops;			/* stops of the thread att_wait saw */
 	uint64_t wait_ns;		/* time att_wait waited for it */
 };
@@ -221,7 +220,6 @@ struct att_ctx {
 	char comm[32];
 	/* last failure */
 	int err;
-	pid_t failed_tid;
 	char detail[512];
 	/* HEAPTAP_FAULT */
 	char fault[32];
@@ -419,7 +417,6 @@ const unsigned char *att_arch_sigreturn_stub(unsigned i, size_t *len);
 long att_arch_syscall_ret(const unsigned char *code, size_t len);
 uint64_t att_arch_ret(const struct user_regs_struct *gp);
 uint64_t att_arch_pc(const struct user_regs_struct *gp);
-uint64_t att_arch_sp(const struct user_regs_struct *gp);
 const char *att_arch_sysname(long sysno);
 
 /* ---- wait.c ---- */

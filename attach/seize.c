@@ -192,7 +192,6 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 		err = errno;
 		if (err == ESRCH)
 			return TRY_NEXT;	/* the thread exited meanwhile */
-		ctx->failed_tid = c->tid;
 		snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
 		if (err == EPERM && att_read_file(path, status, sizeof(status)) > 0 &&
 		    (v = att_status_field(status, "TracerPid")) && atoi(v) > 0) {

@@ -72,7 +72,7 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 	uint64_t t0 = att_now_ns(), deadline = t0 + (uint64_t)timeout_ms * 1000000u, now;
 	struct timespec nap = { 0, 20000 };
 	bool held = ctx->hold.active && ctx->hold.tid == thr->tid;
-	bool sleepy = held && !ctx->hold.yield_wait;
+	bool sleepy = held;
 	int st = 0, sig, event, spins = 0;
 	pid_t r;
 
@@ -161,7 +161,6 @@ static enum att_disp gone(struct att_ctx *ctx, struct att_thread *thr, enum att_
 	thr->state = ATT_TS_GONE;
 	thr->regs_saved = false;
 	thr->mask_changed = false;
-	ctx->failed_tid = thr->tid;
 	*why = att_fail(ctx, ATT_E_EXITED, 0, "thread %d", (int)thr->tid);
 	return ATT_D_FAIL;
 }
@@ -184,7 +183,6 @@ static enum att_disp disp_stopping(struct att_ctx *ctx, struct att_thread *thr, 
 		thr->state = ATT_TS_STOPPED;
 		thr->at_signal_stop = false;
 		thr->group_stop_seen = true;
-		ctx->failed_tid = thr->tid;
 		*why = att_fail(ctx, ATT_E_STOPPED, 0, "stopped by signal %d during attach", sig);
 		return ATT_D_FAIL;
 	case ATT_EV_EXEC:
@@ -206,7 +204,6 @@ static enum att_disp disp_stopping(struct att_ctx *ctx, struct att_thread *thr, 
 	case ATT_EV_ERROR:
 		return gone(ctx, thr, why);
 	case ATT_EV_TIMEOUT:
-		ctx->failed_tid = thr->tid;
 		*why = att_fail(ctx, ATT_E_STOP_TIMEOUT, 0, "thread %d", (int)thr->tid);
 		return ATT_D_FAIL;
 	}
@@ -231,7 +228,6 @@ static enum att_disp disp_calling(struct att_ctx *ctx, struct att_thread *thr, e
 			thr->at_signal_stop = true;
 			thr->last_sig = sig;
 			thr->fault_addr = att_arch_pc(&gp);
-			ctx->failed_tid = thr->tid;
 			*why = att_fail(ctx, ATT_E_CALL_FAULT, 0, "signal %d (%s) at pc %#llx, address %p",
 					sig, strsignal(sig), (unsigned long long)att_arch_pc(&gp),
 					si.si_addr);

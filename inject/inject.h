@@ -2,10 +2,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Runtime-attach half that runs inside the target. `heaptap attach` (attach/)
- * remote-calls dlopen("libheaptap_inject.so", RTLD_NOW) in a thread it
- * hijacked, then heaptap_inject_start(socket_path) in the same thread. The
- * start function only validates and creates the library's own thread, so
- * the hijacked thread is released within microseconds. That thread connects
+ * makes a thread it hijacked start a short-lived loader thread, which calls
+ * dlopen("libheaptap_inject.so", RTLD_NOW) and then
+ * heaptap_inject_start(socket_path); the synchronous path (att_inject, the
+ * tests) makes both calls in the hijacked thread itself. The start function
+ * only validates and creates the library's own thread, so its caller is
+ * free again within microseconds. That thread connects
  * the socket, starts a track/ session (WIRE_F_ATTACHED) and points the GOT
  * slots of malloc & co. in every loaded module at track/'s hooks; modules
  * loaded later are patched within INJ_POLL_MS. When the session ends (STOP,
@@ -14,7 +16,7 @@
  * is inert (docs/inject.md).
  *
  * Only the three functions below are exported (exports.map); everything else
- * in the .so is hidden. Both are plain C, one pointer argument or none, and
+ * in the .so is hidden. All three are plain C, one pointer argument or none, and
  * return an int, so a remote call through the System V ABI needs only rdi
  * and rax.
  */

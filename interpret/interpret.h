@@ -180,7 +180,6 @@ struct itp_result {
 	uint32_t flags;		 /* WIRE_F_* from the header */
 	char exe[256];		 /* from the header, cut if longer */
 	int end_reason;		 /* enum wire_end_reason, 0 if no END record came */
-	uint64_t unknown_frees;	 /* frees of pointers never seen allocated */
 	uint64_t slots_restored, slots_left; /* from the END record (attach mode) */
 	uint64_t events_dropped; /* from the END record: events the library lost */
 	struct itp_counters warn; /* see struct itp_counters */

@@ -383,7 +383,6 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 	if (rc)
 		itp_out_fail(&c, rc, "the end of the recording");
 	res->final = c.st;
-	res->unknown_frees = res->warn.unknown_frees;
 	res->ips = c.nips;
 	res->site_calls = c.sites.calls;
 	res->site_bytes = c.sites.bytes;

@@ -1,7 +1,7 @@
 /* track/track.h - the recording core that runs inside the target process */
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared by preload/ (LD_PRELOAD) and, later, inject/ (runtime attach).
+ * Shared by preload/ (LD_PRELOAD) and inject/ (runtime attach).
  * Hooks capture the call stack, find or add it in the process-wide trace
  * tree, and append events (track/wire.h) to a per-thread buffer that is
  * written to the socket. Everything here runs in the target: it never
@@ -23,8 +23,9 @@
  * heaptap sends WIRE_CTL_STOP (reason WIRE_END_STOP) or the socket dies (no
  * END can be sent then).
  *
- * Thread-local state is one pointer and one guard flag (initial-exec TLS),
- * so this code can be dlopen'ed into a running process.
+ * Thread-local state is initial-exec TLS only (the thread's buffer pointer
+ * and the sampling block), so this code can be dlopen'ed into a running
+ * process without __tls_get_addr on the hot path.
  */
 #ifndef HEAPTAP_TRACK_H
 #define HEAPTAP_TRACK_H

@@ -493,8 +493,3 @@ uint64_t att_arch_pc(const struct user_regs_struct *gp)
 {
 	return gp->rip;
 }
-
-uint64_t att_arch_sp(const struct user_regs_struct *gp)
-{
-	return gp->rsp;
-}

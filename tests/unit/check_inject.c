@@ -531,7 +531,7 @@ START_TEST(test_session)
 	ck_assert_int_eq(res.end_reason, WIRE_END_STOP);
 	ck_assert_uint_ge(res.slots_restored, 5); /* main, RELRO lib, libc, late lib at least */
 	ck_assert_uint_eq(res.slots_left, 0);
-	ck_assert_uint_ge(res.unknown_frees, 10); /* the blocks from before the attach */
+	ck_assert_uint_ge(res.warn.unknown_frees, 10); /* the blocks from before the attach */
 	ck_assert_uint_eq(res.events_dropped, 0);
 
 	/* what the recording holds */

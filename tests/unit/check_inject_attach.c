@@ -173,7 +173,7 @@ START_TEST(test_attach_session)
 		"recorded %llu allocations, %llu frees (%llu of blocks from before), %llu "
 		"slots restored\n",
 		(unsigned long long)res.final.alloc_calls, (unsigned long long)res.final.free_calls,
-		(unsigned long long)res.unknown_frees, (unsigned long long)res.slots_restored);
+		(unsigned long long)res.warn.unknown_frees, (unsigned long long)res.slots_restored);
 
 	r = rec_open(out, &err);
 	ck_assert_msg(r != NULL, "rec_open: %s", rec_strerror(err));

@@ -290,7 +290,7 @@ START_TEST(test_reorder_across_chunks)
 	ck_end(&s, &c);
 	sb_end(&s, 5, WIRE_END_EXIT);
 	ck_assert_int_eq(run(&s, &res), 0);
-	ck_assert_uint_eq(res.unknown_frees, 0);
+	ck_assert_uint_eq(res.warn.unknown_frees, 0);
 	ck_assert_uint_eq(res.warn.reused_ptrs, 0);
 	ck_assert_uint_eq(res.warn.late_events, 0);
 	ck_assert_uint_eq(res.final.heap_bytes, 48);
@@ -352,7 +352,7 @@ START_TEST(test_ptr_delta)
 	sb_end(&s, 11, WIRE_END_EXIT);
 	ck_assert_int_eq(run(&s, &res), 0);
 	ck_assert_str_eq(res.detail, "");
-	ck_assert_uint_eq(res.unknown_frees, 0);
+	ck_assert_uint_eq(res.warn.unknown_frees, 0);
 	ck_assert_uint_eq(res.warn.reused_ptrs, 0);
 	ck_assert_uint_eq(res.warn.late_events, 0);
 	ck_assert_uint_eq(res.final.alloc_calls, 6);
@@ -478,7 +478,6 @@ START_TEST(test_unknown_frees)
 	ck_end(&s, &c);
 	sb_end(&s, 5, WIRE_END_STOP);
 	ck_assert_int_eq(run(&s, &res), 0);
-	ck_assert_uint_eq(res.unknown_frees, 3);
 	ck_assert_uint_eq(res.warn.unknown_frees, 3);
 	ck_assert_uint_eq(res.final.free_calls, 4);
 	r = open_rec();
@@ -820,7 +819,7 @@ START_TEST(test_overflowing_varint)
 		sb_u8(&c.b, WIRE_EV_NOP);
 	ck_end(&s, &c);
 	ck_assert_int_eq(run(&s, &res), -ITP_E_CORRUPT);
-	ck_assert_uint_eq(res.unknown_frees, 1);
+	ck_assert_uint_eq(res.warn.unknown_frees, 1);
 	sb_free(&s);
 }
 END_TEST
@@ -879,7 +878,7 @@ START_TEST(test_varint_boundaries)
 	ck_assert_str_eq(res.detail, "");
 	ck_assert_uint_eq(res.final.alloc_calls, ns + 3);
 	ck_assert_uint_eq(res.final.free_calls, ns + 3);
-	ck_assert_uint_eq(res.unknown_frees, 0);
+	ck_assert_uint_eq(res.warn.unknown_frees, 0);
 	ck_assert_uint_eq(res.warn.reused_ptrs, 0);
 	r = open_rec();
 	ai = rec_allocinfos(r, &n);
