@@ -1,4 +1,4 @@
-/* recfile/ht2rec.c - convert a heaptrack data file into a heaptap recording (size benchmark) */
+/* bench/recfile/ht2rec.c - convert a heaptrack data file into a heaptap recording (size benchmark) */
 /* SPDX-License-Identifier: MIT */
 /*
  * heaptap_ht2rec IN OUT: reads heaptrack's uncompressed text data (pipe it
