@@ -1,6 +1,20 @@
-# tests/unit/interpret.cmake - Check suite of interpret/ (unit.interpret)
+# tests/unit/interpret.cmake - Check suites of interpret/ (unit.interpret, unit.interpret_*)
+#
+# Every suite feeds crafted streams (check_interpret_wire.c) through itp_run
+# (check_interpret_harness.h) and reads the recording back.
+set(ITP_TEST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_interpret_wire.c)
+set(ITP_TEST_LIBS heaptap_interpret Threads::Threads ${CMAKE_DL_LIBS})
+# the stream applied: events, allocation infos, weights, counters (and the tools: --bench*, --write-seeds)
 heaptap_unit_test(interpret
-  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_interpret_wire.c
-  LIBS heaptap_interpret Threads::Threads ${CMAKE_DL_LIBS})
+  SOURCES ${ITP_TEST_SOURCES} ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_interpret_tools.c
+  LIBS ${ITP_TEST_LIBS})
+# events of many threads put back in sequence order: chunks, gaps, the reorder limit, ticks
+heaptap_unit_test(interpret_order SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
+# hostile streams: bad headers, lengths, varints, unknown ops, cut streams
+heaptap_unit_test(interpret_bad SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
+# reading and control: split reads, queue blocks, stop, status, the output file
+heaptap_unit_test(interpret_io SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
+# symbolization against the test binary itself, modules, demangling
+heaptap_unit_test(interpret_symbols SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
 # the reader thread's input queue (interpret/inq.c): order, bound, EOF, errors, signals, stop
 heaptap_unit_test(inq LIBS heaptap_interpret Threads::Threads)
