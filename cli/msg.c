@@ -6,23 +6,29 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "report/report.h"
 
 void cli_msg(const char *fmt, ...)
 {
-	char buf[2048];
+	char raw[2048], buf[2048];
 	int saved = errno;
 	int n, m;
 	va_list ap;
 
-	n = snprintf(buf, sizeof(buf), "heaptap: ");
 	va_start(ap, fmt);
-	m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	m = vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
 	if (m < 0)
 		m = 0;
-	n += m;
-	if ((size_t)n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2; /* cut: the line still ends */
+	if ((size_t)m >= sizeof(raw))
+		m = sizeof(raw) - 1; /* cut: the line still ends */
+	/*
+	 * Messages carry what the target, a peer or another user chose (comm,
+	 * paths, dlerror text, a control socket's reply): escaped as a whole,
+	 * so no byte of theirs reaches the terminal as a control.
+	 */
+	n = snprintf(buf, sizeof(buf), "heaptap: ");
+	n += (int)rpt_escape(buf + n, sizeof(buf) - (size_t)n - 1, raw, (size_t)m);
 	buf[n++] = '\n';
 	/* One write so that lines of several processes do not interleave. */
 	if (write(STDERR_FILENO, buf, (size_t)n) < 0) {

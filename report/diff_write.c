@@ -83,8 +83,15 @@ static void text_summary(FILE *f, const struct rpt_diff *df, const struct rpt_di
 {
 	const struct rpt_summary *o = &rpt_diff_side(df, 0)->sum, *n = &rpt_diff_side(df, 1)->sum;
 
-	fprintf(f, "old                    %s (%s)\n", p->old_path ? p->old_path : "-", o->command);
-	fprintf(f, "new                    %s (%s)\n", p->new_path ? p->new_path : "-", n->command);
+	fputs("old                    ", f);
+	rpt_fputs_escaped(p->old_path ? p->old_path : "-", f);
+	fputs(" (", f);
+	rpt_fputs_escaped(o->command, f);
+	fputs(")\nnew                    ", f);
+	rpt_fputs_escaped(p->new_path ? p->new_path : "-", f);
+	fputs(" (", f);
+	rpt_fputs_escaped(n->command, f);
+	fputs(")\n", f);
 	if (o->estimated || n->estimated)
 		fputs("sampling               numbers of a sampled recording are estimates\n", f);
 	fprintf(f, "\n%-22s %14s %14s %14s\n", "", "old", "new", "change");
@@ -110,17 +117,25 @@ static void text_site(FILE *f, const struct rpt_diff_site *s)
 		s->new.calls);
 	fprintf(f, ", peak %s", signed_size(delta(s->old.peak, s->new.peak), a, SZ));
 	fprintf(f, ", leaked %s\n", signed_size(delta(s->old.leaked, s->new.leaked), a, SZ));
+	/* names come from the targets: escaped (rpt_escape) */
 	fputs("      ", f);
-	if (s->function)
-		fputs(s->function, f);
-	else if (s->module)
-		fprintf(f, "%s+0x%" PRIx64, base_name(s->module), s->offset);
-	else
-		fputs(s->key, f);
-	if (s->file)
-		fprintf(f, " (%s:%u)", s->file, s->line);
-	if (s->function && s->module)
-		fprintf(f, " in %s", base_name(s->module));
+	if (s->function) {
+		rpt_fputs_escaped(s->function, f);
+	} else if (s->module) {
+		rpt_fputs_escaped(base_name(s->module), f);
+		fprintf(f, "+0x%" PRIx64, s->offset);
+	} else {
+		rpt_fputs_escaped(s->key, f);
+	}
+	if (s->file) {
+		fputs(" (", f);
+		rpt_fputs_escaped(s->file, f);
+		fprintf(f, ":%u)", s->line);
+	}
+	if (s->function && s->module) {
+		fputs(" in ", f);
+		rpt_fputs_escaped(base_name(s->module), f);
+	}
 	if (!s->in_old)
 		fputs(" [new]", f);
 	else if (!s->in_new)

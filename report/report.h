@@ -407,4 +407,20 @@ int rpt_write_diff_text(FILE *f, const struct rpt_diff *df, const struct rpt_dif
 int rpt_write_diff_json(FILE *f, const struct rpt_diff *df, const struct rpt_diff_print *p)
 	__attribute__((warn_unused_result));
 
+/* ------------------------------------------------------------------ */
+/* Text safe for a terminal (escape.c)                                   */
+
+/*
+ * rpt_escape - the len bytes of in, as a terminal may show them, into out
+ * (cap bytes, NUL-terminated; cut at a whole character or escape): printable
+ * ASCII and well-formed UTF-8 pass; control bytes, DEL, malformed UTF-8, C1
+ * and bidirectional controls become \xNN per byte, a backslash \\. Returns
+ * the length written. Every string another party chose goes through it
+ * before a terminal sees it (cli_msg, the text report).
+ */
+size_t rpt_escape(char *out, size_t cap, const char *in, size_t len);
+
+/* rpt_fputs_escaped - fputs(s, f) with s escaped as by rpt_escape (any length). */
+void rpt_fputs_escaped(const char *s, FILE *f);
+
 #endif /* HEAPTAP_REPORT_H */

@@ -42,16 +42,22 @@ static void summary(FILE *f, const struct rpt_data *d, const struct rpt_print_op
 	const char *est = s->estimated ? " (estimated)" : "";
 	char a[SZ], b[SZ];
 
-	if (p->path)
-		fprintf(f, "recording              %s\n", p->path);
-	fprintf(f, "command                %s\n", *s->command ? s->command : "(unknown)");
+	if (p->path) {
+		fputs("recording              ", f);
+		rpt_fputs_escaped(p->path, f);
+		fputs("\n", f);
+	}
+	fputs("command                ", f);
+	rpt_fputs_escaped(*s->command ? s->command : "(unknown)", f);
+	fputs("\n", f);
 	if (s->pid)
 		fprintf(f, "process                %" PRIu64 ", %s\n", s->pid,
 			s->attached ? "attached" : "launched");
-	fprintf(f, "recording state        %s%s%s%s%s\n", s->truncated ? "truncated: " : "complete",
+	fprintf(f, "recording state        %s%s%s%s", s->truncated ? "truncated: " : "complete",
 		s->truncated ? rec_strerror(s->truncated) : "",
-		s->attached && !s->pid ? ", attached" : "", s->end_reason ? ", session end: " : "",
-		s->end_reason ? s->end_reason : "");
+		s->attached && !s->pid ? ", attached" : "", s->end_reason ? ", session end: " : "");
+	rpt_fputs_escaped(s->end_reason ? s->end_reason : "", f);
+	fputs("\n", f);
 	if (s->sampled)
 		fprintf(f, "sampling               every %" PRIu64 " bytes on average, numbers estimated\n",
 			s->sample_bytes);
@@ -135,17 +141,24 @@ static void cost_line(FILE *f, const struct rpt_costs *k, enum rpt_cost c, int a
 
 static void frame_line(FILE *f, const struct rpt_frame *fr, const char *indent)
 {
+	/* names, files and modules come from the target: escaped (rpt_escape) */
 	fputs(indent, f);
 	if (fr->function)
-		fputs(fr->function, f);
+		rpt_fputs_escaped(fr->function, f);
 	else
 		fprintf(f, "0x%" PRIx64, fr->ip);
-	if (fr->file)
-		fprintf(f, "  %s:%u", fr->file, fr->line);
+	if (fr->file) {
+		fputs("  ", f);
+		rpt_fputs_escaped(fr->file, f);
+		fprintf(f, ":%u", fr->line);
+	}
 	if (fr->inlined)
 		fputs("  (inlined)", f);
-	if (fr->module && (!fr->function || !fr->file))
-		fprintf(f, "  in %s+0x%" PRIx64, fr->module, fr->offset);
+	if (fr->module && (!fr->function || !fr->file)) {
+		fputs("  in ", f);
+		rpt_fputs_escaped(fr->module, f);
+		fprintf(f, "+0x%" PRIx64, fr->offset);
+	}
 	fputs("\n", f);
 }
 
@@ -219,7 +232,9 @@ static int list(FILE *f, const struct rpt_data *d, enum rpt_cost c, const struct
 
 		fprintf(f, "%2zu. ", i + 1);
 		cost_line(f, &s->cost, c, d->sum.attached);
-		fprintf(f, "\n    at %s\n", site_name(d, s, name, sizeof(name)));
+		fputs("\n    at ", f);
+		rpt_fputs_escaped(site_name(d, s, name, sizeof(name)), f);
+		fputs("\n", f);
 		for (j = 0; j < m && !ret; j++) {
 			fputs("    ", f);
 			cost_line(f, &d->trace_cost[bt[j]], c, d->sum.attached);
