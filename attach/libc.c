@@ -7,7 +7,8 @@
  * file's first PT_LOAD address. The file is opened through
  * /proc/PID/map_files/START-END, which names the very inode mapped even in
  * another mount namespace or after an upgrade replaced the file, and, when
- * that is not permitted, through /proc/PID/root/PATH. Symbols come from
+ * that is not permitted, through PATH inside /proc/PID/root (both through
+ * rootfs.c: regular files only, resolved inside that root). Symbols come from
  * elf/'s file view (elfr_file_symbol: default version wins).
  * att_module_symbols finds glibc < 2.34's libdl and libpthread under their
  * file names too (libdl-2.31.so), and takes from libc a name such a module
@@ -15,6 +16,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,12 +29,22 @@ struct elfr_file *att_elf_open_module(char *path, size_t cap, const char *procdi
 				      const char *mpath, uint64_t *vaddr)
 {
 	struct elfr_file *f = NULL;
-	int i;
+	int i, fd;
 
 	for (i = 0; i < 2; i++) {
-		if (i == 1)	/* map_files needs CAP_SYS_ADMIN on older kernels */
+		/* rootfs.c: regular files only; the path resolved inside the process's root */
+		if (i == 0) {
+			fd = att_open_regular(path, NULL);
+		} else {	/* map_files needs CAP_SYS_ADMIN on older kernels */
+			fd = att_root_open(procdir, mpath, NULL);
 			snprintf(path, cap, "%s/root%s", procdir, mpath);
-		if (elfr_file_open(path, &f) != ELFR_OK)
+		}
+		if (fd < 0) {
+			errno = -fd;
+			continue;
+		}
+		f = att_elf_open_fd(fd);
+		if (!f)
 			continue;
 		if (elfr_file_first_load(f, vaddr) == ELFR_OK)
 			return f;

@@ -7,8 +7,9 @@
  * <lib> for us and every library it needs (att_deps_find) that is not part
  * of glibc is there too, under the path this host has it at, with the same
  * bytes. Otherwise the library and each dependency the target lacks are
- * copied into a fresh 0700 directory heaptap-XXXXXX, owned by the target's
- * user, in the target's /tmp or, when that is read-only or mounted noexec,
+ * copied into a fresh 0700 directory heaptap-XXXXXX, heaptap's while it
+ * fills it and then handed to the target's user (through its descriptor),
+ * in the target's /tmp or, when that is read-only or mounted noexec,
  * its /dev/shm; the library's DT_RPATH $ORIGIN (inject/CMakeLists.txt)
  * makes the target's loader take the copies from there. Everything is
  * removed once dlopen has mapped it (docs/design.md "Leave no file behind").
@@ -20,8 +21,11 @@
  *
  * The directory is made and emptied through descriptors opened with
  * O_NOFOLLOW at every step below /proc/PID/root (as cli/attach_session.c
- * does): the target's tree is not ours, and an absolute symlink in it
- * would resolve in our root. Both descriptors stay open until att_unstage.
+ * does), and every file of the target's tree is looked at through
+ * rootfs.c: the target's tree is not ours, and an absolute symlink in it
+ * would resolve in our root. Both descriptors stay open until att_unstage,
+ * the directory flock'ed meanwhile: a heaptap killed before att_unstage
+ * leaves it unlocked, and the next attach there removes it (att_sweep).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -87,8 +92,13 @@ out_in:
 	return ret;
 }
 
-/* Whether files a and b are the same file or hold the same bytes. */
-static bool same_content(const char *a, const char *b)
+/*
+ * Whether the host file host and the file at path in the process's root are
+ * the same file or hold the same bytes. The process's side is opened with
+ * att_root_open: a FIFO, a device or a symlink out of its root is "not the
+ * same" (and then copied in), never opened.
+ */
+static bool same_content(const struct att_ctx *ctx, const char *host, const char *path)
 {
 	char ba[16384], bb[16384];
 	struct stat sa, sb;
@@ -96,13 +106,13 @@ static bool same_content(const char *a, const char *b)
 	ssize_t n, m;
 	int fa, fb;
 
-	fa = open(a, O_RDONLY | O_CLOEXEC);
+	fa = open(host, O_RDONLY | O_CLOEXEC);
 	if (fa < 0)
 		return false;
-	fb = open(b, O_RDONLY | O_CLOEXEC);
+	fb = att_root_open(ctx->procdir, path, &sb);
 	if (fb < 0)
 		goto out_a;
-	if (fstat(fa, &sa) < 0 || fstat(fb, &sb) < 0 || !S_ISREG(sb.st_mode))
+	if (fstat(fa, &sa) < 0)
 		goto out_b;
 	if (sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino) {
 		same = true;
@@ -133,47 +143,24 @@ out_a:
 	return same;
 }
 
-/* Whether the target's root has a file named name in dir (a path inside the target). */
+/* Whether the target's root has a regular file named name in dir (a path inside the target). */
 static bool target_has(const struct att_ctx *ctx, const char *dir, size_t dlen, const char *name)
 {
-	char path[PATH_MAX + 192];
+	char path[PATH_MAX + 128];
 	struct stat st;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/root%.*s/%s", ctx->procdir, (int)dlen, dir, name) >=
-	    sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%.*s/%s", (int)dlen, dir, name) >= sizeof(path))
 		return false;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/*
- * The directory of the process's libc, as a path we can use: ctx->libc_path
- * is how /proc/PID/maps shows it to us, which is our view of the file when
- * that path leads to the same file for us, else (another mount namespace)
- * a path inside the target's root. Returns false when there is none.
- */
-static bool libc_dir(const struct att_ctx *ctx, char *dir, size_t cap)
-{
-	const char *slash = strrchr(ctx->libc_path, '/');
-	struct stat a, b;
-	int len;
-
-	if (!ctx->libc_path[0] || !slash)
-		return false;
-	len = (int)(slash - ctx->libc_path);
-	if (stat(ctx->libc_open, &a) == 0 && stat(ctx->libc_path, &b) == 0 && a.st_dev == b.st_dev &&
-	    a.st_ino == b.st_ino)
-		return (size_t)snprintf(dir, cap, "%.*s", len, ctx->libc_path) < cap;
-	return (size_t)snprintf(dir, cap, "%s/root%.*s", ctx->procdir, len, ctx->libc_path) < cap;
+	return att_root_stat(ctx->procdir, path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* Every part of glibc the closure needs is in the target's root; else ATT_E_STAGE naming it. */
 static enum att_reason check_libc_parts(struct att_ctx *ctx, const char *libname, const struct att_deps *d)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 64];
-	struct stat st;
+	const char *slash = strrchr(ctx->libc_path, '/');
 	size_t i, k;
 
-	if (!libc_dir(ctx, dir, sizeof(dir)))
+	if (!ctx->libc_path[0] || !slash)
 		return ATT_OK;	/* no libc seen: dlopen says what is missing */
 	for (i = 0; i < d->n; i++) {
 		const char *n = d->v[i].name;
@@ -182,8 +169,7 @@ static enum att_reason check_libc_parts(struct att_ctx *ctx, const char *libname
 		/* the loader itself and libc are mapped in the process */
 		if (!d->v[i].libc_part || !strcmp(n, "libc.so.6") || !strncmp(n, "ld-linux", 8))
 			continue;
-		found = (size_t)snprintf(path, sizeof(path), "%s/%s", dir, n) < sizeof(path) &&
-			stat(path, &st) == 0 && S_ISREG(st.st_mode);
+		found = target_has(ctx, ctx->libc_path, (size_t)(slash - ctx->libc_path), n);
 		for (k = 0; !found && k < sizeof(target_lib_dirs) / sizeof(target_lib_dirs[0]); k++)
 			found = target_has(ctx, target_lib_dirs[k], strlen(target_lib_dirs[k]), n);
 		if (!found)
@@ -222,29 +208,8 @@ static enum att_reason check_dep_versions(struct att_ctx *ctx, const struct att_
 	return ATT_OK;
 }
 
-int att_open_root_dir(const char *procdir, const char *dir)
-{
-	char path[PATH_MAX], comp[32], *save = NULL, *tok;
-	int fd, next, e;
-
-	snprintf(path, sizeof(path), "%s/root", procdir);
-	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	snprintf(comp, sizeof(comp), "%s", dir);
-	for (tok = strtok_r(comp, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		next = openat(fd, tok, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		e = errno;
-		close(fd);
-		if (next < 0)
-			return e == ELOOP ? -ENOTDIR : -e;
-		fd = next;
-	}
-	return fd;
-}
-
 /*
- * Make heaptap-XXXXXX (0700, the target's ids) in the target's /tmp, else
+ * Make heaptap-XXXXXX (0700, ours until filled) in the target's /tmp, else
  * its /dev/shm; a read-only or noexec mount is passed over (the loader
  * cannot map code from noexec). Fills ctx's stage fields and the
  * directory's path inside the target; why gets each place's reason
@@ -276,11 +241,11 @@ static int make_stage_dir(struct att_ctx *ctx, char *tdir, size_t cap, char *why
 			} else {
 				const char *name = strrchr(tmpl, '/') + 1;
 
+				/* ours and 0700 until filled (att_stage hands it over); locked while we live */
 				fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				e = errno;
-				if (fd >= 0 && (fchmod(fd, 0700) < 0 ||
-						(fchown(fd, ctx->uid, ctx->gid) < 0 &&
-						 !(errno == EPERM && getuid() == ctx->uid)))) {
+				if (fd >= 0 && (att_dir_is_mine(fd) < 0 || fchmod(fd, 0700) < 0 ||
+						flock(fd, LOCK_EX | LOCK_NB) < 0)) {
 					e = errno;
 					close(fd);
 					fd = -1;
@@ -324,7 +289,7 @@ static void name_list(char *buf, size_t cap, const char *libname, bool lib_too, 
 
 enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, size_t cap, int *staged)
 {
-	char view[PATH_MAX + 128], base_buf[PATH_MAX], tdir[64], why[256], names[512];
+	char base_buf[PATH_MAX], tdir[64], why[256], names[512];
 	bool copy[ATT_MAX_DEPS] = { false }, lib_visible, any = false;
 	struct att_deps *d;
 	struct stat ours, theirs;
@@ -354,13 +319,12 @@ enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, siz
 	if (ret)
 		goto out;
 
-	snprintf(view, sizeof(view), "%s/root%s", ctx->procdir, lib);
-	lib_visible = stat(view, &theirs) == 0 && theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+	lib_visible = att_root_stat(ctx->procdir, lib, &theirs) == 0 && S_ISREG(theirs.st_mode) &&
+		      theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
 	for (i = 0; i < d->n; i++) {
 		if (d->v[i].libc_part || !d->v[i].host[0])
 			continue;	/* the process's own, or this host has none to give */
-		snprintf(view, sizeof(view), "%s/root%s", ctx->procdir, d->v[i].host);
-		copy[i] = !same_content(d->v[i].host, view);
+		copy[i] = !same_content(ctx, d->v[i].host, d->v[i].host);
 		any |= copy[i];
 	}
 	if (lib_visible && !any) {
@@ -404,6 +368,11 @@ enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, siz
 			att_fail(ctx, ret, -r, "copy %s to %s", d->v[i].host, ctx->stage_dir);
 			goto out_unstage;
 		}
+	}
+	/* filled: now the target's user may enter it (the loader runs as that user) */
+	if (fchown(ctx->stage_fd, ctx->uid, ctx->gid) < 0 && !(errno == EPERM && getuid() == ctx->uid)) {
+		att_fail(ctx, ret, errno, "hand %s over to uid %u", ctx->stage_dir, (unsigned)ctx->uid);
+		goto out_unstage;
 	}
 	*staged = 1;
 	if (att_fault(ctx, "stage")) {

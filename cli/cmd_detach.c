@@ -149,7 +149,8 @@ static int wait_lib_gone(pid_t pid, unsigned ms)
 struct lib_map {
 	uintptr_t base;
 	char file[PATH_MAX];   /* /proc/PID/map_files/START-END */
-	char rooted[PATH_MAX]; /* /proc/PID/root/PATH, "" when deleted */
+	char rooted[PATH_MAX]; /* PATH inside the process's root, "" when deleted */
+	char procdir[32];      /* /proc/PID */
 };
 
 static int find_lib(pid_t pid, struct lib_map *m)
@@ -183,7 +184,8 @@ static int find_lib(pid_t pid, struct lib_map *m)
 		m->base = start;
 		snprintf(m->file, sizeof(m->file), "/proc/%d/map_files/%lx-%lx", (int)pid, start, end);
 		if (!deleted)
-			snprintf(m->rooted, sizeof(m->rooted), "/proc/%d/root%s", (int)pid, p);
+			snprintf(m->rooted, sizeof(m->rooted), "%s", p);
+		snprintf(m->procdir, sizeof(m->procdir), "/proc/%d", (int)pid);
 		found = 1;
 	}
 	fclose(f);
@@ -193,14 +195,22 @@ static int find_lib(pid_t pid, struct lib_map *m)
 /* Address of name in the library mapped in pid; 0 on failure. */
 static uintptr_t lib_symbol(const struct lib_map *m, const char *name)
 {
-	const char *files[2] = { m->file, m->rooted };
 	uintptr_t addr = 0;
-	int i;
+	int i, fd;
 
+	/* the process's files, opened as attach/rootfs.c does: regular files inside its root only */
 	for (i = 0; i < 2 && !addr; i++) {
-		struct elfr_file *f = NULL;
+		struct elfr_file *f;
 
-		if (!files[i][0] || elfr_file_open(files[i], &f) != ELFR_OK)
+		if (i == 1 && !m->rooted[0])
+			break;
+		fd = i == 0 ? att_open_regular(m->file, NULL) : att_root_open(m->procdir, m->rooted, NULL);
+		if (fd < 0) {
+			errno = -fd;
+			continue;
+		}
+		f = att_elf_open_fd(fd);
+		if (!f)
 			continue;
 		if (elfr_file_symbol(f, name, m->base, &addr) != ELFR_OK)
 			addr = 0;
@@ -380,7 +390,10 @@ int cli_cmd_detach(int argc, char **argv)
 				"still runs; run heaptap detach %d again", (int)pid, who, (int)pid);
 		goto out_free;
 	}
-	if (ret != -ENOENT) {
+	if (ret == -EPERM) /* a squatter: as if nobody held it */
+		cli_msg("detach %d: its session name is %s; looking for heaptap's library directly", (int)pid,
+			who);
+	else if (ret != -ENOENT) {
 		cli_msg("detach %d: asking its heaptap: %s", (int)pid, strerror(-ret));
 		goto out_free;
 	}
