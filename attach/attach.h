@@ -111,11 +111,62 @@ enum att_reason {
 const char *att_strerror(enum att_reason why);
 
 /*
- * Open dir ("tmp", "dev/shm") below procdir's root ("/proc/PID" or
- * "/proc/PID/task/TID": the process's root, in its mount namespace), O_PATH,
- * refusing a symlink at each step (a symlink the process planted could point
- * a root heaptap at the host's files). Returns the descriptor or -errno
- * (-ENOTDIR for a symlink).
+ * Files of the target's tree (rootfs.c). procdir is "/proc/PID" or
+ * "/proc/PID/task/TID": the process's root, in its mount namespace. Paths
+ * are resolved inside that root (openat2 RESOLVE_IN_ROOT: an absolute
+ * symlink the process planted stays in its root, never reaches the host's
+ * files; no magic links), the name is opened O_PATH first so a FIFO or
+ * device is never opened, and only a regular file of at most
+ * ATT_ROOT_MAX_SIZE bytes is opened for reading.
+ */
+#define ATT_ROOT_MAX_SIZE (1LL << 30)
+
+struct stat;
+struct elfr_file;
+
+/*
+ * att_root_open - open path (absolute, as the process sees it) for reading.
+ * Returns the descriptor (close-on-exec; *st, may be NULL, its stat), or
+ * -errno: -EINVAL not a regular file, -EFBIG too large, -ENOENT, ...
+ */
+int att_root_open(const char *procdir, const char *path, struct stat *st);
+
+/* att_root_stat - stat path as att_root_open resolves it, opening nothing. 0 or -errno. */
+int att_root_stat(const char *procdir, const char *path, struct stat *st);
+
+/*
+ * att_open_regular - open a magic link heaptap trusts to name one inode
+ * (/proc/PID/map_files/START-END) for reading, with att_root_open's checks
+ * (regular file, size). Returns the descriptor or -errno.
+ */
+int att_open_regular(const char *path, struct stat *st);
+
+/* att_dir_is_mine - 0 when fd is a directory of our euid that no one else may enter, else -EEXIST or -errno. */
+int att_dir_is_mine(int fd);
+
+/* att_elf_open_fd - elf/'s file view of the open file fd, which it closes. NULL on failure (errno). */
+struct elfr_file *att_elf_open_fd(int fd);
+
+/*
+ * att_sweep - remove the heaptap-XXXXXX directories (session or staging) a
+ * killed heaptap left in procdir's /tmp and /dev/shm: owned by uid or us,
+ * holding no directory, with no live heaptap (their flock) and nobody
+ * listening in them (sweep.c). Returns how many were removed.
+ */
+int att_sweep(const char *procdir, uid_t uid);
+
+/*
+ * att_hang_env - a step of the command layer for HEAPTAP_HANG=<step>[:kill]
+ * (tests only): heaptap stops itself with SIGSTOP there (or SIGKILLs itself)
+ * when the variable names step. attach/hang.c lists the steps.
+ */
+void att_hang_env(const char *step);
+
+/*
+ * Open dir ("tmp", "dev/shm") below procdir's root, O_PATH, refusing a
+ * symlink at each step (a symlink the process planted could point a root
+ * heaptap at the host's files). Returns the descriptor or -errno (-ENOTDIR
+ * for a symlink).
  */
 int att_open_root_dir(const char *procdir, const char *dir);
 

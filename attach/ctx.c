@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "attach/internal.h"
 
@@ -21,6 +22,7 @@ struct att_ctx *att_new(pid_t pid)
 	ctx->stop_timeout_ms = ATT_STOP_TIMEOUT_MS;
 	ctx->call_timeout_ms = ATT_CALL_TIMEOUT_MS;
 	ctx->st.syscall = -1;
+	ctx->pidfd = -1;
 	f = getenv("HEAPTAP_FAULT");
 	if (f)
 		snprintf(ctx->fault, sizeof(ctx->fault), "%s", f);
@@ -38,6 +40,8 @@ void att_free(struct att_ctx *ctx)
 	att_unstage(ctx);
 	att_forbidden_free(ctx);
 	att_libc_close(ctx);
+	if (ctx->pidfd >= 0)
+		close(ctx->pidfd);
 	free(ctx);
 }
 

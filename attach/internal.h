@@ -225,6 +225,12 @@ struct att_ctx {
 	char fault[32];
 	bool preflight_ok;
 	pid_t prefer_tid;
+	/* who the preflight checked (ident.c): re-checked once a thread is held */
+	int pidfd;			/* -1 when none (kernel without pidfd_open) */
+	bool ident;
+	unsigned long long start_time;	/* field 22 of /proc/PID/stat */
+	dev_t exe_dev;
+	ino_t exe_ino;
 	/* choice */
 	struct att_cand cand[ATT_MAX_CAND];
 	size_t ncand;
@@ -330,6 +336,16 @@ void att_maps_free(struct att_maps *m);
 const struct att_map *att_maps_find(const struct att_maps *m, uint64_t addr);
 /* Lowest mapping with file offset 0 whose path's base name starts with prefix, or NULL. */
 const struct att_map *att_maps_module(const struct att_maps *m, const char *prefix);
+
+/* ---- ident.c ---- */
+/* Take the process's pidfd, start time and program (dev, inode); the preflight's last step. */
+enum att_reason att_ident_take(struct att_ctx *ctx);
+/*
+ * Once a thread is held: the same process, still running the same program?
+ * Otherwise the thread is let go untouched and ATT_E_EXITED (pid reused) or
+ * ATT_E_EXEC is returned. HEAPTAP_FAULT=ident makes it see another process.
+ */
+enum att_reason att_ident_recheck(struct att_ctx *ctx);
 
 /* ---- libc.c ---- */
 /* dlopen of the target's libc (or __libc_dlopen_mode: *libc_mode). */

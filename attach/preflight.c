@@ -168,13 +168,20 @@ static enum att_reason check_procfs(struct att_ctx *ctx)
 {
 	char path[128];
 	struct statfs sf;
+	int fd, r;
 
+	/* a /proc symlink of the process's must not lead to ours: resolved in its root */
 	snprintf(path, sizeof(path), "%s/root/proc", ctx->procdir);
-	if (statfs(path, &sf) < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return att_fail(ctx, ATT_E_NO_PROCFS, errno, "%s: %s", path, strerror(errno));
+	fd = att_open_root_dir(ctx->procdir, "proc");
+	if (fd < 0) {
+		if (fd == -ENOENT || fd == -ENOTDIR)
+			return att_fail(ctx, ATT_E_NO_PROCFS, -fd, "%s: %s", path, strerror(-fd));
 		return ATT_OK;
 	}
+	r = fstatfs(fd, &sf);
+	close(fd);
+	if (r < 0)
+		return ATT_OK;
 	if ((unsigned long)sf.f_type != PROC_MAGIC)
 		return att_fail(ctx, ATT_E_NO_PROCFS, 0, "%s is a filesystem of type %#lx, not procfs",
 				path, (unsigned long)sf.f_type);
@@ -269,6 +276,10 @@ enum att_reason att_preflight(struct att_ctx *ctx)
 	v = att_status_field(status, "SigIgn");
 	if (v && sscanf(v, "%llx", &ign) == 1 && (ign >> (SIGSEGV - 1)) & 1)
 		return att_fail(ctx, ATT_E_SEGV_IGNORED, 0, "SigIgn %llx", ign);
+	why = att_ident_take(ctx);
+	if (why)
+		return why;
+	att_hang(ctx, "preflighted");
 	ctx->preflight_ok = true;
 	return ATT_OK;
 }

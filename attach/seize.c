@@ -308,7 +308,7 @@ enum att_reason att_seize(struct att_ctx *ctx)
 		for (i = 0; i < ctx->ncand; i++) {
 			switch (try_thread(ctx, &ctx->cand[i], &why)) {
 			case TRY_OK:
-				return ATT_OK;
+				return att_ident_recheck(ctx);	/* still the process checked? */
 			case TRY_FATAL:
 				return why;
 			case TRY_REFUSED:
