@@ -18,12 +18,14 @@
  * When the target's /tmp is missing or read-only, its /dev/shm is tried.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -62,12 +64,17 @@ static int target_ids(pid_t pid, uid_t *uid, gid_t *gid)
 	return have == 3 ? 0 : -ESRCH;
 }
 
-/* Make heaptap-XXXXXX under parent_fd: 0700, a fresh name. Returns its fd (O_PATH) or -errno. */
+/*
+ * Make heaptap-XXXXXX under parent_fd: 0700 and ours (checked through the
+ * descriptor: in a parent the target's user owns, the name may have been
+ * swapped), flock'ed while we live (attach/sweep.c). Returns its fd
+ * (O_RDONLY) or -errno.
+ */
 static int make_dir(int parent_fd, char *name, size_t len)
 {
 	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	unsigned char rnd[6];
-	int i, k, fd;
+	int i, k, fd, e;
 
 	for (i = 0; i < NAME_TRIES; i++) {
 		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
@@ -86,41 +93,79 @@ static int make_dir(int parent_fd, char *name, size_t len)
 				continue;
 			return -errno;
 		}
-		fd = openat(parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			int e = errno;
-
-			unlinkat(parent_fd, name, AT_REMOVEDIR);
-			return -e;
+		fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		e = fd < 0 ? -errno : att_dir_is_mine(fd);
+		if (e == 0 && (fchmod(fd, 0700) < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0))
+			e = -errno;
+		if (e < 0) {
+			if (fd >= 0)
+				close(fd);
+			return e;	/* a name swapped under us is not ours to remove */
 		}
 		return fd;
 	}
 	return -EEXIST;
 }
 
-/*
- * Mode and owner of the entry name under dirfd: mode exactly (the umask may
- * have taken bits away: connect needs write permission on the socket), the
- * target's ids.
- */
-static int own(int dirfd, const char *name, uid_t uid, gid_t gid, mode_t mode)
+/* The entry name under dirfd is still the file st describes (not swapped). */
+static bool still(int dirfd, const char *name, const struct stat *st)
 {
-	struct stat st;
+	struct stat now;
 
-	if (fchmodat(dirfd, name, mode, 0) < 0)
+	return fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st->st_dev &&
+	       now.st_ino == st->st_ino;
+}
+
+/*
+ * The socket we bound, 0600 and the target's: through an O_PATH descriptor
+ * of it (a path is never walked again), while the directory is still ours
+ * and 0700, so nobody else can have put anything there.
+ */
+static int own_socket(struct cli_attach_dir *d, uid_t uid, gid_t gid)
+{
+	char self[64];
+
+	d->sock_fd = openat(d->dir_fd, "sock", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (d->sock_fd < 0)
 		return -errno;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstat(d->sock_fd, &d->sock_st) < 0)
 		return -errno;
-	if (st.st_uid == uid && st.st_gid == gid)
-		return 0;
-	if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-		/* Not root: a process of our own user with another fsgid
-		 * still reaches a 0700 directory of its uid. */
-		if (errno == EPERM && st.st_uid == uid)
-			return 0;
+	if (!S_ISSOCK(d->sock_st.st_mode))
+		return -EEXIST;
+	/* chmod of the inode our descriptor holds (the umask may have taken bits away) */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", d->sock_fd);
+	if (chmod(self, 0600) < 0)
 		return -errno;
-	}
+	if (fchownat(d->sock_fd, "", uid, gid, AT_EMPTY_PATH) < 0 && !(errno == EPERM && getuid() == uid))
+		return -errno;
 	return 0;
+}
+
+/*
+ * Hand the directory to the target's user (through its descriptor), then
+ * check that neither its name nor its socket's was swapped meanwhile: the
+ * target's user may do anything in it from now on, and its path is what
+ * the target is told. A swap is refused, naming whose it is.
+ */
+static int hand_over(struct cli_attach_dir *d, uid_t uid, gid_t gid)
+{
+	struct stat now;
+	bool dir;
+
+	if (fchown(d->dir_fd, uid, gid) < 0 && !(errno == EPERM && getuid() == uid))
+		return -errno;
+	att_hang_env("session-owned");
+	dir = !still(d->parent_fd, d->name, &d->dir_st);
+	if (!dir && still(d->dir_fd, "sock", &d->sock_st))
+		return 0;
+	if (fstatat(dir ? d->parent_fd : d->dir_fd, dir ? d->name : "sock", &now, AT_SYMLINK_NOFOLLOW) < 0)
+		snprintf(d->why, sizeof(d->why), "the session %s was removed", dir ? "directory" : "socket");
+	else
+		snprintf(d->why, sizeof(d->why), "the session %s was replaced by a %s of uid %ld before the "
+			 "process was told its path: not trusted",
+			 dir ? "directory" : "socket", S_ISLNK(now.st_mode) ? "symlink" : "file",
+			 (long)now.st_uid);
+	return -EEXIST;
 }
 
 /* Create the directory and the socket below parent_fd; fills d. */
@@ -137,9 +182,10 @@ static int open_in(struct cli_attach_dir *d, int parent_fd, const char *where, u
 		return ret;
 	}
 	d->parent_fd = parent_fd;
-	ret = own(parent_fd, d->name, uid, gid, 0700);
-	if (ret < 0)
+	if (fstat(d->dir_fd, &d->dir_st) < 0) {
+		ret = -errno;
 		goto out_rmdir;
+	}
 	n = snprintf(d->target_sock, sizeof(d->target_sock), "/%s/%s/sock", where, d->name);
 	if (n < 0 || (size_t)n >= sizeof(d->target_sock)) {
 		ret = -ENAMETOOLONG;
@@ -160,25 +206,34 @@ static int open_in(struct cli_attach_dir *d, int parent_fd, const char *where, u
 		goto out_close;
 	}
 	d->bound = 1;
-	ret = own(d->dir_fd, "sock", uid, gid, 0600);
+	ret = own_socket(d, uid, gid);
 	if (ret < 0)
 		goto out_unlink;
+	att_hang_env("session-bound");
 	if (listen(d->listen_fd, 4) < 0) {
 		ret = -errno;
 		goto out_unlink;
 	}
+	ret = hand_over(d, uid, gid);
+	if (ret < 0)
+		goto out_unlink;
 	return 0;
 
 out_unlink:
-	unlinkat(d->dir_fd, "sock", 0);
+	if (d->sock_fd >= 0 && still(d->dir_fd, "sock", &d->sock_st))
+		unlinkat(d->dir_fd, "sock", 0);
 	d->bound = 0;
 out_close:
 	close(d->listen_fd);
 	d->listen_fd = -1;
 out_rmdir:
+	if (d->sock_fd >= 0)
+		close(d->sock_fd);
+	d->sock_fd = -1;
+	if (still(parent_fd, d->name, &d->dir_st))
+		unlinkat(parent_fd, d->name, AT_REMOVEDIR);
 	close(d->dir_fd);
 	d->dir_fd = -1;
-	unlinkat(parent_fd, d->name, AT_REMOVEDIR);
 	d->name[0] = '\0';
 	d->target_sock[0] = '\0';
 	d->parent_fd = -1;
@@ -196,10 +251,12 @@ int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid)
 
 	snprintf(procdir, sizeof(procdir), "/proc/%d", (int)pid);
 	memset(d, 0, sizeof(*d));
-	d->parent_fd = d->dir_fd = d->listen_fd = -1;
+	d->parent_fd = d->dir_fd = d->listen_fd = d->sock_fd = -1;
 	ret = target_ids(pid, &uid, &gid);
 	if (ret < 0)
 		return ret;
+	/* what a killed heaptap left there (attach/sweep.c) */
+	att_sweep(procdir, uid);
 	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
 		int pfd = att_open_root_dir(procdir, where[i]);
 
@@ -215,7 +272,7 @@ int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid)
 		}
 		if (!first)
 			first = ret; /* the /tmp error is the one worth telling */
-		if (ret != -EROFS && ret != -ENOENT && ret != -ENOTDIR && ret != -EACCES)
+		if ((ret != -EROFS && ret != -ENOENT && ret != -ENOTDIR && ret != -EACCES) || d->why[0])
 			break;
 	}
 	return first;
@@ -270,18 +327,25 @@ void cli_attach_dir_close(struct cli_attach_dir *d)
 		close(d->listen_fd);
 		d->listen_fd = -1;
 	}
+	/* only what is still ours: a name the target's user swapped is left alone */
 	if (d->dir_fd >= 0) {
-		if (d->bound)
+		if (d->bound && d->sock_fd >= 0 && still(d->dir_fd, "sock", &d->sock_st))
 			unlinkat(d->dir_fd, "sock", 0);
 		d->bound = 0;
-		close(d->dir_fd);
-		d->dir_fd = -1;
+	}
+	if (d->sock_fd >= 0) {
+		close(d->sock_fd);
+		d->sock_fd = -1;
 	}
 	if (d->parent_fd >= 0) {
-		if (d->name[0])
+		if (d->name[0] && d->dir_fd >= 0 && still(d->parent_fd, d->name, &d->dir_st))
 			unlinkat(d->parent_fd, d->name, AT_REMOVEDIR);
 		close(d->parent_fd);
 		d->parent_fd = -1;
+	}
+	if (d->dir_fd >= 0) {
+		close(d->dir_fd);
+		d->dir_fd = -1;
 	}
 	d->name[0] = '\0';
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define CLI_EXIT_OK 0
@@ -48,7 +49,8 @@ void cli_usage_detach(FILE *f);
 /*
  * cli_msg - print "heaptap: " + the formatted message + "\n" to stderr in
  * one write(2), so messages of concurrent processes do not interleave.
- * errno is preserved.
+ * errno is preserved. The message is escaped (rpt_escape): bytes another
+ * party chose never reach the terminal as controls.
  */
 void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -121,6 +123,7 @@ struct cli_report_args {
 	size_t top;	/* -n N, default 10 */
 	size_t backtraces; /* -b N backtraces per call site, default 5, 0 = all */
 	unsigned threads; /* --threads N, 0 = automatic */
+	int force;	/* --force: replace an existing -o file */
 	int help;
 };
 
@@ -328,18 +331,25 @@ struct cli_attach_dir {
 	char where[16];	      /* "/tmp" or "/dev/shm": the target's directory used */
 	char target_sock[108]; /* the socket path as the target sees it */
 	int parent_fd;	      /* the target's /tmp (O_PATH), -1 when closed */
-	int dir_fd;	      /* the session directory (O_PATH), -1 when closed */
+	int dir_fd;	      /* the session directory (flock'ed while open), -1 when closed */
 	int listen_fd;	      /* listening socket (non-blocking), -1 when closed */
+	int sock_fd;	      /* the socket's file (O_PATH), -1 when closed */
+	struct stat dir_st;   /* what the directory and the socket file are: */
+	struct stat sock_st;  /*   a name swapped for something else is not removed */
 	int bound;	      /* the socket file exists */
 	volatile int cancel;  /* set by another thread: cli_attach_dir_accept gives up */
+	char why[160];	      /* a refusal that strerror cannot say, "" if none */
 };
 
 /*
  * cli_attach_dir_open - create a private 0700 directory heaptap-XXXXXX in
  * process pid's own /tmp (through /proc/PID/root, so in its mount
- * namespace; its /dev/shm when /tmp is missing or read-only), owned by the
- * target's filesystem uid/gid, with a listening AF_UNIX socket "sock" (mode
- * 0600, same owner). target_sock is the path the target must connect to.
+ * namespace; its /dev/shm when /tmp is missing or read-only) with a
+ * listening AF_UNIX socket "sock" (mode 0600), both made while the
+ * directory is ours and then handed to the target's filesystem uid/gid
+ * through descriptors. A name swapped meanwhile is refused (-EEXIST, why
+ * says what happened). Directories a killed heaptap left there go first
+ * (att_sweep). target_sock is the path the target must connect to.
  * Returns 0, or -errno with everything undone.
  */
 int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid);
@@ -367,6 +377,8 @@ struct cli_ctl_holder {
 	pid_t heaptap;	/* its pid (SO_PEERCRED), 0 if unknown */
 	long long since; /* when it took the session (seconds since the epoch), 0 if unknown */
 	int answered;	/* it sent its greeting (a stopped heaptap does not) */
+	uid_t uid;	/* its uid (SO_PEERCRED) */
+	int untrusted;	/* not uid 0 or ours, or not this heaptap program: nothing it said is used */
 };
 
 /* How a session ended, as the holder tells a `heaptap detach`. */
@@ -383,13 +395,18 @@ struct cli_ctl_result {
  * cli_ctl_open - take the session of process pid: bind the abstract socket
  * "heaptap-session/PID/STARTTIME" and answer on it from a thread (all
  * signals blocked, no ptrace). A "detach" request sets *stop. Returns 0
- * with *out, -EBUSY when another heaptap holds it (*h says who), -ESRCH
- * when pid is gone, or -errno.
+ * with *out, -EBUSY when another heaptap holds it (*h says who), -EPERM
+ * when a process that is not a trusted heaptap holds the name (*h says
+ * who, h->untrusted), -ESRCH when pid is gone, or -errno.
  */
 int cli_ctl_open(pid_t pid, volatile sig_atomic_t *stop, struct cli_ctl **out,
 		 struct cli_ctl_holder *h);
 
-/* cli_ctl_describe - "heaptap PID (attached since DATE UTC, N s ago)" into buf. */
+/*
+ * cli_ctl_describe - "heaptap PID (attached since DATE UTC, N s ago)" into
+ * buf; for an untrusted holder "held by uid N (pid M), not a heaptap
+ * session: not trusted".
+ */
 void cli_ctl_describe(const struct cli_ctl_holder *h, char *buf, size_t len);
 
 /* cli_ctl_finish - send r to every client that asked for a detach. NULL c is fine. */
@@ -400,7 +417,9 @@ void cli_ctl_close(struct cli_ctl *c);
 
 /*
  * cli_ctl_who - who holds pid's session. Returns 0 (*h filled; h->answered
- * 0 when it did not greet within 5 s), -ENOENT when nobody does, -errno.
+ * 0 when it did not greet within 5 s), -ENOENT when nobody does, -EPERM
+ * when the holder is not trusted (h->untrusted), -errno. The functions
+ * below that talk to the holder return -EPERM for such a holder too.
  */
 int cli_ctl_who(pid_t pid, struct cli_ctl_holder *h);
 

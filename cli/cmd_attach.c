@@ -630,6 +630,12 @@ int cli_cmd_attach(int argc, char **argv)
 			"\"heaptap detach %d\"", (int)pid, err, (int)pid);
 		goto out_free;
 	}
+	if (ret == -EPERM) {
+		/* a squatter cannot keep us out; "heaptap detach" then stops the library directly */
+		cli_ctl_describe(&holder, err, sizeof(err));
+		cli_msg("attach %d: warning: its session name is %s; going on without it", (int)pid, err);
+		ret = 0;
+	}
 	if (ret < 0) {
 		cli_msg("attach %d: session control socket: %s", (int)pid, strerror(-ret));
 		goto out_free;
@@ -648,7 +654,7 @@ int cli_cmd_attach(int argc, char **argv)
 	snprintf(lib, sizeof(lib), "%s/%s", libdir, INJ_LIB_NAME);
 	ret = cli_attach_dir_open(&d, pid);
 	if (ret < 0) {
-		cli_msg("attach %d: session directory in its /tmp: %s", (int)pid, strerror(-ret));
+		cli_msg("attach %d: session directory in its /tmp: %s", (int)pid, d.why[0] ? d.why : strerror(-ret));
 		goto out_free;
 	}
 	t[1] = mono_ns();

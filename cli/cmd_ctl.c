@@ -111,6 +111,11 @@ int cli_cmd_ctl(int argc, char **argv)
 		cli_msg("ctl %d: no heaptap attach session on it", (int)pid);
 		return CLI_EXIT_FAIL;
 	}
+	if (ret == -EPERM) {
+		cli_ctl_describe(&h, who, sizeof(who));
+		cli_msg("ctl %d: its session name is %s; nothing was changed", (int)pid, who);
+		return CLI_EXIT_FAIL;
+	}
 	if (ret < 0) {
 		cli_ctl_describe(&h, who, sizeof(who));
 		cli_msg("ctl %d: %s holds the session but did not answer: %s", (int)pid, who,

@@ -27,7 +27,11 @@
  *                      once the session has ended (detach clients only)
  *
  * Only clients of the holder's own uid, of the target's uid (it may end a
- * session on its own process) or root are answered (SO_PEERCRED).
+ * session on its own process) or root are answered (SO_PEERCRED). The
+ * name is predictable and anyone may bind it first, so clients believe a
+ * holder only when it is uid 0 or their own euid and runs the same
+ * program file as they do (holder_trusted); a squatter is named and
+ * nothing it says is used.
  * The holder's thread does no ptrace (the attaching thread must do all of
  * it) and runs with every signal blocked, so heaptap's stop signals still
  * reach the main thread. It sets the command's stop flag; itp_run sees it
@@ -43,6 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -282,12 +288,50 @@ static void *ctl_main(void *arg)
 	}
 }
 
-/* Ask the holder of name who it is; fills h. 0, or -errno (-ENOENT: nobody listens). */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/*
+ * Is the peer of fd (the holder of a session name, which anyone can take)
+ * a heaptap we may believe: uid 0 or our euid, and its program the same
+ * file as ours? Fills h->heaptap and h->uid. Its pidfd (SO_PEERPIDFD, where
+ * the kernel has it) makes sure the program looked at is the peer's.
+ */
+static int holder_trusted(int fd, struct cli_ctl_holder *h)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred), plen = sizeof(int);
+	struct stat me, it;
+	char path[64];
+	int pidfd = -1, ok;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0)
+		return 0;
+	h->heaptap = cred.pid;
+	h->uid = cred.uid;
+	if ((cred.uid != 0 && cred.uid != geteuid()) || cred.pid <= 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &plen) < 0)
+		pidfd = -1;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)cred.pid);
+	ok = stat("/proc/self/exe", &me) == 0 && stat(path, &it) == 0 && me.st_dev == it.st_dev &&
+	     me.st_ino == it.st_ino;
+	if (pidfd >= 0) {
+		ok = ok && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+		close(pidfd);
+	}
+	return ok;
+}
+
+/*
+ * Ask the holder of name who it is; fills h. 0, or -errno (-ENOENT: nobody
+ * listens; -EPERM: the holder is not a heaptap we trust, h->untrusted, and
+ * nothing was read from it).
+ */
 static int ask_holder(const struct sockaddr_un *a, socklen_t alen, struct cli_ctl_holder *h,
 		      int *fd_out)
 {
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
 	char line[256];
 	int fd, ret;
 	long long since = 0;
@@ -300,19 +344,21 @@ static int ask_holder(const struct sockaddr_un *a, socklen_t alen, struct cli_ct
 		return -errno;
 	if (connect(fd, (const struct sockaddr *)a, alen) < 0) {
 		if (errno == EAGAIN) {
-			h->answered = 0; /* bound, but its backlog is full: it does not answer */
-			if (fd_out)
-				*fd_out = fd;
-			else
-				close(fd);
-			return 0;
+			/* bound, but its backlog is full: who it is cannot be checked */
+			h->untrusted = 1;
+			h->uid = (uid_t)-1;
+			close(fd);
+			return -EPERM;
 		}
 		ret = errno == ECONNREFUSED ? -ENOENT : -errno;
 		close(fd);
 		return ret;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
-		h->heaptap = cred.pid;
+	if (!holder_trusted(fd, h)) {
+		h->untrusted = 1;
+		close(fd);
+		return -EPERM;
+	}
 	ret = read_line(fd, line, sizeof(line), CTL_HELLO_MS);
 	if (ret >= 0 && sscanf(line, "heaptap-ctl 1 pid=%d since=%lld target=%d", &hp, &since, &tp) == 3) {
 		h->since = since;
@@ -360,12 +406,14 @@ int cli_ctl_open(pid_t pid, volatile sig_atomic_t *stop, struct cli_ctl **out,
 	if (bind(c->listen_fd, (struct sockaddr *)&a, alen) < 0) {
 		ret = -errno;
 		if (ret == -EADDRINUSE) {
-			ret = -EBUSY;
-			if (ask_holder(&a, alen, h, NULL) == -ENOENT) {
+			ret = ask_holder(&a, alen, h, NULL);
+			if (ret == -ENOENT) {
 				/* the holder closed meanwhile: the name is free; one more try */
 				if (bind(c->listen_fd, (struct sockaddr *)&a, alen) == 0)
 					goto bound;
 			}
+			if (ret != -EPERM)
+				ret = -EBUSY;
 		}
 		goto out_close;
 	}
@@ -518,6 +566,16 @@ void cli_ctl_describe(const struct cli_ctl_holder *h, char *buf, size_t len)
 	struct tm tm;
 	char when[64];
 
+	if (h->untrusted && h->uid == (uid_t)-1) {
+		snprintf(buf, len, "held by a process that accepts no connection, which cannot be checked: "
+			 "not trusted");
+		return;
+	}
+	if (h->untrusted) {
+		snprintf(buf, len, "held by uid %ld (pid %d), not a heaptap session: not trusted", (long)h->uid,
+			 (int)h->heaptap);
+		return;
+	}
 	if (!h->since || !gmtime_r(&s, &tm)) {
 		snprintf(buf, len, "heaptap %d", (int)h->heaptap);
 		return;
