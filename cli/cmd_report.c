@@ -6,6 +6,7 @@
  * is not a recording gives one error line and exit 1.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -41,7 +42,9 @@ void cli_usage_report(FILE *f)
 	      "      --cost COST    collapsed: calls (default), bytes, peak, leaked or temporary\n"
 	      "      --diff         per call site, what grew and shrank from OLD to NEW; sorted\n"
 	      "                     by the change of --cost: bytes (default), calls, peak, leaked\n"
-	      "  -o, --output OUT   write the report to OUT (default: standard output)\n"
+	      "  -o, --output OUT   write the report to OUT (default: standard output); an\n"
+	      "                     existing OUT or a symlink is refused\n"
+	      "      --force        replace an existing OUT (a symlink itself, never its target)\n"
 	      "  -n, --top N        call sites per list (default 10)\n"
 	      "  -b, --backtraces N backtraces shown per call site (default 5, 0 = all)\n"
 	      "      --threads N    threads reading the events (default: one per CPU)\n"
@@ -85,14 +88,15 @@ static int format_is_binary(enum cli_format f)
 }
 
 /*
- * Where the report goes: the -o file (created or truncated before the
- * analysis, so a bad path fails fast) or standard output. Prints the reason
+ * Where the report goes: the -o file (created before the analysis, so a
+ * bad path fails fast) or standard output. Prints the reason
  * and returns NULL on failure.
  */
 static FILE *open_output(const struct cli_report_args *a)
 {
 	struct stat in, o;
 	FILE *f;
+	int fd;
 
 	if (!a->output) {
 		if (format_is_binary(a->format) && isatty(STDOUT_FILENO)) {
@@ -106,9 +110,29 @@ static FILE *open_output(const struct cli_report_args *a)
 		cli_msg("report: -o %s: that is the recording itself", a->output);
 		return NULL;
 	}
-	f = fopen(a->output, "w");
-	if (!f)
+	/*
+	 * A new file only: an existing one, or a symlink someone put where the
+	 * report goes, is never written through. --force removes the name
+	 * first (a symlink itself, not what it points to) and creates it anew.
+	 */
+	if (a->force && lstat(a->output, &o) == 0 && !S_ISDIR(o.st_mode) && unlink(a->output) < 0) {
+		cli_msg("report: -o %s: cannot remove it: %s", a->output, strerror(errno));
+		return NULL;
+	}
+	fd = open(a->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			cli_msg("report: -o %s: %s exists; remove it first or give --force to replace it",
+				a->output, lstat(a->output, &o) == 0 && S_ISLNK(o.st_mode) ? "a symlink of that name" : "it");
+		else
+			cli_msg("report: %s: %s", a->output, strerror(errno));
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
 		cli_msg("report: %s: %s", a->output, strerror(errno));
+		close(fd);
+	}
 	return f;
 }
 
@@ -135,6 +159,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 		{ "top", required_argument, NULL, 'n' },
 		{ "backtraces", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -189,6 +214,9 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 		}
 		case 'd':
 			a->diff = 1;
+			break;
+		case 'F':
+			a->force = 1;
 			break;
 		case 'o':
 			if (!optarg[0]) {

@@ -13,6 +13,7 @@
  * period and a comment that the values are estimates.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,7 +121,7 @@ void cli_snap_write(const struct itp_snapshot *s, void *arg)
 	time_t now = time(NULL);
 	struct tm tm;
 	FILE *f;
-	int rc;
+	int rc, fd;
 
 	if (!p) {
 		sn->errors++;
@@ -139,7 +140,11 @@ void cli_snap_write(const struct itp_snapshot *s, void *arg)
 	snprintf(sn->last_when, sizeof(sn->last_when), "%s", when);
 	snprintf(tmp, sizeof(tmp), "%s.part", path);
 	rc = build(p, s);
-	f = rc ? NULL : fopen(tmp, "wbx");
+	/* 0600 like a recording; a new file (never through a symlink), renamed into place */
+	fd = rc ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
 	if (f) {
 		rc = rpt_pprof_write(p, f, 1);
 		if (fclose(f) && !rc)

@@ -159,7 +159,8 @@ struct rec_writer *rec_writer_create(const char *path, int *err)
 		ret = -REC_E_ZSTD;
 		goto out_free;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	/* 0600: a recording holds the process's command line, paths and symbols */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		ret = errno == EEXIST ? -REC_E_EXISTS : -REC_E_IO;
 		goto out_free;
