@@ -47,6 +47,13 @@
 #   setuid-user  the same with the victim set-uid to uid 1: its effective
 #             uid is another user's; one line naming the set-uid program,
 #             exit 18, nothing changed
+#   fifo      the plain root with a FIFO where this host has libunwind.so.8
+#             (the path heaptap compares): never opened, so no hang;
+#             libunwind is copied in as in plain
+#   symlink-out  the plain root with an absolute symlink where this host
+#             has liblzma.so.5, naming a FIFO of the host outside the root:
+#             resolved inside the root (where it names nothing), never in
+#             the host's; liblzma is copied in as in plain
 # The victim runs under unshare -m with /proc mounted in its root (not in
 # case noproc). Needs
 # root (chroot, mount). Exit 77 says why when
@@ -60,7 +67,10 @@ TMPDIR=$PWD
 . "$(cd "$(dirname "$0")" && pwd)/../lib/attach.sh"
 case_name=attach.minroot-$case_
 
-case $case_ in plain | ro | shm | noplace | nolibm | noproc | nomaps | setgid | setgid-host | setuid | setgid-user | setuid-user) ;; *) fail "unknown case '$case_'" ;; esac
+case $case_ in plain | ro | shm | noplace | nolibm | noproc | nomaps | setgid | setgid-host | setuid | setgid-user | setuid-user | \
+	fifo | symlink-out) ;;
+*) fail "unknown case '$case_'" ;;
+esac
 [ -x "$victim" ] || fail "victim $victim is not an executable"
 [ "$(id -u)" = 0 ] || skip "chroot needs root"
 command -v chroot >/dev/null || PATH=$PATH:/usr/sbin:/sbin
@@ -107,8 +117,21 @@ setuid*)
 	chown "$SECURE_ID" "$root/victim" && chmod u+s "$root/victim" || fail "make the victim set-uid"
 	;;
 esac
-if find "$root" -name 'libunwind*' -o -name 'liblzma*' | grep -q .; then
-	fail "the root has libunwind or liblzma: $(find "$root" -name 'libunwind*' -o -name 'liblzma*')"
+# where heaptap looks for what the library needs (attach/deps.c: the host's first directory)
+dep_path() { ldd "$lib" | sed -n "s/^[[:space:]]*$1 => \(\/[^ ]*\) .*/\1/p"; }
+case $case_ in
+fifo)
+	p=$(dep_path libunwind.so.8)
+	mkdir -p "$root$(dirname "$p")" && mkfifo "$root$p" || fail "make a FIFO at $p in the root"
+	;;
+symlink-out)
+	p=$(dep_path liblzma.so.5)
+	mkfifo "$tmp/host-fifo" && mkdir -p "$root$(dirname "$p")" && ln -s "$tmp/host-fifo" "$root$p" ||
+		fail "make a symlink at $p in the root"
+	;;
+esac
+if find "$root" -type f \( -name 'libunwind*' -o -name 'liblzma*' \) | grep -q .; then
+	fail "the root has libunwind or liblzma: $(find "$root" -type f \( -name 'libunwind*' -o -name 'liblzma*' \))"
 fi
 echo "root $root: $(cd "$root" && find . -type f | sort | tr '\n' ' ')" >&2
 

@@ -194,3 +194,42 @@ svc_start_private_tmp()
 		exec "$0"'
 	[ -z "$keep" ] || rmdir "$keep" 2>/dev/null
 }
+
+# as_nobody CMD...: CMD as uid/gid 65534 (the target's or an attacker's user)
+as_nobody()
+{
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+# need_nobody: skip unless we are root and can run the service as uid 65534
+need_nobody()
+{
+	[ "$(id -u)" -eq 0 ] || skip "needs root (the target or attacker runs as another user)"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	as_nobody test -x "$SESSION_SERVICE" 2>/dev/null || skip "uid 65534 cannot run $SESSION_SERVICE"
+}
+
+# ht_stopped NAME SECS: wait until the background heaptap stopped itself
+# (HEAPTAP_HANG); fails when it ended or did not stop in time
+ht_stopped()
+{
+	local i
+	for ((i = 0; i < $2 * 20; i++)); do
+		[ "$(awk '{print $3}' /proc/"$HT_PID"/stat 2>/dev/null)" = T ] && return 0
+		kill -0 "$HT_PID" 2>/dev/null || { show "heaptap stderr" "$tmp/$1.err"; fail "$1: heaptap ended instead of stopping at HEAPTAP_HANG"; }
+		sleep 0.05
+	done
+	show "heaptap stderr" "$tmp/$1.err"
+	fail "$1: heaptap did not stop at HEAPTAP_HANG within $2 s"
+}
+
+# ht_session_dir: the heaptap-XXXXXX directory the background heaptap has open
+ht_session_dir()
+{
+	local f l
+	for f in /proc/"$HT_PID"/fd/*; do
+		l=$(readlink "$f" 2>/dev/null) || continue
+		[[ $l =~ /heaptap-[A-Za-z0-9]{6}$ ]] && { echo "$l"; return 0; }
+	done
+	return 1
+}
