@@ -1,4 +1,4 @@
-/* tests/unit/check_report_exports.c - unit.report_exports: heaptrack, folded-stack and massif writers */
+/* tests/unit/check_report_exports.c - unit.report_exports: heaptrack, folded-stack, massif writers, escapes */
 /* SPDX-License-Identifier: MIT */
 /*
  * One small recording written here, so every line of each export is known:
@@ -269,6 +269,43 @@ START_TEST(test_no_events)
 }
 END_TEST
 
+/* rpt_escape: what a terminal may show passes, every control is \xNN, cut at a whole escape */
+START_TEST(test_escape)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "plain text 1+2", "plain text 1+2" },
+		{ "a\x1b[31mb", "a\\x1b[31mb" },		/* ESC */
+		{ "t\x1b]0;x\x07", "t\\x1b]0;x\\x07" },	/* OSC title, BEL */
+		{ "cr\rlf\ntab\tdel\x7f", "cr\\x0dlf\\x0atab\\x09del\\x7f" },
+		{ "back\\slash", "back\\\\slash" },
+		{ "caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac" },	/* UTF-8 passes */
+		{ "c1\xc2\x9b" "2J", "c1\\xc2\\x9b2J" },	/* 8-bit CSI */
+		{ "bidi\xe2\x80\xae", "bidi\\xe2\\x80\\xae" },	/* RIGHT-TO-LEFT OVERRIDE */
+		{ "bad\xc3(", "bad\\xc3(" },			/* cut sequence */
+		{ "over\xc0\xaf", "over\\xc0\\xaf" },		/* overlong '/' */
+	};
+	char out[64];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		n = rpt_escape(out, sizeof(out), cases[i].in, strlen(cases[i].in));
+		ck_assert_str_eq(out, cases[i].want);
+		ck_assert_uint_eq(n, strlen(cases[i].want));
+	}
+	/* no room for a whole escape: cut before it, never inside */
+	n = rpt_escape(out, 6, "ab\x1b", 3);
+	ck_assert_str_eq(out, "ab");
+	ck_assert_uint_eq(n, 2);
+	n = rpt_escape(out, 7, "ab\x1b", 3);
+	ck_assert_str_eq(out, "ab\\x1b");
+	/* a NUL byte inside the range is escaped too */
+	n = rpt_escape(out, sizeof(out), "a\0b", 3);
+	ck_assert_str_eq(out, "a\\x00b");
+}
+END_TEST
+
 static Suite *exports_suite(void)
 {
 	TCase *tc;
@@ -278,6 +315,7 @@ static Suite *exports_suite(void)
 	tcase_add_test(tc, test_massif);
 	tcase_add_test(tc, test_heaptrack);
 	tcase_add_test(tc, test_no_events);
+	tcase_add_test(tc, test_escape);
 	return s;
 }
 
