@@ -58,6 +58,7 @@ cleanup() {
 		wait "$pid" 2>/dev/null || true
 	fi
 	rm -rf "$work"
+	rmdir "$mnt" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -80,15 +81,37 @@ if [ "$target" = mt ]; then
 		-Wl,-dynamic-linker,/lib64/ld-linux-x86-64.so.2
 fi
 : >"$work/ticks"
+# in_root CMD...: exec CMD chrooted into the rootfs as a container sees it (run it
+# in the background: pid=$! is CMD's): in a mount namespace of its own, the
+# rootfs's entries bound into a tmpfs and procfs at /proc. debootstrap --foreign
+# leaves /proc a symlink to /proc, which is no procfs inside the root (heaptap
+# resolves it there and refuses; its library could not read /proc/self/maps).
+mnt=$(mktemp -d /tmp/heaptap-oldlibc-mnt.XXXXXX)
+in_root() {
+	exec unshare -m --propagation private /bin/sh -c '
+		r=$1 m=$2
+		shift 2
+		mount -t tmpfs heaptap-oldlibc "$m" || exit 97
+		for e in "$r"/* "$r"/.heaptap-ready; do
+			n=${e##*/}
+			if [ "$n" = proc ]; then mkdir "$m/proc" || exit 97
+			elif [ -L "$e" ]; then ln -s "$(readlink "$e")" "$m/$n" || exit 97
+			elif [ -d "$e" ]; then mkdir "$m/$n" && mount --bind "$e" "$m/$n" || exit 97
+			else cp -p "$e" "$m/$n" || exit 97
+			fi
+		done
+		mount -t proc proc "$m/proc" || exit 97
+		exec chroot "$m" "$@"' sh "$root" "$mnt" "$@"
+}
 if [ "$target" = perl ]; then
 	# a tick every 50 ms; a failed select (EINTR, ...) ends it with ERR
-	chroot "$root" /usr/bin/perl -e '$| = 1; for (;;) {
+	in_root /usr/bin/perl -e '$| = 1; for (;;) {
 		if (select(undef, undef, undef, 0.05) < 0) { print "ERR $!\n"; exit 3 }
 		print ++$i, "\n" }' >>"$work/ticks" 2>&1 &
 elif [ "$target" = mt ]; then
-	chroot "$root" "/tmp/$name/mt_victim" >>"$work/ticks" 2>&1 &
+	in_root "/tmp/$name/mt_victim" >>"$work/ticks" 2>&1 &
 else
-	chroot "$root" /bin/sh -c 'i=0; while :; do i=$((i + 1)); echo $i;
+	in_root /bin/sh -c 'i=0; while :; do i=$((i + 1)); echo $i;
 		sleep 0.05 || { echo ERR; exit 3; }; done' >>"$work/ticks" 2>&1 &
 fi
 pid=$!
