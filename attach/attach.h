@@ -141,10 +141,13 @@ int att_root_stat(const char *procdir, const char *path, struct stat *st);
  */
 int att_open_regular(const char *path, struct stat *st);
 
-/* att_dir_is_mine - 0 when fd is a directory of our euid that no one else may enter, else -EEXIST or -errno. */
+/*
+ * att_dir_is_mine - 0 when fd is a directory of our euid that no one else
+ * may enter, else -EEXIST (someone else's) or -errno.
+ */
 int att_dir_is_mine(int fd);
 
-/* att_elf_open_fd - elf/'s file view of the open file fd, which it closes. NULL on failure (errno). */
+/* att_elf_open_fd - elf/'s file view of the open file fd (closed here). NULL on failure (errno). */
 struct elfr_file *att_elf_open_fd(int fd);
 
 /*

@@ -54,8 +54,8 @@ enum att_reason att_ident_take(struct att_ctx *ctx)
 	if (ctx->pidfd < 0) {
 		ctx->pidfd = (int)syscall(SYS_pidfd_open, ctx->pid, 0);
 		if (ctx->pidfd < 0 && errno != ENOSYS)
-			return att_fail(ctx, errno == ESRCH ? ATT_E_NO_PROCESS : ATT_E_PTRACE, errno,
-					"pidfd_open %d", (int)ctx->pid);
+			return att_fail(ctx, errno == ESRCH ? ATT_E_NO_PROCESS : ATT_E_PTRACE,
+					errno, "pidfd_open %d", (int)ctx->pid);
 	}
 	ret = start_time(ctx->procdir, &ctx->start_time);
 	if (ret < 0)
@@ -82,15 +82,18 @@ enum att_reason att_ident_recheck(struct att_ctx *ctx)
 	if (!ctx->ident)
 		return ATT_OK;
 	snprintf(path, sizeof(path), "%s/exe", ctx->procdir);
-	if (att_fault(ctx, "ident") || !pidfd_alive(ctx->pidfd) || start_time(ctx->procdir, &now) < 0 ||
-	    now != ctx->start_time)
-		why = att_fail(ctx, ATT_E_EXITED, 0,
-			       "the process checked before the stop is gone; pid %d now names another "
-			       "process, which was let go untouched", (int)ctx->pid);
+	if (att_fault(ctx, "ident") || !pidfd_alive(ctx->pidfd) ||
+	    start_time(ctx->procdir, &now) < 0 || now != ctx->start_time)
+		why = att_fail(
+		    ctx, ATT_E_EXITED, 0,
+		    "the process checked before the stop is gone; pid %d now names another "
+		    "process, which was let go untouched",
+		    (int)ctx->pid);
 	else if (stat(path, &st) < 0 || st.st_dev != ctx->exe_dev || st.st_ino != ctx->exe_ino)
-		why = att_fail(ctx, ATT_E_EXEC, 0,
-			       "it runs another program than the one checked before the stop; it was let "
-			       "go untouched");
+		why = att_fail(
+		    ctx, ATT_E_EXEC, 0,
+		    "it runs another program than the one checked before the stop; it was let "
+		    "go untouched");
 	if (why && ctx->have_thr) {
 		att_thread_detach(ctx, &ctx->thr);
 		att_hold_end(ctx, false);

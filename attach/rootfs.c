@@ -40,7 +40,8 @@ static long openat2_call(int dirfd, const char *path, uint64_t flags, uint64_t r
 }
 
 /* An O_PATH descriptor of path below procdir's root, resolved inside that root. */
-static int root_path_fd(const char *procdir, const char *path, uint64_t extra_flags, uint64_t extra_resolve)
+static int root_path_fd(const char *procdir, const char *path, uint64_t extra_flags,
+			uint64_t extra_resolve)
 {
 	char rootpath[96];
 	int rfd, fd, e;
@@ -79,7 +80,8 @@ static int reopen_regular(int pfd, struct stat *st)
 		return S_ISREG(st->st_mode) ? -EFBIG : -EINVAL;
 	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);	/* our own descriptor: the inode checked */
+	fd = open(self,
+		  O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* our own descriptor: the inode checked */
 	e = errno;
 	close(pfd);
 	if (fd < 0)

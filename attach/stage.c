@@ -241,7 +241,8 @@ static int make_stage_dir(struct att_ctx *ctx, char *tdir, size_t cap, char *why
 			} else {
 				const char *name = strrchr(tmpl, '/') + 1;
 
-				/* ours and 0700 until filled (att_stage hands it over); locked while we live */
+				/* ours and 0700 until filled (att_stage hands it
+				 * over); locked while we live (sweep.c) */
 				fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				e = errno;
 				if (fd >= 0 && (att_dir_is_mine(fd) < 0 || fchmod(fd, 0700) < 0 ||

@@ -41,7 +41,8 @@ static bool stale_name(const char *n)
 	if (strncmp(n, "heaptap-", 8) || strlen(n) != 14)
 		return false;
 	for (i = 8; i < 14; i++)
-		if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= '0' && n[i] <= '9')))
+		if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') ||
+		      (n[i] >= '0' && n[i] <= '9')))
 			return false;
 	return true;
 }
@@ -61,8 +62,9 @@ static bool has_listener(int dfd)
 	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
-		return true;	/* cannot tell: leave it */
-	live = connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 || errno == EAGAIN || errno == EINPROGRESS;
+		return true; /* cannot tell: leave it */
+	live = connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 || errno == EAGAIN ||
+	       errno == EINPROGRESS;
 	close(s);
 	return live;
 }
@@ -114,7 +116,8 @@ static bool sweep_one(int pfd, const char *name, uid_t uid)
 	if (fstat(dfd, &b) < 0 || b.st_dev != a.st_dev || b.st_ino != a.st_ino ||
 	    flock(dfd, LOCK_EX | LOCK_NB) < 0 || has_listener(dfd) || !empty_dir(dfd))
 		goto out_close;
-	if (fstatat(pfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+	if (fstatat(pfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
 		removed = unlinkat(pfd, name, AT_REMOVEDIR) == 0;
 out_close:
 	close(dfd);
@@ -123,7 +126,7 @@ out_close:
 
 int att_sweep(const char *procdir, uid_t uid)
 {
-	static const char *const places[] = { "tmp", "dev/shm" };
+	static const char *const places[] = {"tmp", "dev/shm"};
 	struct dirent *de;
 	size_t i;
 	int pfd, fd, n = 0;
