@@ -45,6 +45,7 @@
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
 #include "track/wire.h"
+#include "util/clock.h"
 
 #define ACCEPT_MS 5000	     /* the library's thread connects within microseconds */
 #define LOAD_MS 10000	     /* the loader thread's dlopen: ~10 ms, more under load */
@@ -257,14 +258,6 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 	return cli_interpret(conn, &opt, opt_out, "attach", comm, pid, out, outlen, res);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static double ms_since(uint64_t t0, uint64_t t1)
 {
 	return (double)(t1 - t0) / 1e6;
@@ -354,7 +347,7 @@ static void *session_main(void *arg)
 		cli_ctl_set_conn(s->ctl, conn); /* `heaptap ctl PID sample` reaches the library now */
 	}
 	pthread_mutex_lock(&s->lock);
-	s->t_conn = mono_ns();
+	s->t_conn = util_mono_ns();
 	s->conn = conn;
 	s->acc_ret = ret;
 	s->accepted = 1;
@@ -609,7 +602,7 @@ int cli_cmd_attach(int argc, char **argv)
 	stop_flag = 0;
 	stop_sig = 0;
 	install_signals(&old);
-	t[0] = mono_ns();
+	t[0] = util_mono_ns();
 
 	ctx = att_new(pid);
 	if (!ctx) {
@@ -657,7 +650,7 @@ int cli_cmd_attach(int argc, char **argv)
 		cli_msg("attach %d: session directory in its /tmp: %s", (int)pid, d.why[0] ? d.why : strerror(-ret));
 		goto out_free;
 	}
-	t[1] = mono_ns();
+	t[1] = util_mono_ns();
 	why = att_prepare(ctx, lib);
 	if (why != ATT_OK) {
 		code = att_fail(pid, ctx, why);
@@ -668,7 +661,7 @@ int cli_cmd_attach(int argc, char **argv)
 		goto out_dir;
 	}
 	was_loaded = inject_loaded(pid);
-	t[2] = mono_ns();
+	t[2] = util_mono_ns();
 	why = att_seize(ctx);
 	if (why != ATT_OK) {
 		code = att_fail(pid, ctx, why);
@@ -680,7 +673,7 @@ int cli_cmd_attach(int argc, char **argv)
 			(int)pid);
 		goto out_free_dir;
 	}
-	t[3] = mono_ns();
+	t[3] = util_mono_ns();
 	memset(&ir, 0, sizeof(ir));
 	/* what the session thread needs to interpret, set before it starts */
 	dur.secs = a.duration;
@@ -726,7 +719,7 @@ int cli_cmd_attach(int argc, char **argv)
 	}
 	att_release(ctx);
 	test_delay("after-inject");
-	t[4] = mono_ns();
+	t[4] = util_mono_ns();
 	att_get_stats(ctx, &ast);
 	att_free(ctx);
 	ctx = NULL;

@@ -27,16 +27,9 @@
 #include "cli/cli.h"
 #include "interpret/interpret.h"
 #include "report/report.h"
+#include "util/clock.h"
 
 #define LINE_MAX_BYTES 512
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A count in at most 7 characters: "12345", "123.4k", "8.00M", "1.23G". */
 static void fmt_count(uint64_t v, char *buf, size_t len)
@@ -76,7 +69,7 @@ static void draw(struct cli_status *s, const struct itp_status *st, double rate,
 	size_t width, n;
 	int m;
 
-	secs = st->elapsed_ns ? (double)st->elapsed_ns / 1e9 : (double)(wall_ns() - s->start_ns) / 1e9;
+	secs = st->elapsed_ns ? (double)st->elapsed_ns / 1e9 : (double)(util_mono_ns() - s->start_ns) / 1e9;
 	fmt_count(st->alloc_calls, calls, sizeof(calls));
 	fmt_count(rate > 0 ? (uint64_t)(rate + 0.5) : 0, cps, sizeof(cps));
 	fmt_count(st->traces, traces, sizeof(traces));
@@ -104,7 +97,7 @@ static void draw(struct cli_status *s, const struct itp_status *st, double rate,
 static void on_status(const struct itp_status *st, void *arg)
 {
 	struct cli_status *s = arg;
-	uint64_t now = wall_ns();
+	uint64_t now = util_mono_ns();
 	double rate = 0;
 
 	if (s->status)
@@ -134,7 +127,7 @@ void cli_status_begin(struct cli_status *s, struct itp_options *opt)
 	if (!isatty(STDERR_FILENO))
 		return;
 	s->on = 1;
-	s->start_ns = wall_ns();
+	s->start_ns = util_mono_ns();
 	s->last_ns = s->start_ns;
 	s->status = opt->status;
 	s->status_arg = opt->status_arg;
@@ -160,6 +153,6 @@ void cli_status_end(struct cli_status *s, struct itp_options *opt, const struct 
 		return;
 	}
 	secs = final->elapsed_ns ? (double)final->elapsed_ns / 1e9
-				 : (double)(wall_ns() - s->start_ns) / 1e9;
+				 : (double)(util_mono_ns() - s->start_ns) / 1e9;
 	draw(s, final, secs > 0 ? (double)final->alloc_calls / secs : 0, 1);
 }

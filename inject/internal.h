@@ -35,6 +35,7 @@
 #include "elf/elfr.h"
 #include "inject/inject.h"
 #include "track/track.h"
+#include "util/clock.h"
 
 #define INJ_HIDDEN __attribute__((visibility("hidden")))
 
@@ -206,7 +207,5 @@ void inj_send_error(const char *what, int err) INJ_HIDDEN;
 /* thread.c: body of the library's thread. */
 void *inj_thread_main(void *arg) INJ_HIDDEN;
 
-/* start.c: CLOCK_MONOTONIC in ns. */
-uint64_t inj_now_ns(void) INJ_HIDDEN;
 
 #endif /* HEAPTAP_INJECT_INTERNAL_H */

@@ -23,14 +23,6 @@ struct inj_global inj_g = {
     .run = INJ_IDLE,
 };
 
-uint64_t inj_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* spawn - create the library's thread, detached, all signals blocked. 0 or an errno value. */
 static int spawn(void)
 {
@@ -79,7 +71,7 @@ int heaptap_inject_start(const char *socket_path)
 		return -ENAMETOOLONG;
 	if (!atomic_compare_exchange_strong(&inj_g.run, &expected, INJ_STARTING))
 		return -EBUSY;
-	inj_g.t_start = inj_now_ns();
+	inj_g.t_start = util_mono_ns();
 	memcpy(inj_g.sock_path, socket_path, len + 1);
 	if (!inj_g.page)
 		inj_g.page = sysconf(_SC_PAGESIZE);

@@ -86,12 +86,12 @@ static int first_pass(void)
 	int ret, tries = 0;
 
 	do {
-		t0 = inj_now_ns();
+		t0 = util_mono_ns();
 		ret = inj_patch_pass();
 		tries++;
 	} while (ret == -EAGAIN && tries < FIRST_PASS_TRIES && !inj_g.closing);
-	inj_g.st.first_pass_ns = inj_now_ns() - t0;
-	inj_g.st.start_ns = inj_now_ns() - inj_g.t_start;
+	inj_g.st.first_pass_ns = util_mono_ns() - t0;
+	inj_g.st.start_ns = util_mono_ns() - inj_g.t_start;
 	inj_g.st.first_passes = (uint32_t)tries;
 	inj_g.defer0 = inj_g.defer;
 	return ret == -EAGAIN ? 0 : ret;
@@ -170,7 +170,7 @@ void *inj_thread_main(void *arg)
 	 */
 	prctl(PR_SET_NAME, INJ_THREAD_NAME, 0, 0, 0);
 	fd = trk_connect(inj_g.sock_path);
-	connect_ns = inj_now_ns() - inj_g.t_start;
+	connect_ns = util_mono_ns() - inj_g.t_start;
 	if (fd >= 0 || fd == -ECONNREFUSED)
 		forget_session_files(inj_g.sock_path);
 	if (fd < 0)
@@ -193,14 +193,14 @@ void *inj_thread_main(void *arg)
 	cfg.flags = WIRE_F_ATTACHED;
 	/* heaptap's rate: no hook is installed yet, so only the attach waits */
 	rate_got = wait_rate(fd, TRK_SAMPLE_WAIT_MS);
-	rate_ns = inj_now_ns() - inj_g.t_start;
+	rate_ns = util_mono_ns() - inj_g.t_start;
 	cfg.sample_wait_ms = 0; /* it is there (or will not come): trk_start takes it as it is */
 	cfg.before_end = inj_before_end;
 	cfg.before_end_arg = NULL;
 	/* not under inj_g.lock: a failing trk_start ends the session, calling before_end */
 	if (trk_start(&cfg) < 0)
 		goto out_idle; /* track closed the fd; nothing was patched */
-	session_ns = inj_now_ns() - inj_g.t_start;
+	session_ns = util_mono_ns() - inj_g.t_start;
 	atomic_store(&inj_g.run, INJ_RUNNING);
 	/*
 	 * Patch only once heaptap reads: the first hooks fill the socket
@@ -210,9 +210,9 @@ void *inj_thread_main(void *arg)
 	 * by every allocating thread). A heaptap that does not read within
 	 * INJ_DRAIN_MS gets the slots patched anyway.
 	 */
-	drain_ns = inj_now_ns();
+	drain_ns = util_mono_ns();
 	(void)trk_wait_drained(INJ_DRAIN_MS);
-	drain_ns = inj_now_ns() - drain_ns;
+	drain_ns = util_mono_ns() - drain_ns;
 
 	pthread_mutex_lock(&inj_g.lock);
 	inj_g.st.drain_ns = drain_ns;

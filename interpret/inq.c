@@ -111,14 +111,6 @@ struct itp_inq {
 	struct itp_input st;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void efd_post(int efd)
 {
 	uint64_t one = 1;
@@ -189,7 +181,7 @@ static struct blk *room_locked(struct itp_inq *q, int *oom, int *waited)
 		/* all taken: the interpreter never reuses the tail, we may (it is not being read) */
 		if (q->tail && q->tail->roff == q->tail->wlen)
 			q->tail->roff = q->tail->wlen = 0;
-		if (!stuck_locked(q, mono_ns())) {
+		if (!stuck_locked(q, util_mono_ns())) {
 			if (q->tail && q->block - q->tail->wlen >= ITP_INQ_MIN_READ) {
 				b = q->tail;
 				break;
@@ -202,13 +194,13 @@ static struct blk *room_locked(struct itp_inq *q, int *oom, int *waited)
 		}
 		/* full: the socket fills now and the target waits for the interpreter */
 		if (!q->full_since) {
-			q->full_since = mono_ns();
+			q->full_since = util_mono_ns();
 			q->st.full_waits++;
 		}
 		pthread_cond_wait(&q->room, &q->lock);
 	}
 	if (q->full_since) {
-		uint64_t w = mono_ns() - q->full_since;
+		uint64_t w = util_mono_ns() - q->full_since;
 
 		*waited = 1;
 		q->st.full_ns += w;
@@ -333,7 +325,7 @@ int itp_inq_start(struct itp_inq **out, int fd, size_t limit)
 	q->block = ITP_INQ_BLOCK;
 	q->limit = limit ? limit : ITP_INQ_LIMIT;
 	q->stall_ns = (uint64_t)ITP_INQ_STALL_MS * 1000000ull;
-	q->last_take_ns = mono_ns();
+	q->last_take_ns = util_mono_ns();
 	if (q->limit < 2 * q->block)
 		q->limit = 2 * q->block;
 	q->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -404,7 +396,7 @@ static void took_locked(struct itp_inq *q, size_t n, int freed)
 {
 	q->pending -= n;
 	if (n)
-		q->last_take_ns = mono_ns();
+		q->last_take_ns = util_mono_ns();
 	if (freed || (n && q->full_since))
 		pthread_cond_signal(&q->room);
 }
@@ -580,7 +572,7 @@ uint64_t itp_inq_full_ns(struct itp_inq *q)
 	uint64_t ns;
 
 	pthread_mutex_lock(&q->lock);
-	ns = q->st.full_ns + (q->full_since ? mono_ns() - q->full_since : 0);
+	ns = q->st.full_ns + (q->full_since ? util_mono_ns() - q->full_since : 0);
 	pthread_mutex_unlock(&q->lock);
 	return ns;
 }
@@ -617,7 +609,7 @@ void itp_inq_stop(struct itp_inq *q, struct itp_input *st)
 	if (q->threaded)
 		pthread_join(q->thr, NULL);
 	if (q->full_since) {
-		q->st.full_ns += mono_ns() - q->full_since;
+		q->st.full_ns += util_mono_ns() - q->full_since;
 		q->full_since = 0;
 	}
 	if (st)

@@ -17,6 +17,8 @@
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
 #include "track/wire.h"
+#include "util/clock.h"
+#include "util/hash.h"
 
 #define ITP_BUF_MIN (128u << 10)	      /* input buffer at first: holds a block's rest (run.c) */
 #define ITP_BUF_SIZE (4u << 20)		      /* at most: > 2 records + a block */
@@ -44,17 +46,6 @@ struct itp_map {
 	size_t n;
 };
 
-/* murmur3's 64-bit finalizer: every input bit reaches every output bit */
-static inline uint64_t itp_hash64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 /* itp_map_get - 1 and *val when key is present, else 0. */
 static inline int itp_map_get(const struct itp_map *m, uint64_t key, uint32_t *val)
 {
@@ -63,7 +54,7 @@ static inline int itp_map_get(const struct itp_map *m, uint64_t key, uint32_t *v
 	if (!m->cap)
 		return 0;
 	mask = m->cap - 1;
-	for (i = itp_hash64(key) & mask;; i = (i + 1) & mask) {
+	for (i = util_fmix64(key) & mask;; i = (i + 1) & mask) {
 		if (!m->e[i].val)
 			return 0;
 		if (m->e[i].key == key) {
@@ -677,8 +668,6 @@ void itp_symtab_free(struct itp_symtab *t);
 /* symbolize.c: resolve modules and symbols of every ip, write them. */
 int itp_symbolize(struct itp_ctx *c);
 
-/* run.c: our CLOCK_MONOTONIC */
-uint64_t itp_now_ns(void);
 /*
  * itp_clock_elapsed - raise st.elapsed_ns to the time since the header's
  * start_mono_ns by our clock at mono (CLOCK_MONOTONIC is system-wide), when

@@ -20,7 +20,7 @@ static int grow(struct itp_map *m)
 	for (i = 0; i < m->cap; i++) {
 		if (!m->e[i].val)
 			continue;
-		for (j = itp_hash64(m->e[i].key) & mask; e[j].val; j = (j + 1) & mask)
+		for (j = util_fmix64(m->e[i].key) & mask; e[j].val; j = (j + 1) & mask)
 			;
 		e[j] = m->e[i];
 	}
@@ -41,7 +41,7 @@ int itp_map_put(struct itp_map *m, uint64_t key, uint32_t val)
 			return rc;
 	}
 	mask = m->cap - 1;
-	for (i = itp_hash64(key) & mask; m->e[i].val; i = (i + 1) & mask) {
+	for (i = util_fmix64(key) & mask; m->e[i].val; i = (i + 1) & mask) {
 		if (m->e[i].key == key) {
 			m->e[i].val = (uint64_t)val + 1;
 			return 0;

@@ -495,7 +495,7 @@ static int parse_end(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 		if (wire_get_varint(&p, end, &v[i]))
 			return itp_fail(c, ITP_E_CORRUPT, "end record cut short");
 	c->ended = 1;
-	c->end_mono_ns = itp_now_ns();
+	c->end_mono_ns = util_mono_ns();
 	c->total_seq = v[0];
 	c->res->end_reason = v[1] <= WIRE_END_ERROR ? (int)v[1] : WIRE_END_ERROR;
 	c->res->slots_restored = v[2];

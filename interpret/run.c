@@ -38,16 +38,6 @@
  */
 #define TAKE_MAX ((size_t)256 << 10)
 
-uint64_t itp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-#define now_ns itp_now_ns
-
 /* a time namespace or a bogus header could make the difference absurd */
 #define MAX_PLAUSIBLE_NS (366ull * 24 * 3600 * 1000000000ull)
 
@@ -66,7 +56,7 @@ static void report_status(struct itp_ctx *c)
 	struct stat sb;
 
 	if (!c->ended)
-		itp_clock_elapsed(c, now_ns());
+		itp_clock_elapsed(c, util_mono_ns());
 	if (c->opt->output && !stat(c->opt->output, &sb))
 		c->st.output_bytes = (uint64_t)sb.st_size;
 	if (c->opt->status)
@@ -184,12 +174,12 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 	 */
 	if (opt->sample_ctl)
 		(void)itp_send_sample(fd, opt->sample_bytes, opt->sample_seed);
-	last_status = last_flush = last_snap = now_ns();
+	last_status = last_flush = last_snap = util_mono_ns();
 	for (;;) {
 		int timeout = TICK_MS;
 		ssize_t n;
 
-		t = now_ns();
+		t = util_mono_ns();
 		if (opt->stop && *opt->stop && !stop_asked) {
 			stop_asked = 1;
 			deadline = t + (uint64_t)stop_ms * 1000000ull;
@@ -330,13 +320,13 @@ static void finish(struct itp_ctx *c)
 	}
 	if (c->have_header && !c->ended)
 		itp_fail(c, ITP_E_TRUNCATED, "stream ended without an end record");
-	itp_clock_elapsed(c, c->ended ? c->end_mono_ns : now_ns());
+	itp_clock_elapsed(c, c->ended ? c->end_mono_ns : util_mono_ns());
 	if (c->sites.n && itp_sites_write(c) && c->res->err == ITP_E_OUTPUT)
 		return;
-	itp_agg_snapshot(c, now_ns()); /* the last one, at the end of the session */
-	t0 = now_ns();
+	itp_agg_snapshot(c, util_mono_ns()); /* the last one, at the end of the session */
+	t0 = util_mono_ns();
 	rc = itp_symbolize(c);
-	c->res->symbolize_ns = now_ns() - t0;
+	c->res->symbolize_ns = util_mono_ns() - t0;
 	if (rc && c->res->err == ITP_E_OUTPUT)
 		return;
 	if (c->have_header)

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "report/html_internal.h"
+#include "util/hash.h"
 
 #define MAX_CHAIN 64
 #define KEY_NOSYM (1ull << 32)	/* | module index: an ip without symbols */
@@ -48,15 +49,6 @@ struct map {
 	size_t cap, used; /* cap is a power of two */
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 static int map_grow(struct map *m)
 {
 	size_t cap = m->cap ? m->cap * 2 : 1024, i;
@@ -71,7 +63,7 @@ static int map_grow(struct map *m)
 
 		if (m->s[i].value == UINT32_MAX)
 			continue;
-		h = mix(m->s[i].key ^ ((uint64_t)m->s[i].parent << 40)) & (cap - 1);
+		h = util_fmix64(m->s[i].key ^ ((uint64_t)m->s[i].parent << 40)) & (cap - 1);
 		while (s[h].value != UINT32_MAX)
 			h = (h + 1) & (cap - 1);
 		s[h] = m->s[i];
@@ -89,7 +81,7 @@ static struct slot *map_find(struct map *m, uint32_t parent, uint64_t key)
 
 	if ((m->used + 1) * 2 > m->cap && map_grow(m) < 0)
 		return NULL;
-	h = mix(key ^ ((uint64_t)parent << 40)) & (m->cap - 1);
+	h = util_fmix64(key ^ ((uint64_t)parent << 40)) & (m->cap - 1);
 	while (m->s[h].value != UINT32_MAX) {
 		if (m->s[h].key == key && m->s[h].parent == parent)
 			return &m->s[h];

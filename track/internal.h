@@ -24,6 +24,7 @@
 
 #include "track/track.h"
 #include "track/wire.h"
+#include "util/clock.h"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -710,7 +711,6 @@ void trk_mod_check(struct trk_thr *t) TRK_HIDDEN;
 
 /* ---- session.c / timer.c -------------------------------------------------- */
 
-uint64_t trk_now_ns(int clock) TRK_HIDDEN;
 /* trk_end - the end of a session: flush, before_end, END; closes the socket. */
 void trk_end(int reason) TRK_HIDDEN;
 /*

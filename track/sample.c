@@ -86,6 +86,7 @@
 #include <unistd.h>
 
 #include "track/internal.h"
+#include "util/hash.h"
 
 /* gen never 0: a new thread's key is 0; a line of its own (read by every hook) */
 struct trk_smp_global trk_smp TRK_HIDDEN __attribute__((aligned(64))) = { .gen = 1 };
@@ -123,19 +124,9 @@ static _Atomic(struct trk_smp_thr *) smp_threads;
 static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t sites_buf[SITES_BUF + 4 * WIRE_VARINT_MAX];
 
-static inline uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 static inline size_t set_at(uintptr_t p)
 {
-	return (size_t)(mix64(p) & (pset.cap - 1));
+	return (size_t)(util_fmix64(p) & (pset.cap - 1));
 }
 
 static void *map_zero(size_t len)
@@ -337,8 +328,8 @@ static void seed_thread(struct trk_smp_thr *s, uint32_t tid)
 
 	/* a fixed seed gives the main thread (tid == pid) the same sequence in every run */
 	if (!seed)
-		seed = trk_now_ns(CLOCK_MONOTONIC) ^ (uintptr_t)s;
-	s->rng = mix64(seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(uint32_t)(tid - (uint32_t)trk_g.pid));
+		seed = util_mono_ns() ^ (uintptr_t)s;
+	s->rng = util_fmix64(seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(uint32_t)(tid - (uint32_t)trk_g.pid));
 	if (!s->rng)
 		s->rng = 0x853c49e6748fea9bULL;
 }

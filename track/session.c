@@ -43,14 +43,6 @@ struct trk_global trk_g = {
 /* The header is built here, not on the stack: it may be 64 KiB. */
 static uint8_t hdr_buf[WIRE_MAX_HEADER];
 
-uint64_t trk_now_ns(int clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void trk_set_real(const struct trk_real *real)
 {
 	trk_g.real = *real;
@@ -197,8 +189,8 @@ int trk_start(const struct trk_config *cfg)
 	trk_g.timer_ok = 0;
 	trk_g.page_size = sysconf(_SC_PAGESIZE);
 	trk_g.pid = getpid();
-	realtime = trk_now_ns(CLOCK_REALTIME);
-	trk_g.start_mono_ns = trk_now_ns(CLOCK_MONOTONIC);
+	realtime = util_clock_ns(CLOCK_REALTIME);
+	trk_g.start_mono_ns = util_mono_ns();
 	trk_unwind_init(cfg->libunwind_only);
 
 	ret = trk_thr_key_init();

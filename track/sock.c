@@ -328,7 +328,7 @@ static int wait_room(int fd, size_t need, bool ctl)
 	int unread, prev = -1;
 
 	while (!has_room(fd, need, &unread)) {
-		uint64_t now = trk_now_ns(CLOCK_MONOTONIC);
+		uint64_t now = util_mono_ns();
 		int r;
 
 		if (prev < 0 || unread < prev)

@@ -130,7 +130,7 @@ void trk_send_tick(bool from_timer)
 	size_t n = 0;
 	uint64_t seq = atomic_load(&trk_g.seq) & TRK_SEQ_MASK;
 
-	n += wire_put_varint(p + n, trk_now_ns(CLOCK_MONOTONIC) - trk_g.start_mono_ns);
+	n += wire_put_varint(p + n, util_mono_ns() - trk_g.start_mono_ns);
 	n += wire_put_varint(p + n, rss_bytes());
 	n += wire_put_varint(p + n, seq);
 	if (!from_timer) {
@@ -160,15 +160,6 @@ static void tick(uint64_t now, uint64_t *sites)
 	trk_thr_flush_idle();
 	trk_smp_sites_due(now, sites);
 	trk_send_tick(true);
-}
-
-/* coarse_ns - CLOCK_MONOTONIC_COARSE (vDSO, a few ns: the hooks' clock). */
-static uint64_t coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -237,11 +228,11 @@ static void *timer_main(void *arg)
 	trk_thr_flush_locked(trk_g.timer_thr);
 	trk_g.timer_thr->tid = trk_gettid();
 	trk_thr_exit(trk_g.timer_thr);
-	sites = trk_now_ns(CLOCK_MONOTONIC);
+	sites = util_mono_ns();
 	period = tick_ns();
 	next = sites + period;
 	while (atomic_load(&trk_g.state) == TRK_ON) {
-		uint64_t now = trk_now_ns(CLOCK_MONOTONIC);
+		uint64_t now = util_mono_ns();
 		struct pollfd pfd = { .fd = trk_g.fd, .events = POLLIN };
 		int ms = now >= next ? 0 : (int)((next - now + 999999) / 1000000);
 
@@ -251,7 +242,7 @@ static void *timer_main(void *arg)
 				break;
 			}
 		}
-		now = trk_now_ns(CLOCK_MONOTONIC);
+		now = util_mono_ns();
 		want = tick_ns();
 		/* a rate change read just now: full tracing ticks within 10 ms again */
 		if (want < period && next > now + want)
@@ -322,7 +313,7 @@ int trk_timer_start(bool timerless)
 {
 	memset(&ctl_state, 0, sizeof(ctl_state));
 	if (timerless && __libc_single_threaded && trk_smp_sampling()) {
-		uint64_t now = coarse_ns();
+		uint64_t now = util_clock_ns(CLOCK_MONOTONIC_COARSE);
 
 		tl.next = now + TRK_TICK_NS;
 		tl.seen = now;
@@ -383,7 +374,7 @@ static void hand_over(uint64_t now)
 void trk_tl_poll(struct trk_thr *t)
 {
 	static atomic_flag busy = ATOMIC_FLAG_INIT;
-	uint64_t now = coarse_ns(), gap;
+	uint64_t now = util_clock_ns(CLOCK_MONOTONIC_COARSE), gap;
 
 	if (!__libc_single_threaded) {
 		/*
@@ -434,6 +425,6 @@ void trk_tl_poll(struct trk_thr *t)
 	trk_smp_sites_due(now, &tl.sites);
 	trk_send_tick(true);
 	/* after our own waits for heaptap: they are not the program's pauses */
-	tl.seen = coarse_ns();
+	tl.seen = util_clock_ns(CLOCK_MONOTONIC_COARSE);
 	tl.nvcsw = nvcsw();
 }

@@ -40,6 +40,7 @@
 #include <sys/mman.h>
 
 #include "track/internal.h"
+#include "util/hash.h"
 
 #define NODE_EV_MAX (2 + 3 * WIRE_VARINT_MAX + 2)
 
@@ -287,16 +288,6 @@ static inline struct trk_sc_bucket *sc_table(void)
 	return likely(b != NULL) ? b : sc_map();
 }
 
-static inline uint64_t sc_fmix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* sc_leaf_mix - the leaf's share of the key (never 0 for a leaf). */
 static inline uint64_t sc_leaf_mix(uint32_t leaf)
 {
@@ -330,8 +321,8 @@ static inline void sc_hash(const uintptr_t *ips, size_t n, uint64_t *h1, uint64_
 		a = (a ^ ips[i]) * 0x9E3779B97F4A7C15ull;
 		b = (b + ips[i]) * 0xD6E8FEB86659FD93ull;
 	}
-	*h1 = sc_fmix(a ^ sc_fmix(c));
-	*h2 = sc_fmix(b ^ 0xA4093822299F31D0ull) + sc_fmix(d);
+	*h1 = util_fmix64(a ^ util_fmix64(c));
+	*h2 = util_fmix64(b ^ 0xA4093822299F31D0ull) + util_fmix64(d);
 }
 
 /* The fields of an entry's val word. */
