@@ -9,8 +9,8 @@
  * snapshot_ns the read loop hands the callback a view (struct
  * itp_snapshot) and the "since the last snapshot" sums start again.
  *
- * Objects of a sampled allocation are its weight over its size (rounded,
- * at least 1): the estimate the report uses too.
+ * Objects of a sampled allocation are rec_weight_calls of its weight and
+ * size (recfile/recfile.h): the estimate the report uses too.
  *
  * Calibration (sampled sessions; as report/calibrate.c does for a
  * recording): the exact counts per immediate call site (interpret/sites.c,
@@ -86,13 +86,11 @@ int itp_agg_ip(struct itp_ctx *c, uint32_t idx, uint64_t ip)
 	return 0;
 }
 
+/* objects - rec_weight_calls as a signed count (bytes: the weight, or the size when unsampled) */
 static int64_t objects(uint64_t size, uint64_t bytes)
 {
-	uint64_t n;
+	uint64_t n = rec_weight_calls(bytes, size);
 
-	if (!size || bytes <= size)
-		return 1;
-	n = (bytes + size / 2) / size;
 	return n > INT64_MAX ? INT64_MAX : (int64_t)n;
 }
 

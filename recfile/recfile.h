@@ -206,6 +206,25 @@ struct rec_event {
 	uint64_t weight; /* bytes this sample stands for; 0 = unsampled */
 };
 
+/*
+ * rec_weight_calls - how many calls a sampled allocation of size bytes with
+ * weight (the bytes it stands for) is estimated to stand for: weight / size
+ * rounded half up, at least 1 (also for size 0, and for weight <= size, as
+ * an unsampled allocation whose weight is its size). The one estimate of a
+ * sample's calls: the report's replay and the live snapshots both use it.
+ */
+static inline uint64_t rec_weight_calls(uint64_t weight, uint64_t size)
+{
+	uint64_t c;
+
+	if (size == 0)
+		return 1;
+	c = weight / size;
+	if (weight % size >= size - size / 2)
+		c++;
+	return c ? c : 1;
+}
+
 struct rec_tick {
 	uint64_t time_ns;
 	uint64_t event_index; /* number of events before this tick */

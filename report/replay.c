@@ -13,19 +13,6 @@
 
 #include "report/internal.h"
 
-/* Calls one sampled allocation of size bytes with weight w stands for. */
-static uint64_t est_calls(uint64_t w, uint64_t size)
-{
-	uint64_t c;
-
-	if (size == 0)
-		return 1;
-	c = w / size;
-	if (w % size >= size - size / 2)
-		c++;
-	return c ? c : 1;
-}
-
 static void note_heap(struct rpt_range *g, int64_t heap, size_t chunk, size_t i)
 {
 	if (!g->has_max || heap > g->max_prefix) {
@@ -66,7 +53,7 @@ static void pass_count(struct rpt_range *g, const struct rec_event *ev, size_t n
 			a->allocs++;
 			a->weight += w;
 			if (e->weight) {
-				uint64_t c = est_calls(w, size);
+				uint64_t c = rec_weight_calls(w, size);
 
 				g->weighted++;
 				a->calls += c;
