@@ -18,7 +18,6 @@ int cli_interpret(int conn, struct itp_options *opt, const char *opt_out, const 
 		/* snapshots only (attach --snapshot-every without -o): no recording, no name */
 		out[0] = '\0';
 		opt->output = NULL;
-		opt->no_symbols = 1; /* pprof readers symbolize from the binaries */
 		memset(res, 0, sizeof(*res));
 		cli_status_begin(&status, opt);
 		ret = itp_run(conn, opt, res);

@@ -6,8 +6,11 @@
  * with report/'s pprof builder (rpt_pprof_*): sample types alloc_objects,
  * alloc_space (allocated since the previous snapshot), inuse_objects,
  * inuse_space (live now), one sample per trace, one location per call site
- * address, one mapping per loaded module (path, build-id, range), so
- * `go tool pprof` symbolizes from the binaries on this machine. Written as
+ * address with the lines of its symbol chain (the interpreter names each
+ * address once per session, interpret/snapsym.c), one mapping per loaded
+ * module (its executable segment as /proc/PID/maps has it, path, build-id),
+ * so the profile reads the same on a host without the binaries, and a
+ * reader can still symbolize what is left unnamed. Written as
  * DIR/heaptap.PID.YYYYmmddTHHMMSSZ.pb.gz through a temporary name and a
  * rename, so a collector never reads half a file. Sampled sessions carry the
  * period and a comment that the values are estimates.
@@ -35,7 +38,128 @@ static uint64_t map_of(const struct itp_snapshot *s, const uint64_t *ids, uint64
 	return 0;
 }
 
-static int build(struct rpt_pprof *p, const struct itp_snapshot *s)
+/*
+ * The mappings' file offsets: the kernel's, from the line of /proc/PID/maps
+ * that starts where a module's executable segment does (offs[i], limits[i];
+ * left as they are when there is none). The lines' other fields, the path
+ * among them, are not read.
+ */
+static void kernel_offsets(pid_t pid, const struct itp_snapshot *s, uint64_t *offs, uint64_t *limits)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perms[8];
+
+		/* a long path leaves the rest of its line for the next read: it fails this scan */
+		if (sscanf(line, "%llx-%llx %7s %llx", &lo, &hi, perms, &off) != 4 || !strchr(perms, 'x'))
+			continue;
+		for (size_t i = 0; i < s->nmods; i++) {
+			if (s->mods[i].text_lo == lo && lo < hi) {
+				offs[i] = off;
+				limits[i] = hi;
+			}
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * One mapping per module, for readers that symbolize themselves as they
+ * would from /proc/PID/maps: its executable segment (start, limit, file
+ * offset), path and build-id; the Has* flags say what its locations carry.
+ */
+static int mappings(struct rpt_pprof *p, const struct itp_snapshot *s, pid_t pid, uint64_t *map_ids)
+{
+	uint64_t *offs = calloc(s->nmods + 1, sizeof(*offs) * 2), *limits;
+	int *has = calloc(s->nmods + 1, sizeof(*has) * 3);
+	int rc = 0;
+
+	if (!offs || !has) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	limits = offs + s->nmods + 1;
+	for (size_t i = 0; i < s->nmods; i++) {
+		/* without the kernel's word: the segment's first page is at its address in the file */
+		offs[i] = s->mods[i].text_vaddr;
+		limits[i] = s->mods[i].text_hi;
+	}
+	kernel_offsets(pid, s, offs, limits);
+	for (size_t i = 0; s->frames && i < s->nips; i++) {
+		const struct itp_snap_frames *fr = &s->frames[i];
+		uint64_t ip = s->ips[i];
+
+		for (size_t m = 0; fr->n && m < s->nmods; m++) {
+			if (ip < s->mods[m].lo || ip >= s->mods[m].hi)
+				continue;
+			has[3 * m] |= fr->v[fr->n - 1].function != NULL;
+			for (uint32_t k = 0; k < fr->n; k++) {
+				has[3 * m + 1] |= fr->v[k].file != NULL;
+				has[3 * m + 2] |= fr->v[k].line != 0;
+			}
+			break;
+		}
+	}
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct itp_snap_module *m = &s->mods[i];
+		int text = m->text_hi > m->text_lo;
+		struct rpt_pprof_map pm = {
+			.start = text ? m->text_lo : m->lo,
+			.limit = text ? limits[i] : m->hi,
+			.file_offset = text ? offs[i] : m->lo - m->base,
+			.path = m->path,
+			.build_id = m->build_id,
+			.build_id_len = m->build_id_len,
+			.has_functions = has[3 * i],
+			.has_filenames = has[3 * i + 1],
+			.has_line_numbers = has[3 * i + 2],
+			/* file and line come from DWARF, which also gives the inlined levels */
+			.has_inline_frames = has[3 * i + 1] && has[3 * i + 2],
+		};
+
+		map_ids[i] = rpt_pprof_mapping(p, &pm);
+		if (!map_ids[i]) {
+			rc = -errno;
+			break;
+		}
+	}
+out:
+	free(offs);
+	free(has);
+	return rc;
+}
+
+/* the location of s->ips[ip], made on first use into loc[ip]; 0 and errno on failure */
+static uint64_t location(struct rpt_pprof *p, const struct itp_snapshot *s, const uint64_t *map_ids,
+			 uint64_t *loc, uint32_t ip)
+{
+	struct rpt_pprof_line lines[64];
+	size_t n = 0;
+
+	if (loc[ip])
+		return loc[ip];
+	if (s->frames) {
+		const struct itp_snap_frames *fr = &s->frames[ip];
+
+		for (; n < fr->n && n < sizeof(lines) / sizeof(lines[0]); n++)
+			lines[n] = (struct rpt_pprof_line){ .function = fr->v[n].function,
+							    .file = fr->v[n].file,
+							    .line = fr->v[n].line };
+	}
+	/* unnamed: the mapping and the address, for a reader to name or show as module+offset */
+	loc[ip] = rpt_pprof_location(p, s->ips[ip] == WIRE_IP_CUT ? 0 : map_of(s, map_ids, s->ips[ip]),
+				     s->ips[ip], lines, n);
+	return loc[ip];
+}
+
+static int build(struct rpt_pprof *p, const struct itp_snapshot *s, pid_t pid)
 {
 	uint64_t *map_ids = calloc(s->nmods + 1, sizeof(*map_ids));
 	uint64_t *loc = calloc(s->nips + 1, sizeof(*loc));
@@ -59,18 +183,9 @@ static int build(struct rpt_pprof *p, const struct itp_snapshot *s)
 		if (rc)
 			goto out;
 	}
-	for (size_t i = 0; i < s->nmods; i++) {
-		const struct itp_snap_module *m = &s->mods[i];
-		struct rpt_pprof_map pm = { .start = m->lo, .limit = m->hi,
-					    .file_offset = m->lo - m->base, .path = m->path,
-					    .build_id = m->build_id, .build_id_len = m->build_id_len };
-
-		map_ids[i] = rpt_pprof_mapping(p, &pm);
-		if (!map_ids[i]) {
-			rc = -errno;
-			goto out;
-		}
-	}
+	rc = mappings(p, s, pid, map_ids);
+	if (rc)
+		goto out;
 	for (size_t t = 1; t < s->ntraces; t++) {
 		const struct itp_snap_trace *tr = &s->traces[t];
 		int64_t v[RPT_PPROF_HEAP_NVALUES];
@@ -82,16 +197,12 @@ static int build(struct rpt_pprof *p, const struct itp_snapshot *s)
 		while (k && k < s->ntraces && n < 4096) {
 			uint32_t ip = s->traces[k].ip;
 
-			if (ip < s->nips && s->ips[ip] != WIRE_IP_CUT) {
-				if (!loc[ip]) {
-					loc[ip] = rpt_pprof_location(p, map_of(s, map_ids, s->ips[ip]),
-								     s->ips[ip], NULL, 0);
-					if (!loc[ip]) {
-						rc = -errno;
-						goto out;
-					}
+			if (ip < s->nips) {
+				stack[n] = location(p, s, map_ids, loc, ip);
+				if (!stack[n++]) {
+					rc = -errno;
+					goto out;
 				}
-				stack[n++] = loc[ip];
 			}
 			if (s->traces[k].parent >= k)
 				break; /* parents are older: anything else is corrupt */
@@ -139,7 +250,7 @@ void cli_snap_write(const struct itp_snapshot *s, void *arg)
 		sn->same = 0;
 	snprintf(sn->last_when, sizeof(sn->last_when), "%s", when);
 	snprintf(tmp, sizeof(tmp), "%s.part", path);
-	rc = build(p, s);
+	rc = build(p, s, sn->pid);
 	/* 0600 like a recording; a new file (never through a symlink), renamed into place */
 	fd = rc ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	f = fd >= 0 ? fdopen(fd, "wb") : NULL;

@@ -32,9 +32,11 @@
  * its own (the site alone) with its exact calls and bytes allocated since
  * then and nothing in use (not known).
  */
+#include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "interpret/internal.h"
 
@@ -357,11 +359,38 @@ out:
 	return ret;
 }
 
+/* m's executable segment, widened to whole pages as the loader maps it (see itp_snap_module) */
+static void text_segment(const struct itp_module *m, struct itp_snap_module *sm)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t page = ps > 0 ? (uint64_t)ps : 4096, lo, hi;
+	const struct itp_seg *x = NULL;
+
+	for (size_t i = 0; i < m->nseg; i++) {
+		if (!(m->seg[i].flags & PF_X))
+			continue;
+		if (x)
+			return; /* several: no one mapping stands for the module */
+		x = &m->seg[i];
+	}
+	/* the parser checked that base + vaddr + memsz does not wrap */
+	if (!x || !x->memsz)
+		return;
+	lo = (m->base + x->vaddr) & ~(page - 1);
+	hi = m->base + x->vaddr + x->memsz;
+	if (hi > UINT64_MAX - (page - 1))
+		return;
+	sm->text_lo = lo;
+	sm->text_hi = (hi + page - 1) & ~(page - 1);
+	sm->text_vaddr = x->vaddr & ~(page - 1);
+}
+
 void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 {
 	struct itp_agg *g = &c->agg;
 	struct itp_snapshot s;
 	struct itp_snap_module *mods = NULL;
+	struct itp_snap_frames *frames = NULL;
 	struct calib cal;
 	size_t i, n = 0;
 
@@ -375,9 +404,10 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 
 		if (m->seq_del != UINT64_MAX)
 			continue;
-		mods[n++] = (struct itp_snap_module){ .path = m->path, .base = m->base, .lo = m->lo,
-						       .hi = m->hi, .build_id = m->build_id,
-						       .build_id_len = m->build_id_len };
+		mods[n] = (struct itp_snap_module){ .path = m->path, .base = m->base, .lo = m->lo,
+						     .hi = m->hi, .build_id = m->build_id,
+						     .build_id_len = m->build_id_len };
+		text_segment(m, &mods[n++]);
 	}
 	memset(&s, 0, sizeof(s));
 	s.start_realtime_ns = c->hdr.start_realtime_ns;
@@ -408,7 +438,12 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 		}
 		g->nsite_last = c->sites.n;
 	}
+	/* out of memory for the names: the profile has addresses only */
+	if (itp_snapsym_view(c, s.ips, s.nips, &frames))
+		frames = NULL;
+	s.frames = frames;
 	c->opt->snapshot(&s, c->opt->snapshot_arg);
+	free(frames);
 	free(cal.t);
 	free(cal.ips);
 	free(cal.est);

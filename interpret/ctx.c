@@ -37,5 +37,6 @@ void itp_ctx_free(struct itp_ctx *c)
 	itp_modules_free(&c->mods);
 	itp_sites_free(&c->sites);
 	itp_agg_free_all(&c->agg);
+	itp_snapsym_free(&c->snapsym);
 	memset(c, 0, sizeof(*c));
 }

@@ -444,6 +444,39 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns);
 void itp_agg_free_all(struct itp_agg *g);
 
 /* ---------------------------------------------------------------- */
+/* names of snapshot addresses, cached for the session (snapsym.c)   */
+
+struct itp_snapsym {
+	struct itp_map by_ip;	   /* ip -> index in ent */
+	struct itp_snapsym_ent {
+		uint32_t first, n; /* lines[first, first + n) */
+	} *ent;
+	size_t nent, cap_ent;
+	struct itp_snap_line *lines; /* strings point into strs */
+	size_t nlines, cap_lines;
+	struct itp_map str_ids;	   /* string hash (+ probe) -> index in strs */
+	char **strs;
+	size_t nstrs, cap_strs;
+	uint64_t str_bytes;	   /* bytes the strings take */
+	uint64_t named;		   /* entries with a function name */
+	uint64_t ns;		   /* time spent symbolizing */
+};
+
+/*
+ * itp_snapsym_view - the symbol chain of each of ips[0, n) into *out (n
+ * entries, malloc'd, to free after the snapshot callback; NULL with
+ * no_symbols). Addresses not seen before are named first, all in one call
+ * of itp_symbolize on a copy of the session that holds just them; the names
+ * are kept for the session, so each address costs one lookup once. An
+ * address that cannot be named is kept unnamed. 0 or -ENOMEM.
+ */
+int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n,
+		     struct itp_snap_frames **out);
+/* itp_snapsym_bytes - the memory the cache holds. */
+uint64_t itp_snapsym_bytes(const struct itp_snapsym *s);
+void itp_snapsym_free(struct itp_snapsym *s);
+
+/* ---------------------------------------------------------------- */
 /* the input queue: a reader thread drains the socket (inq.c)        */
 
 #define ITP_INQ_LIMIT ((size_t)64 << 20) /* default bytes of queued blocks */
@@ -532,6 +565,7 @@ struct itp_ctx {
 	struct itp_modules mods;
 	struct itp_sites sites; /* sampling mode: exact counts per call site */
 	struct itp_agg agg;	/* snapshot mode: sums per trace */
+	struct itp_snapsym snapsym; /* snapshot mode: names of the addresses */
 
 	/* numbers */
 	struct itp_status st;

@@ -58,6 +58,25 @@ struct itp_snap_module {
 	uint64_t lo, hi;  /* runtime address range */
 	const uint8_t *build_id;
 	size_t build_id_len;
+	/*
+	 * Its executable PT_LOAD segment, widened to whole pages as the loader
+	 * maps it: [text_lo, text_hi) at run time, text_vaddr = its first page's
+	 * unrelocated address. All 0 when the module has none or several.
+	 */
+	uint64_t text_lo, text_hi, text_vaddr;
+};
+
+/* One link of an ip's symbol chain in a snapshot (as struct rec_sym). */
+struct itp_snap_line {
+	const char *function; /* NULL if unknown */
+	const char *file;     /* NULL if unknown */
+	uint32_t line;	      /* 0 if unknown */
+};
+
+/* An ip's symbol chain: innermost (inlined) first, the real function last; n = 0: not named. */
+struct itp_snap_frames {
+	const struct itp_snap_line *v;
+	uint32_t n;
 };
 
 /* What the snapshot callback sees (valid during the call only). */
@@ -70,6 +89,12 @@ struct itp_snapshot {
 	size_t ntraces;
 	const uint64_t *ips;	    /* instruction pointers (call sites) */
 	size_t nips;
+	/*
+	 * Per ips[] entry, its symbol chain: named by the recording's
+	 * symbolizer the first time the address is in a snapshot, then kept for
+	 * the session. NULL when the session does not symbolize (no_symbols).
+	 */
+	const struct itp_snap_frames *frames;
 	const struct itp_snap_module *mods; /* loaded now */
 	size_t nmods;
 };
@@ -184,6 +209,10 @@ struct itp_result {
 	uint64_t events_dropped; /* from the END record: events the library lost */
 	struct itp_counters warn; /* see struct itp_counters */
 	uint64_t symbolize_ns;	 /* time spent resolving and symbolizing ips */
+	uint64_t snap_ips;	 /* snapshots: addresses their symbol cache holds */
+	uint64_t snap_named;	 /* of them, those with a function name */
+	uint64_t snap_sym_bytes; /* memory the cache holds */
+	uint64_t snap_symbolize_ns; /* time spent naming new snapshot addresses */
 	uint64_t ips;		 /* distinct ips */
 	uint64_t site_calls;	 /* sampling: exact allocation calls (sum of the site counts) */
 	uint64_t site_bytes;	 /* sampling: exact bytes allocated */

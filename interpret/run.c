@@ -324,11 +324,14 @@ static void finish(struct itp_ctx *c)
 	if (c->sites.n && itp_sites_write(c) && c->res->err == ITP_E_OUTPUT)
 		return;
 	itp_agg_snapshot(c, util_mono_ns()); /* the last one, at the end of the session */
-	t0 = util_mono_ns();
-	rc = itp_symbolize(c);
-	c->res->symbolize_ns = util_mono_ns() - t0;
-	if (rc && c->res->err == ITP_E_OUTPUT)
-		return;
+	/* snapshots only: no recording to name the ips in (the snapshots have their own names) */
+	if (c->opt->output) {
+		t0 = util_mono_ns();
+		rc = itp_symbolize(c);
+		c->res->symbolize_ns = util_mono_ns() - t0;
+		if (rc && c->res->err == ITP_E_OUTPUT)
+			return;
+	}
 	if (c->have_header)
 		itp_meta_end(c);
 }
@@ -377,6 +380,10 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 	res->site_calls = c.sites.calls;
 	res->site_bytes = c.sites.bytes;
 	res->site_records = c.sites.records;
+	res->snap_ips = c.snapsym.nent;
+	res->snap_named = c.snapsym.named;
+	res->snap_sym_bytes = itp_snapsym_bytes(&c.snapsym);
+	res->snap_symbolize_ns = c.snapsym.ns;
 	report_status(&c);
 	res->final.output_bytes = c.st.output_bytes;
 out_free:

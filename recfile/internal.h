@@ -201,6 +201,8 @@ struct rec_strtab {
 struct rec_writer {
 	int fd;		 /* -1: a discarding writer (rec_writer_discard) */
 	int discard;	 /* chunks are dropped, not compressed or written */
+	rec_symbol_fn on_symbol; /* rec_writer_symbols: rec_put_symbol calls it instead */
+	void *on_symbol_arg;
 	int err;	 /* first error (positive enum rec_err), sticky */
 	void *cctx;	 /* ZSTD_CCtx */
 	struct rec_wbuf sec[REC_SEC_NUM];

@@ -155,6 +155,9 @@ int rec_put_symbol(struct rec_writer *w, uint32_t ip, uint32_t module, const str
 
 	if (w->err)
 		return -w->err;
+	if (w->on_symbol)
+		return n > REC_MAX_CHAIN || (n && !chain) ? -REC_E_RANGE
+							  : w->on_symbol(w->on_symbol_arg, ip, module, chain, n);
 	if (ip >= w->nips || (module != REC_NONE && module >= w->nmodules) || n > REC_MAX_CHAIN ||
 	    (n && !chain))
 		return -REC_E_RANGE;

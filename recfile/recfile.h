@@ -80,6 +80,25 @@ struct rec_writer *rec_writer_create(const char *path, int *err);
  */
 struct rec_writer *rec_writer_discard(int *err);
 
+/*
+ * One symbol as rec_put_symbol receives it (the arguments of that call),
+ * for rec_writer_symbols. Returns 0 or a negative enum rec_err, which
+ * rec_put_symbol returns.
+ */
+struct rec_sym;
+typedef int (*rec_symbol_fn)(void *arg, uint32_t ip, uint32_t module, const struct rec_sym *chain,
+			     size_t n);
+
+/*
+ * rec_writer_symbols - a discarding writer (as rec_writer_discard) whose
+ * rec_put_symbol hands each symbol to fn(arg, ...) instead of storing it,
+ * with no check of ip against rec_put_ip (the caller numbers its ips) and
+ * no limit of one call per ip. The chain's strings are valid during the
+ * call only. interpret/ lends it to its symbolizer to name the addresses
+ * of live heap snapshots. Returns NULL and sets *err on failure.
+ */
+struct rec_writer *rec_writer_symbols(rec_symbol_fn fn, void *arg, int *err);
+
 /* rec_put_meta - set key to value (both copied). A later call wins. */
 int rec_put_meta(struct rec_writer *w, const char *key, const char *value);
 

@@ -207,6 +207,22 @@ struct rec_writer *rec_writer_discard(int *err)
 	return w;
 }
 
+struct rec_writer *rec_writer_symbols(rec_symbol_fn fn, void *arg, int *err)
+{
+	struct rec_writer *w;
+
+	if (!fn) {
+		*err = REC_E_RANGE;
+		return NULL;
+	}
+	w = rec_writer_discard(err);
+	if (w) {
+		w->on_symbol = fn;
+		w->on_symbol_arg = arg;
+	}
+	return w;
+}
+
 int rec_writer_flush(struct rec_writer *w)
 {
 	/* REC_SEC_END in between holds nothing: it is written by rec_writer_close */
