@@ -466,7 +466,7 @@ struct itp_snapsym {
  * itp_snapsym_view - the symbol chain of each of ips[0, n) into *out (n
  * entries, malloc'd, to free after the snapshot callback; NULL with
  * no_symbols). Addresses not seen before are named first, all in one call
- * of itp_symbolize on a copy of the session that holds just them; the names
+ * of itp_symbolize with the session's ip table swapped for them; the names
  * are kept for the session, so each address costs one lookup once. An
  * address that cannot be named is kept unnamed. 0 or -ENOMEM.
  */

@@ -4,9 +4,9 @@
  * A snapshot (agg.c) shows the call sites known so far; a session of days
  * shows the same ones over and over, with a new one now and then. Each
  * address is named the first time a snapshot holds it, by the recording's
- * own symbolizer: itp_symbolize runs on a copy of the session whose ip
- * table holds just the new addresses (each with the sequence number that
- * picks its module, as for the recording), and writes into a writer of
+ * own symbolizer: itp_symbolize runs on the session with its ip table
+ * swapped for one of just the new addresses (each with the sequence number
+ * that picks its module, as for the recording), and writes into a writer of
  * recfile's that hands each symbol chain back here (rec_writer_symbols).
  * The chains are copied into the cache: one entry per address, its lines
  * in one array, every function and file name stored once. Nothing is ever
@@ -137,31 +137,35 @@ static int take_symbol(void *arg, uint32_t ip, uint32_t module, const struct rec
 
 /*
  * name - name the new addresses ips[0, n) (cache entries ent[0, n)) with
- * itp_symbolize on a copy of the session that holds only them. The copy
- * shares the modules (their index is the copy's own, freed here) and
- * counts its warnings apart: the recording's are its own business.
+ * itp_symbolize on the session itself, its ip table, writer and result
+ * lent out for the call: the symbolizer finds the modules, their index and
+ * whatever else it keeps in the session as for the recording, and counts
+ * its warnings apart (the recording's are its own business).
  */
 static int name(struct itp_ctx *c, struct itp_ipinfo *ips, const uint32_t *ent, size_t n)
 {
 	struct round r = { .s = &c->snapsym, .ent = ent, .n = n };
-	struct itp_result scratch;
-	struct itp_ctx t;
+	struct itp_ipinfo *own_ips = c->ips;
+	size_t own_n = c->nips, own_cap = c->ips_cap;
+	struct itp_result *own_res = c->res, scratch;
+	struct rec_writer *own_w = c->w, *w;
 	int err = 0;
 
-	t = *c;
-	t.w = rec_writer_symbols(take_symbol, &r, &err);
-	if (!t.w)
+	w = rec_writer_symbols(take_symbol, &r, &err);
+	if (!w)
 		return -ENOMEM; /* its only failure */
 	memset(&scratch, 0, sizeof(scratch));
-	t.res = &scratch;
-	t.ips = ips;
-	t.nips = t.ips_cap = n;
-	t.mods.by_lo = NULL;
-	t.mods.max_hi = NULL;
-	(void)itp_symbolize(&t); /* what it cannot name stays unnamed */
-	rec_writer_abort(t.w);
-	free(t.mods.by_lo);
-	free(t.mods.max_hi);
+	c->res = &scratch;
+	c->w = w;
+	c->ips = ips;
+	c->nips = c->ips_cap = n;
+	(void)itp_symbolize(c); /* what it cannot name stays unnamed */
+	c->ips = own_ips;
+	c->nips = own_n;
+	c->ips_cap = own_cap;
+	c->w = own_w;
+	c->res = own_res;
+	rec_writer_abort(w);
 	return r.err;
 }
 
