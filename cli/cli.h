@@ -184,6 +184,9 @@ struct cli_snap {
 };
 /* cli_snap_write - itp_options.snapshot: write one gzip'd pprof heap profile into sn->dir. */
 void cli_snap_write(const struct itp_snapshot *s, void *arg);
+/* cli_snap_stats - (-v) the snapshots' name cache: addresses, memory, time spent naming. */
+struct itp_result;
+void cli_snap_stats(const struct itp_result *res);
 
 /* cli_attach_parse - parse "attach [-o FILE] [--duration SECS] [-v] PID" (attach_args.c). */
 int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err, size_t errlen);

@@ -782,6 +782,8 @@ int cli_cmd_attach(int argc, char **argv)
 	if (a.verbose) {
 		print_startup(pid, &res->start, t[0]);
 		cli_input_stats("attach", &res->input);
+		if (a.out_dir)
+			cli_snap_stats(res);
 	}
 	code = summarize(pid, out, ret, res, was_loaded);
 	if (code == CLI_EXIT_OK)

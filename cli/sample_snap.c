@@ -275,3 +275,11 @@ void cli_snap_write(const struct itp_snapshot *s, void *arg)
 	}
 	sn->written++;
 }
+
+void cli_snap_stats(const struct itp_result *res)
+{
+	cli_msg("attach: snapshot names: %llu addresses looked up once each (%llu named), %.1f KiB "
+		"cached, %.1f ms spent naming",
+		(unsigned long long)res->snap_ips, (unsigned long long)res->snap_named,
+		(double)res->snap_sym_bytes / 1024.0, (double)res->snap_symbolize_ns / 1e6);
+}
