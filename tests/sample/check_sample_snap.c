@@ -12,10 +12,16 @@
  *   - a trace of unweighted allocations (full tracing) is left as it is;
  *   - with no output path (snapshots only) no file is written and the view
  *     is the same.
+ * Names (interpret/snapsym.c): a stream whose module is this test program
+ * itself, at its real load bias, names two addresses of snap_site_one and
+ * snap_site_two, the second sent only after the first snapshots: every
+ * snapshot names what it holds, and the session looks each address up
+ * once (two in all, however many snapshots there were).
  */
 #define _GNU_SOURCE
 #include <check.h>
 #include <dirent.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +56,7 @@ static void on_snap(const struct itp_snapshot *s, void *arg)
 	struct seen *v = arg;
 
 	v->views++;
+	ck_assert_ptr_null(s->frames); /* no_symbols */
 	v->nrow = 0;
 	for (size_t t = 1; t < s->ntraces && v->nrow < 16; t++) {
 		const struct itp_snap_trace *tr = &s->traces[t];
@@ -68,6 +75,58 @@ static void on_snap(const struct itp_snapshot *s, void *arg)
 		r->alloc_b = tr->alloc_bytes;
 		r->alloc_o = tr->alloc_objects;
 	}
+}
+
+/* snapshots of the names case: per view, the outermost function named for each ip */
+struct named {
+	int views, one_named, two_named, two_seen;
+	int nulls; /* views without frames */
+};
+
+__attribute__((noinline)) void snap_site_one(void)
+{
+	__asm__ volatile("nop; nop; nop; nop");
+}
+
+__attribute__((noinline)) void snap_site_two(void)
+{
+	__asm__ volatile("nop; nop; nop; nop");
+}
+
+static uint64_t ip_one(void)
+{
+	return (uint64_t)(uintptr_t)&snap_site_one + 1;
+}
+
+static uint64_t ip_two(void)
+{
+	return (uint64_t)(uintptr_t)&snap_site_two + 1;
+}
+
+static void on_named(const struct itp_snapshot *s, void *arg)
+{
+	struct named *v = arg;
+	int one = 0, two = 0, seen2 = 0;
+
+	v->views++;
+	if (!s->frames) {
+		v->nulls++;
+		return;
+	}
+	for (size_t i = 0; i < s->nips; i++) {
+		const struct itp_snap_frames *f = &s->frames[i];
+		const char *fn = f->n ? f->v[f->n - 1].function : NULL;
+
+		if (s->ips[i] == ip_one())
+			one = fn && !strcmp(fn, "snap_site_one");
+		if (s->ips[i] == ip_two()) {
+			seen2 = 1;
+			two = fn && !strcmp(fn, "snap_site_two");
+		}
+	}
+	v->one_named += one;
+	v->two_seen += seen2;
+	v->two_named += two;
 }
 
 static const struct row *find(const struct seen *v, uint64_t leaf, uint64_t parent)
@@ -224,6 +283,117 @@ START_TEST(calibrated_without_recording)
 }
 END_TEST
 
+/* the main program's load bias and PT_LOAD triples (vaddr, memsz, flags) */
+struct self_mod {
+	uint64_t base, segs[3 * 16];
+	size_t nseg;
+};
+
+static int first_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct self_mod *m = arg;
+
+	(void)size;
+	m->base = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum && m->nseg < 16; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		m->segs[3 * m->nseg] = ph->p_vaddr;
+		m->segs[3 * m->nseg + 1] = ph->p_memsz;
+		m->segs[3 * m->nseg + 2] = ph->p_flags;
+		m->nseg++;
+	}
+	return 1; /* the first one is the main program */
+}
+
+struct paced {
+	int fd;
+	struct sbuf part[3];
+};
+
+/* the parts with a pause between them, so the snapshot clock runs in between */
+static void *feed_paced(void *arg)
+{
+	struct paced *f = arg;
+
+	for (int i = 0; i < 3; i++) {
+		const uint8_t *p = f->part[i].p;
+		size_t n = f->part[i].len;
+
+		while (n) {
+			ssize_t w = send(f->fd, p, n, MSG_NOSIGNAL);
+
+			if (w <= 0)
+				break;
+			p += w;
+			n -= (size_t)w;
+		}
+		if (i < 2)
+			usleep(400 * 1000);
+	}
+	shutdown(f->fd, SHUT_WR);
+	return NULL;
+}
+
+START_TEST(names_once_per_session)
+{
+	static const char cmd[] = "self";
+	struct self_mod m = { 0 };
+	struct named v = { 0 };
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	struct paced f;
+	struct chunkb c;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	pthread_t th;
+	int sv[2], rc;
+
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	dl_iterate_phdr(first_module, &m);
+	ck_assert_uint_gt(m.nseg, 0);
+	memset(&f, 0, sizeof(f));
+	sb_header(&f.part[0], 4242, WIRE_F_ATTACHED, exe, cmd, sizeof(cmd));
+	ck_begin(&c, 4242, 0);
+	ck_module(&c, 0, m.base, m.nseg, m.segs, NULL, 0, exe);
+	ck_node(&c, 1, 1, 0, ip_one());
+	ck_alloc(&c, 2, WIRE_KIND_MALLOC, 100, 1, 0x7f0000001000ull);
+	ck_end(&f.part[0], &c);
+	ck_begin(&c, 4242, 3);
+	ck_node(&c, 3, 2, 1, ip_two()); /* one -> two: comes after the first snapshots */
+	ck_alloc(&c, 4, WIRE_KIND_MALLOC, 200, 2, 0x7f0000002000ull);
+	ck_end(&f.part[1], &c);
+	sb_end(&f.part[2], 5, WIRE_END_STOP);
+	opt.snapshot = on_named;
+	opt.snapshot_arg = &v;
+	opt.snapshot_ns = 100ull * 1000000u;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.fd = sv[1];
+	ck_assert_int_eq(pthread_create(&th, NULL, feed_paced, &f), 0);
+	rc = itp_run(sv[0], &opt, &res);
+	pthread_join(th, NULL);
+	close(sv[0]);
+	close(sv[1]);
+	for (int i = 0; i < 3; i++)
+		sb_free(&f.part[i]);
+	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
+	/* at least one snapshot in each pause, and the last one */
+	ck_assert_int_ge(v.views, 3);
+	ck_assert_int_eq(v.nulls, 0);
+	ck_assert_int_eq(v.one_named, v.views);
+	ck_assert_int_ge(v.two_seen, 1);
+	ck_assert_int_lt(v.two_seen, v.views);
+	ck_assert_int_eq(v.two_named, v.two_seen);
+	/* each address looked up once in the session */
+	ck_assert_uint_eq(res.snap_ips, 2);
+	ck_assert_uint_eq(res.snap_named, 2);
+	ck_assert_uint_gt(res.snap_sym_bytes, 0);
+}
+END_TEST
+
 START_TEST(no_output_needs_snapshots)
 {
 	struct itp_options opt = { 0 };
@@ -243,6 +413,10 @@ int main(void)
 	tcase_add_test(tc, calibrated_with_recording);
 	tcase_add_test(tc, calibrated_without_recording);
 	tcase_add_test(tc, no_output_needs_snapshots);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("names");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, names_once_per_session);
 	suite_add_tcase(s, tc);
 	return ck_run_suite(s);
 }
