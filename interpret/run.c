@@ -217,7 +217,14 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		if (opt->snapshot && opt->snapshot_ns && t - last_snap >= opt->snapshot_ns) {
 			itp_clock_elapsed(c, t);
 			itp_agg_snapshot(c, t);
-			last_snap = t;
+			/*
+			 * On a fixed schedule: a snapshot taken late (a busy or
+			 * starved loop) does not push the next ones back; more
+			 * than a period behind, the schedule starts again now.
+			 */
+			last_snap += opt->snapshot_ns;
+			if (t - last_snap >= opt->snapshot_ns)
+				last_snap = t;
 		}
 		if (c->w && t - last_flush >= FLUSH_NS) {
 			rc = rec_writer_flush(c->w);
