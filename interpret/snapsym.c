@@ -206,9 +206,9 @@ int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, struct it
 		ent[nfresh++] = (uint32_t)s->nent++;
 	}
 	if (nfresh) {
-		t0 = itp_now_ns();
+		t0 = util_mono_ns();
 		rc = name(c, fresh, ent, nfresh);
-		s->ns += itp_now_ns() - t0;
+		s->ns += util_mono_ns() - t0;
 		if (rc)
 			goto out_free;
 	}
