@@ -224,9 +224,12 @@ void att_prefer_thread(struct att_ctx *ctx, pid_t tid);
  * and rank them: first a thread waiting in pthread_join (the java
  * launcher's main thread), then threads blocked in a syscall the kernel restarts
  * transparently after a ptrace stop (read, futex, nanosleep, wait4, ...),
- * then threads running user code; threads in a syscall that would return
- * EINTR (epoll_wait, ...), that swaps the signal mask (pselect6, ...) or that
- * is unknown are never candidates. Returns ATT_OK, ATT_E_NO_THREAD,
+ * then threads running user code, then threads in a waiting call that
+ * returns EINTR when a stop breaks it (epoll_wait, ppoll or pselect6 with
+ * a signal mask, sigwaitinfo, ...), which att_seize sets up to go on as
+ * if never stopped or as if its timeout expired (docs/attach.md), least
+ * noticeable first; rt_sigsuspend, other EINTR-returning syscalls and
+ * unknown ones are never candidates. Returns ATT_OK, ATT_E_NO_THREAD,
  * ATT_E_THREAD_UNSAFE (the preferred thread is not a candidate),
  * ATT_E_EXITED or ATT_E_NOMEM. att_seize() calls it again on retries.
  */
@@ -362,6 +365,13 @@ struct att_stats {
 				      time (pause_ns - hold_wait_ns) minus hold_own_run_ns, at least 0 */
 	int hold_boost;		/* heaptap's priority meanwhile: 0 as it was, 1 nice raised, 2 SCHED_FIFO */
 	char reject_why[128];	/* why the last rejected thread was unsafe */
+	/*
+	 * The hijacked thread was in a waiting call that the stop broke off
+	 * (epoll_wait, ppoll with a mask, ...): what was done so that the
+	 * program cannot tell, e.g. "epoll_wait: re-entered with timeout 0,
+	 * the program sees a wake-up with no events"; "" otherwise.
+	 */
+	char resumed[192];
 };
 
 /* Copy the session's measurements into *st. */

@@ -22,8 +22,9 @@
  * the tid of the thread joined, which must be another thread of this
  * process. A futex value that only looks like a tid merely moves that
  * waiter to the front of the pure waits, which are all safe.
- * Threads in EINTR-returning, mask-swapping or unknown syscalls are not
- * candidates at all (see arch/x86_64.c).
+ * Threads in a waiting call that would return EINTR come last
+ * (reenter_rank); rt_sigsuspend, other EINTR-returning syscalls and
+ * unknown ones are not candidates at all (see arch/x86_64.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -58,6 +59,30 @@ static int sys_pref(long sysno)
 	default:
 		return 2;
 	}
+}
+
+/*
+ * Waiting calls that would return EINTR (reenter.c), after every thread
+ * that needs nothing of it, in the order of what the program can notice:
+ * none of them with no timeout (issued again as they were), then those
+ * with a temporary signal mask and no timeout or a timeout the kernel
+ * keeps (completed with timeout 0 once, then issued again), then those
+ * that end as their own timeout would, at once (a wake-up with nothing to
+ * do).
+ */
+static int reenter_rank(enum att_sysclass cls, long sysno, const unsigned long args[6])
+{
+	int targ, tkind, marg;
+	bool forever;
+
+	if (!att_arch_wait_args(sysno, &targ, &tkind, &marg))
+		return 40;
+	forever = tkind == 0 ? (int)args[targ] < 0 : args[targ] == 0;
+	if (cls == ATT_SC_REENTER)
+		return forever ? 20 : 30;
+	if (forever)
+		return 22;
+	return sysno == SYS_ppoll || sysno == SYS_pselect6 ? 24 : 32;
 }
 
 /*
@@ -138,12 +163,15 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 			prefer_seen = true;
 			prefer_sys = c.sysno;
 		}
-		if (c.sysclass != ATT_SC_RESTART && c.sysclass != ATT_SC_USER)
+		if (c.sysclass != ATT_SC_RESTART && c.sysclass != ATT_SC_USER &&
+		    c.sysclass != ATT_SC_REENTER && c.sysclass != ATT_SC_PROBE)
 			continue;
 		if (ctx->prefer_tid && c.tid != ctx->prefer_tid)
 			continue;
-		if (c.sysclass != ATT_SC_RESTART)
+		if (c.sysclass == ATT_SC_USER)
 			c.rank = 10;
+		else if (c.sysclass != ATT_SC_RESTART)
+			c.rank = reenter_rank(c.sysclass, c.sysno, c.sysargs);
 		else if (joins_thread(ctx->pid, c.tid, c.sysno, c.sysargs))
 			c.rank = -1;
 		else

@@ -119,8 +119,10 @@ enum att_event {
 enum att_sysclass {
 	ATT_SC_RESTART = 0,	/* blocked in a syscall restarted transparently: best */
 	ATT_SC_USER,		/* running user code (or "running") */
+	ATT_SC_REENTER,		/* returns EINTR when interrupted; re-entered at the stop (reenter.c) */
+	ATT_SC_PROBE,		/* temporary signal mask: the call is completed first (reenter.c) */
 	ATT_SC_EINTR,		/* syscall returns EINTR when interrupted: never */
-	ATT_SC_MASKSWAP,	/* syscall with a temporary signal mask: never */
+	ATT_SC_MASKSWAP,	/* syscall with a temporary signal mask and no timeout: never */
 	ATT_SC_UNKNOWN,		/* unknown syscall: never */
 	ATT_SC_GONE,		/* thread vanished while reading */
 };
@@ -139,6 +141,19 @@ struct att_frame {
 	uint64_t addr;			/* rsp at the callee's entry (its return address slot) */
 	size_t len;			/* bytes from addr */
 	unsigned char buf[ATT_FRAME_MAX];
+};
+
+/*
+ * How a thread stopped in a waiting call that would return EINTR is let go
+ * on (reenter.c); the registers of the stop were rewritten accordingly.
+ */
+struct att_reent {
+	uint64_t ts_addr;		/* the call's own timeout, rewritten at release (0: none) */
+	bool ts_timeval;		/* struct timeval (select), else struct timespec */
+	uint64_t remain_ns;		/* what was left of it at the stop */
+	uint64_t t_stop;		/* monotonic ns of the stop */
+	long sysno;			/* the call re-entered (0 with reissue false) */
+	bool reissue;			/* rip is on its syscall instruction: it is issued again */
 };
 
 /* One thread of the target. */
@@ -165,6 +180,7 @@ struct att_thread {
 	uint64_t frame_ret;		/* return address currently in the frame's slot */
 	uint64_t chain_addr;		/* the chained frame below it (att_call_map_at), 0 if none */
 	uint64_t t_interrupt;		/* monotonic ns at PTRACE_INTERRUPT */
+	struct att_reent reent;		/* reenter.c */
 };
 
 /* A candidate thread as ranked by att_choose_thread. */
@@ -396,7 +412,37 @@ void att_forbidden_free(struct att_ctx *ctx);
 /* The scanned module containing ip with a known unwind table, or NULL. */
 const struct att_scanned *att_unwind_module(const struct att_ctx *ctx, uint64_t ip);
 
+/* ---- reenter.c ---- */
+/*
+ * At the interrupt stop of a thread whose call was broken by the stop
+ * (gp: its registers there): set it up so that the program cannot tell,
+ * per call kind (docs/attach.md, "Waiting calls that return EINTR"). May
+ * run the program's own call once with a zero timeout (a temporary signal
+ * mask) and leave the thread at that call's exit stop. Returns 0 (go on,
+ * ctx->st.resumed says what was done, "" if nothing), 1 (the thread was
+ * let go untouched or is to be: why says why; state UNTRACED when done
+ * here) or -1 (*reason says why: the thread vanished, execve, a job
+ * control stop, a stop timeout).
+ */
+int att_reenter(struct att_ctx *ctx, struct att_thread *thr, struct user_regs_struct *gp, char *why,
+		size_t cap, enum att_reason *reason);
+/* Before the detach of a thread set up by att_reenter: its timeout less the hold, a signal. */
+void att_reenter_finish(struct att_ctx *ctx, struct att_thread *thr);
+/* Does the thread or process have a signal pending that the thread does not block? */
+bool att_signal_pending(pid_t pid, pid_t tid);
+
 /* ---- arch/x86_64.c ---- */
+/*
+ * Where a waiting call keeps its timeout and signal mask (see
+ * arch/x86_64.c): *targ the argument index of the timeout (-1 none),
+ * *tkind 0 milliseconds in a register, 1 struct timespec pointer, 2
+ * struct timeval pointer; *marg the index of the signal mask pointer (-1
+ * none). Returns false for a call that is not a waiting call.
+ */
+bool att_arch_wait_args(long sysno, int *targ, int *tkind, int *marg);
+/* Syscall argument i of gp (rdi, rsi, rdx, r10, r8, r9), and setting it. */
+uint64_t att_arch_sysarg(const struct user_regs_struct *gp, int i);
+void att_arch_set_sysarg(struct user_regs_struct *gp, int i, uint64_t v);
 enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6]);
 /* Does the syscall resume through the restart block when interrupted (see arch/x86_64.c)? */
 bool att_arch_uses_restart_block(long sysno, const unsigned long args[6]);

@@ -67,6 +67,7 @@ void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr)
 		why = ATT_OK;
 		att_call_end(ctx, &why);
 	}
+	att_reenter_finish(ctx, thr);
 	/* data 0: a crash stop's signal is not delivered */
 	if (ptrace(PTRACE_DETACH, thr->tid, 0, 0) < 0 && errno != ESRCH) {
 		att_fail(ctx, ATT_E_PTRACE, errno, "PTRACE_DETACH thread %d", (int)thr->tid);
@@ -90,59 +91,24 @@ void att_release(struct att_ctx *ctx)
 		att_unstage(ctx);
 }
 
-/* Does the thread or process have a signal pending that the thread does not block? */
-static bool signal_pending(pid_t pid, pid_t tid)
-{
-	char path[96], buf[4096];
-	unsigned long long pnd = 0, shd = 0, blk = 0;
-	const char *v;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	if (att_read_file(path, buf, sizeof(buf)) < 0)
-		return true;
-	if ((v = att_status_field(buf, "SigPnd")))
-		sscanf(v, "%llx", &pnd);
-	if ((v = att_status_field(buf, "ShdPnd")))
-		sscanf(v, "%llx", &shd);
-	if ((v = att_status_field(buf, "SigBlk")))
-		sscanf(v, "%llx", &blk);
-	return ((pnd | shd) & ~blk) != 0;
-}
-
 /*
- * A thread seen running user code may have entered an EINTR-returning
- * syscall (epoll_wait, ...) before PTRACE_INTERRUPT reached it: the stop
- * then shows rax == -EINTR, orig_rax the syscall, rip just after the
- * 2-byte syscall instruction. With no signal pending, nothing but our stop
- * caused that EINTR, so rewind it exactly as the kernel does for
- * -ERESTARTNOHAND (rax = orig_rax, rip -= 2): the call is made again when
- * the thread resumes, with its timeout counted from then.
+ * The stop registers tell what the thread really was in. A waiting call the
+ * stop broke off with EINTR (or one with a temporary signal mask) is set up
+ * by reenter.c to go on as if never stopped; other syscalls that would not
+ * restart are refused. Returns 0, 1 (let it go: why) or -1 (*fatal).
  */
-static int repair_eintr(struct att_ctx *ctx, struct att_thread *thr, struct user_regs_struct *gp)
-{
-	unsigned char insn[2];
-
-	if (att_mem_read(thr->tid, gp->rip - 2, insn, sizeof(insn)) < 0 || insn[0] != 0x0f ||
-	    insn[1] != 0x05 || signal_pending(ctx->pid, thr->tid))
-		return -1;
-	gp->rax = gp->orig_rax;
-	gp->rip -= 2;
-	if (ptrace(PTRACE_SETREGS, thr->tid, 0, gp) < 0)
-		return -1;
-	ctx->st.eintr_repaired++;
-	return 0;
-}
-
-/* The stop registers tell what the thread really was in; reject mask-swapping syscalls. */
-static int check_stop_regs(struct att_ctx *ctx, struct att_thread *thr, char *why, size_t cap)
+static int check_stop_regs(struct att_ctx *ctx, struct att_thread *thr, char *why, size_t cap,
+			   enum att_reason *fatal)
 {
 	struct user_regs_struct gp;
 	unsigned long args[6];
 	long rax, nr;
+	int rc;
 
+	ctx->st.resumed[0] = '\0';
 	if (ptrace(PTRACE_GETREGS, thr->tid, 0, &gp) < 0) {
 		snprintf(why, cap, "PTRACE_GETREGS: %s", strerror(errno));
-		return -1;
+		return 1;
 	}
 	nr = (long)gp.orig_rax;
 	rax = (long)gp.rax;
@@ -150,25 +116,21 @@ static int check_stop_regs(struct att_ctx *ctx, struct att_thread *thr, char *wh
 	ctx->st.stop_rax = rax;
 	if (nr < 0)
 		return 0;
+	rc = att_reenter(ctx, thr, &gp, why, cap, fatal);
+	if (rc || ctx->st.resumed[0])
+		return rc;
 	args[0] = gp.rdi;
 	args[1] = gp.rsi;
 	args[2] = gp.rdx;
 	args[3] = gp.r10;
 	args[4] = gp.r8;
 	args[5] = gp.r9;
-	if (rax == -EINTR && att_arch_sysclass(nr, args) == ATT_SC_EINTR) {
-		if (repair_eintr(ctx, thr, &gp) == 0)
-			return 0;
-		snprintf(why, cap, "stopped in %s (syscall %ld) which returned EINTR", att_arch_sysname(nr),
-			 nr);
-		return -1;
-	}
 	if (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR || rax == -ERESTARTNOHAND ||
 	    rax == -ERESTART_RESTARTBLOCK) {
 		if (att_arch_sysclass(nr, args) != ATT_SC_RESTART) {
 			snprintf(why, cap, "stopped in %s (syscall %ld), not safe to restart",
 				 att_arch_sysname(nr), nr);
-			return -1;
+			return 1;
 		}
 	}
 	return 0;
@@ -242,7 +204,15 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 		*why = ATT_E_FAULT;
 		goto out_detach_fatal;
 	}
-	rc = check_stop_regs(ctx, thr, reason, sizeof(reason));
+	rc = check_stop_regs(ctx, thr, reason, sizeof(reason), why);
+	if (rc < 0) {
+		if (thr->state == ATT_TS_GONE && att_process_alive(ctx->pid)) {
+			ctx->have_thr = false;
+			att_hold_end(ctx, false);
+			return TRY_NEXT;
+		}
+		goto out_detach_fatal;
+	}
 	if (rc == 0) {
 		rc = att_maps_read_at(ctx->procdir, &maps);
 		if (rc) {

@@ -752,6 +752,8 @@ int cli_cmd_attach(int argc, char **argv)
 			ast.syscall, (double)ast.pause_ns / 1e6, (double)ast.stop_ns / 1e6,
 			(double)ast.unwind_ns / 1e6, ast.calls, (double)ast.call_ns / 1e6,
 			ast.candidates, ast.threads, ast.rejected);
+		if (ast.resumed[0])
+			cli_msg("attach %d: thread %d was in %s", (int)pid, (int)ast.tid, ast.resumed);
 		if (ast.hold_sched_ok)
 			cli_msg("attach %d: the hold: %u stops, heaptap waited %.3f ms for them and worked "
 				"%.3f ms (%s); the thread ran %.3f ms and waited %.3f ms for a CPU, heaptap "

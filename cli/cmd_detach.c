@@ -305,6 +305,8 @@ static int stop_library(struct att_ctx *ctx, pid_t pid, int verbose)
 			st.syscall < 0 ? "user code" : "syscall", st.syscall,
 			(double)st.pause_ns / 1e6, (double)st.stop_ns / 1e6,
 			(double)st.unwind_ns / 1e6, st.calls, (double)st.call_ns / 1e6);
+		if (st.resumed[0])
+			cli_msg("detach %d: thread %d was in %s", (int)pid, (int)st.tid, st.resumed);
 	}
 	if ((int)ret == -ENOENT && !lib_threads(pid)) {
 		cli_msg("detach %d: its heaptap session ended by itself meanwhile; the library is inert",

@@ -13,13 +13,15 @@
  * -ERESTARTNOINTR or -ERESTART_RESTARTBLOCK, and if we put the registers
  * back as they were at the stop, the exit to user space rewinds rip by 2
  * and re-issues the call (arch/x86/kernel/signal.c). Measured on this
- * kernel for futex, read, clock_nanosleep and checked again by
- * tests/attach (one test per thread kind). epoll_wait and friends return
- * -EINTR instead, which the program would see: never interrupt those.
- * pselect6, ppoll with a mask, epoll_pwait*, rt_sigsuspend install a
- * temporary mask that the exit path restores when our first resume finds
- * no signal, which would undo the mask we set and corrupt the saved one:
- * never interrupt those either. Anything else is unknown: not a candidate.
+ * kernel for futex, read, clock_nanosleep and checked again by tests/attach
+ * (one test per thread kind). epoll_wait and friends return -EINTR instead,
+ * which the program would see: reenter.c rewrites them at the stop
+ * (ATT_SC_REENTER). pselect6, ppoll and epoll_pwait* with a signal mask
+ * install a temporary mask that the exit path restores on our first
+ * resume, after we read it as the thread's own: reenter.c first completes
+ * the call with a zero timeout (ATT_SC_PROBE). rt_sigsuspend has no
+ * timeout to do that with: never interrupted. Anything else unknown: not a
+ * candidate.
  */
 enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6])
 {
@@ -51,16 +53,19 @@ enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6])
 	case SYS_flock:
 		return ATT_SC_RESTART;
 	case SYS_ppoll:
-		return args[3] ? ATT_SC_MASKSWAP : ATT_SC_RESTART;
+		return args[3] ? ATT_SC_PROBE : ATT_SC_RESTART;
 	case SYS_pselect6:
+		return args[5] ? ATT_SC_PROBE : ATT_SC_RESTART;
 	case SYS_epoll_pwait:
 #ifdef SYS_epoll_pwait2
 	case SYS_epoll_pwait2:
 #endif
-	case SYS_rt_sigsuspend:
-		return ATT_SC_MASKSWAP;
+		return args[4] ? ATT_SC_PROBE : ATT_SC_REENTER;
 	case SYS_epoll_wait:
 	case SYS_rt_sigtimedwait:
+		return ATT_SC_REENTER;
+	case SYS_rt_sigsuspend:
+		return ATT_SC_MASKSWAP;
 	case SYS_io_getevents:
 	case SYS_semtimedop:
 	case SYS_semop:
@@ -71,6 +76,68 @@ enum att_sysclass att_arch_sysclass(long sysno, const unsigned long args[6])
 		return ATT_SC_EINTR;
 	default:
 		return ATT_SC_UNKNOWN;
+	}
+}
+
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441
+#endif
+
+bool att_arch_wait_args(long sysno, int *targ, int *tkind, int *marg)
+{
+	*marg = -1;
+	switch (sysno) {
+	case SYS_epoll_wait:
+		*targ = 3, *tkind = 0;
+		return true;
+	case SYS_epoll_pwait:
+		*targ = 3, *tkind = 0, *marg = 4;
+		return true;
+	case SYS_epoll_pwait2:
+		*targ = 3, *tkind = 1, *marg = 4;
+		return true;
+	case SYS_ppoll:
+		*targ = 2, *tkind = 1, *marg = 3;
+		return true;
+	case SYS_pselect6:
+		*targ = 4, *tkind = 1, *marg = 5;
+		return true;
+	case SYS_select:
+		*targ = 4, *tkind = 2;
+		return true;
+	case SYS_poll:
+		*targ = 2, *tkind = 0;
+		return true;
+	case SYS_rt_sigtimedwait:
+		*targ = 2, *tkind = 1;
+		return true;
+	default:
+		*targ = -1, *tkind = 0;
+		return false;
+	}
+}
+
+uint64_t att_arch_sysarg(const struct user_regs_struct *gp, int i)
+{
+	switch (i) {
+	case 0: return gp->rdi;
+	case 1: return gp->rsi;
+	case 2: return gp->rdx;
+	case 3: return gp->r10;
+	case 4: return gp->r8;
+	default: return gp->r9;
+	}
+}
+
+void att_arch_set_sysarg(struct user_regs_struct *gp, int i, uint64_t v)
+{
+	switch (i) {
+	case 0: gp->rdi = v; break;
+	case 1: gp->rsi = v; break;
+	case 2: gp->rdx = v; break;
+	case 3: gp->r10 = v; break;
+	case 4: gp->r8 = v; break;
+	default: gp->r9 = v; break;
 	}
 }
 
@@ -114,6 +181,10 @@ const char *att_arch_sysname(long sysno)
 	case SYS_pselect6: return "pselect6";
 	case SYS_epoll_wait: return "epoll_wait";
 	case SYS_epoll_pwait: return "epoll_pwait";
+	case SYS_epoll_pwait2: return "epoll_pwait2";
+	case SYS_readv: return "readv";
+	case SYS_sendto: return "sendto";
+	case SYS_sendmsg: return "sendmsg";
 	case SYS_wait4: return "wait4";
 	case SYS_accept: return "accept";
 	case SYS_accept4: return "accept4";

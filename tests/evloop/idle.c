@@ -1,0 +1,294 @@
+/* tests/evloop/idle.c - one thread idle in one waiting call kind, counting what it sees */
+/* SPDX-License-Identifier: MIT */
+/*
+ * idle KIND TIMEOUT_MS [SOCKET_PATH]: one thread, no other, waits in KIND
+ * (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6,
+ * accept, read, sigwaitinfo, pause), with a timer of TIMEOUT_MS (-1: none)
+ * kept as an event loop keeps it: a deadline, and each wait gets what is
+ * left of it. The p-variants pass a mask that unblocks SIGUSR2, which the
+ * thread otherwise blocks; accept and pause have a SIGUSR2 / SIGUSR1
+ * handler without SA_RESTART; read and accept set SO_RCVTIMEO to the
+ * timeout. Events: a line on stdin (a socket), a connection to
+ * SOCKET_PATH (accept), SIGUSR1 (sigwaitinfo, pause). After each event it
+ * allocates through evl_marker and answers on stdout:
+ *
+ *   ev N eintr=E late_us=L expiries=X early=W maskbad=M patched=0|1
+ *
+ * N events so far, E calls that failed with EINTR, L the latest expiry of
+ * the timer after its deadline (microseconds, the largest since the last
+ * answer), less
+ * the time the thread waited for a CPU during that wait (its schedstat:
+ * on a loaded machine that is the scheduler's, not the timer's), X
+ * expiries, W wake-ups with nothing to do before the deadline, M times the
+ * thread's signal mask was not the one it set, patched: its malloc GOT
+ * slot holds another address than at start (heaptap's hook).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static long events, eintr, expiries, early, maskbad;
+static int64_t late_max;
+static void *malloc_at_start;
+static volatile sig_atomic_t got_usr1;
+static sigset_t own_mask;
+
+static int schedstat_fd = -1;
+
+/* Time the thread has waited on a run queue, runnable but not running (us). */
+static int64_t rq_wait_us(void)
+{
+	char buf[128];
+	unsigned long long run = 0, wait = 0;
+	ssize_t n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+		return 0;
+	return (int64_t)(wait / 1000);
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* the GOT slot of malloc (built with -fno-plt: every call goes through it) */
+static void *malloc_slot(void)
+{
+	void *volatile *slot;
+
+	__asm__("leaq malloc@GOTPCREL(%%rip), %0" : "=r"(slot));
+	return *slot;
+}
+
+__attribute__((noinline)) void *evl_marker(size_t n)
+{
+	void *p = malloc(n);
+
+	if (p)
+		memset(p, 1, n);
+	return p;	/* kept: the report shows it as leaked */
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	got_usr1 = 1;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+}
+
+static void answer(void)
+{
+	char line[200];
+	int n;
+
+	events++;
+	if (!evl_marker(1000 + (size_t)(events % 100)))
+		exit(3);
+	n = snprintf(line, sizeof(line), "ev %ld eintr=%ld late_us=%lld expiries=%ld early=%ld "
+		     "maskbad=%ld patched=%d\n", events, eintr, (long long)late_max, expiries, early,
+		     maskbad, malloc_slot() != malloc_at_start);
+	if (write(1, line, (size_t)n) != n)
+		exit(3);
+	late_max = 0;
+}
+
+/* one line per event on stdin */
+static void drain_stdin(void)
+{
+	char buf[256];
+	ssize_t n = read(0, buf, sizeof(buf)), i;
+
+	if (n == 0)
+		exit(0);
+	for (i = 0; i < n; i++)
+		if (buf[i] == '\n')
+			answer();
+}
+
+int main(int argc, char **argv)
+{
+	const char *kind = argc > 1 ? argv[1] : "";
+	long period = argc > 2 ? atol(argv[2]) * 1000 : -1;	/* us */
+	int epfd = -1, lfd = -1, r;
+	int sockwait = !strcmp(kind, "read") || !strcmp(kind, "accept");
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = 0 }, evs[4];
+	struct sigaction sa;
+	sigset_t unblock, waitset, cur;
+	int64_t deadline = 0, left, t, w0;
+	struct timespec ts, *tsp;
+	struct timeval tv, *tvp;
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	fd_set rfds;
+	siginfo_t si;
+
+	if (argc < 3)
+		return 2;
+	malloc_at_start = malloc_slot();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;	/* no SA_RESTART */
+	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&own_mask);
+	sigaddset(&own_mask, SIGUSR2);
+	if (!strcmp(kind, "sigwaitinfo"))
+		sigaddset(&own_mask, SIGUSR1);
+	sigprocmask(SIG_SETMASK, &own_mask, NULL);
+	sigemptyset(&unblock);
+	sigemptyset(&waitset);
+	sigaddset(&waitset, SIGUSR1);
+	if (strstr(kind, "epoll")) {
+		epfd = epoll_create1(0);
+		if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev) < 0)
+			return 2;
+	}
+	if (period > 0 && (!strcmp(kind, "read") || !strcmp(kind, "accept"))) {
+		tv.tv_sec = period / 1000000;
+		tv.tv_usec = period % 1000000;
+		if (setsockopt(!strcmp(kind, "read") ? 0 : -1, SOL_SOCKET, SO_RCVTIMEO, &tv,
+			       sizeof(tv)) < 0 && !strcmp(kind, "read"))
+			return 2;
+	}
+	if (!strcmp(kind, "accept")) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+		if (argc < 4)
+			return 2;
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[3]);
+		lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 16) < 0)
+			return 2;
+		if (period > 0 && setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+			return 2;
+	}
+	schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY);
+	printf("ready pid=%d\n", (int)getpid());
+	fflush(stdout);
+	deadline = now_us() + period;
+	for (;;) {
+		tsp = NULL;
+		tvp = NULL;
+		if (period > 0) {
+			left = deadline - now_us();
+			if (left < 0)
+				left = 0;
+			ts.tv_sec = left / 1000000;
+			ts.tv_nsec = left % 1000000 * 1000;
+			tv.tv_sec = left / 1000000;
+			tv.tv_usec = left % 1000000;
+			tsp = &ts;
+			tvp = &tv;
+		}
+		left = period > 0 ? (deadline - now_us() + 999) / 1000 : -1;
+		if (period > 0 && left < 0)
+			left = 0;
+		FD_ZERO(&rfds);
+		FD_SET(0, &rfds);
+		w0 = rq_wait_us();
+		errno = 0;
+		if (!strcmp(kind, "epoll_wait"))
+			r = epoll_wait(epfd, evs, 4, (int)left);
+		else if (!strcmp(kind, "epoll_pwait"))
+			r = epoll_pwait(epfd, evs, 4, (int)left, &unblock);
+		else if (!strcmp(kind, "epoll_pwait2"))
+			r = (int)syscall(SYS_epoll_pwait2, epfd, evs, 4, tsp, &unblock, 8);
+		else if (!strcmp(kind, "poll"))
+			r = poll(&pfd, 1, (int)left);
+		else if (!strcmp(kind, "ppoll"))
+			r = ppoll(&pfd, 1, tsp, &unblock);
+		else if (!strcmp(kind, "select"))
+			r = select(1, &rfds, NULL, NULL, tvp);
+		else if (!strcmp(kind, "pselect6"))
+			r = pselect(1, &rfds, NULL, NULL, tsp, &unblock);
+		else if (!strcmp(kind, "read") || !strcmp(kind, "accept"))
+			r = 1;	/* the call itself is the wait, below */
+		else if (!strcmp(kind, "sigwaitinfo"))
+			r = tsp ? sigtimedwait(&waitset, &si, tsp) : sigwaitinfo(&waitset, &si);
+		else if (!strcmp(kind, "pause"))
+			r = pause();
+		else
+			return 2;
+		if (sockwait)	/* SO_RCVTIMEO counts from the call */
+			deadline = now_us() + period;
+		if (!strcmp(kind, "read")) {
+			char buf[256];
+			ssize_t n = read(0, buf, sizeof(buf)), i;
+
+			r = n > 0 ? 0 : -1;
+			if (n == 0)
+				return 0;
+			for (i = 0; i < n; i++)
+				if (buf[i] == '\n')
+					answer();
+		} else if (!strcmp(kind, "accept")) {
+			int c = accept(lfd, NULL, NULL);
+
+			r = c >= 0 ? 0 : -1;
+			if (c >= 0) {
+				close(c);
+				answer();
+			}
+		}
+		t = now_us();
+		sigprocmask(SIG_SETMASK, NULL, &cur);
+		if (memcmp(&cur, &own_mask, sizeof(cur)))
+			maskbad++;
+		if (r < 0 && errno == EINTR) {
+			if (!strcmp(kind, "pause") && got_usr1) {
+				got_usr1 = 0;
+				answer();
+			} else {
+				eintr++;
+			}
+			continue;
+		}
+		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return 4;
+		if (!strcmp(kind, "sigwaitinfo") && r == SIGUSR1)
+			answer();
+		else if (strstr(kind, "epoll") && r > 0)
+			drain_stdin();
+		else if ((!strcmp(kind, "poll") || !strcmp(kind, "ppoll")) && r > 0)
+			drain_stdin();
+		else if ((!strcmp(kind, "select") || !strcmp(kind, "pselect6")) && r > 0 &&
+			 FD_ISSET(0, &rfds))
+			drain_stdin();
+		if (period <= 0)
+			continue;
+		if (t >= deadline) {
+			expiries++;
+			left = t - deadline - (rq_wait_us() - w0);
+			if (left > late_max)
+				late_max = left;
+			deadline += period;
+			if (deadline <= t || sockwait)
+				deadline = t + period;
+		} else if (r == 0 || (r < 0 && errno == EAGAIN)) {
+			early++;
+		}
+	}
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+# tests/evloop/kinds.py - attach to a one-thread program idle in each waiting call kind, 20 times each
+# SPDX-License-Identifier: MIT
+"""kinds.py HEAPTAP IDLE TMPDIR CYCLES KIND[:TIMEOUT_MS] ...
+
+For each kind: start IDLE (tests/evloop/idle.c) with a socket as stdin, then
+CYCLES times, while it waits in that call: `heaptap attach -v`, events until
+heaptap's hook is in its malloc slot, one more event whose allocation must be
+in the recording (evl_marker), SIGINT, exit 0 with its slots restored. At the
+end: no EINTR, the signal mask never changed, every event answered, and the
+timer never fired more than 5 ms later than it does with nobody attached
+(measured first: a socket timeout counts in 10 ms jiffies here) and the time
+heaptap held the thread (its -v "stopped X ms": a stopped thread cannot run
+its timer; the program leaves out the time it waited for a CPU). Exit 0
+pass, 1 fail.
+"""
+import concurrent.futures
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import htreport  # noqa: E402
+
+LATE_MAX_US = 5000
+
+
+class Fail(Exception):
+    pass
+
+
+def fields(line):
+    out = {}
+    for w in line.split()[2:]:
+        k, _, v = w.partition("=")
+        out[k] = int(v)
+    out["n"] = int(line.split()[1])
+    return out
+
+
+class Idle:
+    def __init__(self, prog, kind, tmo, tmp):
+        self.kind, self.tmo = kind, tmo
+        self.sock_path = os.path.join(tmp, "idle-%s.sock" % kind)
+        if os.path.exists(self.sock_path):
+            os.unlink(self.sock_path)
+        self.ours, theirs = socket.socketpair()
+        self.err = open(os.path.join(tmp, "idle-%s-%d.err" % (kind, tmo)), "w")
+        self.p = subprocess.Popen([prog, kind, str(tmo), self.sock_path], stdin=theirs,
+                                  stdout=subprocess.PIPE, stderr=self.err)
+        theirs.close()
+        self.buf = b""
+        line = self.line(5)
+        if not line.startswith("ready pid="):
+            raise Fail("%s: said %r" % (kind, line))
+        self.pid = self.p.pid
+        self.sent = 0
+
+    def line(self, timeout):
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([self.p.stdout], [], [], left)[0]:
+                raise Fail("%s: no answer within %.1f s (exit %s)" % (self.kind, timeout,
+                                                                      self.p.poll()))
+            chunk = os.read(self.p.stdout.fileno(), 4096)
+            if not chunk:
+                raise Fail("%s: ended (exit %s)" % (self.kind, self.p.wait()))
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode()
+
+    def event(self):
+        self.sent += 1
+        if self.kind in ("sigwaitinfo", "pause"):
+            os.kill(self.pid, signal.SIGUSR1)
+        elif self.kind == "accept":
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(self.sock_path)
+            c.close()
+        else:
+            self.ours.send(b"e\n")
+        got = fields(self.line(5))
+        if got["n"] != self.sent:
+            raise Fail("%s: event %d answered as %d" % (self.kind, self.sent, got["n"]))
+        return got
+
+    def waiting(self, timeout=2.0):
+        """Wait until its one thread sleeps in a syscall (state S)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with open("/proc/%d/stat" % self.pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                    return
+            time.sleep(0.002)
+        raise Fail("%s: not asleep in its call" % self.kind)
+
+    def stop(self):
+        self.p.kill()
+        self.p.wait()
+        self.err.close()
+
+
+def held_us(text):
+    for l in text.splitlines():
+        if " stopped " in l and " ms: stop " in l:
+            return int(float(l.split(" stopped ", 1)[1].split(" ms")[0]) * 1000)
+    return 0
+
+
+def cycle(ht, idle, tmp, i):
+    name = os.path.join(tmp, "%s-%d-%d" % (idle.kind, idle.tmo, i))
+    idle.waiting()
+    err = open(name + ".err", "w+")
+    h = subprocess.Popen([ht, "attach", "-v", "-o", name + ".htap", str(idle.pid)],
+                         stdin=subprocess.DEVNULL, stderr=err)
+    try:
+        end = time.monotonic() + 20
+        text = ""
+        while " stopped " not in text:
+            if h.poll() is not None or time.monotonic() > end:
+                err.seek(0)
+                raise Fail("%s: heaptap attach exited %s before the session ran:\n%s" %
+                           (idle.kind, h.poll(), err.read()))
+            time.sleep(0.005)
+            err.seek(0)
+            text = err.read()
+        late = [idle.event()["late_us"]]
+        while not idle.event()["patched"]:
+            if time.monotonic() > end:
+                raise Fail("%s: no hook in its malloc slot" % idle.kind)
+            time.sleep(0.01)
+        idle.waiting()
+        got = idle.event()  # its allocation must be recorded
+        got["late_us"] = max(late[0], got["late_us"])
+        h.send_signal(signal.SIGINT)
+        rc = h.wait(30)
+    finally:
+        if h.poll() is None:
+            h.kill()
+            h.wait()
+    err.seek(0)
+    text = err.read()
+    err.close()
+    if rc != 0 or "heaptap: restored " not in text:
+        raise Fail("%s: heaptap attach exited %d:\n%s" % (idle.kind, rc, text))
+    rep = subprocess.run([ht, "report", "--format", "json", "-n", "1000000", "-b", "0",
+                          name + ".htap"], capture_output=True, text=True, check=False)
+    if rep.returncode != 0:
+        raise Fail("%s: heaptap report exited %d: %s" % (idle.kind, rep.returncode, rep.stderr))
+    calls = htreport.through(json.loads(rep.stdout), "evl_marker")["calls"]
+    if calls < 1:
+        raise Fail("%s: no evl_marker allocation in the recording" % idle.kind)
+    note = [l for l in text.splitlines() if " was in " in l]
+    for f in (name + ".htap", name + ".err"):
+        os.unlink(f)
+    got["held_us"] = held_us(text)
+    return got, note[0].split(" was in ", 1)[1] if note else "no re-entry needed"
+
+
+def run_kind(ht, prog, tmp, cycles, kind, tmo):
+    idle = Idle(prog, kind, tmo, tmp)
+    notes = {}
+    base = late = held = 0
+    try:
+        t0 = time.monotonic()
+        for i in range(8 if tmo > 0 else 0):  # the timer's lateness with nobody attached
+            time.sleep(tmo / 1000.0 * 1.5)
+            base = max(base, idle.event()["late_us"])
+        for i in range(cycles):
+            got, note = cycle(ht, idle, tmp, i)
+            notes[note] = notes.get(note, 0) + 1
+            late, held = max(late, got["late_us"]), max(held, got["held_us"])
+            if tmo > 0:
+                time.sleep(tmo / 1000.0 * 1.5)  # let a timer expire between cycles
+        got = idle.event()
+        late = max(late, got["late_us"])
+        idle.waiting()
+    finally:
+        idle.stop()
+    print("%s timeout %d: %d cycles in %.1f s; timer late at most %d us (%d us unattached), "
+          "held at most %d us; %s; %s" % (kind, tmo, cycles, time.monotonic() - t0, late, base,
+                                          held, " ".join("%s=%s" % kv for kv in sorted(got.items())
+                                                         if kv[0] != "late_us"), notes),
+          file=sys.stderr)
+    if got["eintr"]:
+        raise Fail("%s: the program saw EINTR %d times" % (kind, got["eintr"]))
+    if got["maskbad"]:
+        raise Fail("%s: the program's signal mask changed (%d times)" % (kind, got["maskbad"]))
+    if got["n"] != idle.sent:
+        raise Fail("%s: %d events sent, %d answered" % (kind, idle.sent, got["n"]))
+    if tmo > 0 and late > base + LATE_MAX_US + held:
+        raise Fail("%s: a timer fired %d us late (%d us unattached, held %d us)" %
+                   (kind, late, base, held))
+    if tmo > 0 and kind not in ("read", "accept") and got["expiries"] < 1:
+        raise Fail("%s: the timer never expired" % kind)
+
+
+def one(args):
+    ht, prog, tmp, cycles, spec = args
+    kind, _, tmo = spec.partition(":")
+    try:
+        run_kind(ht, prog, tmp, cycles, kind, int(tmo or -1))
+    except Fail as e:
+        return "%s: %s" % (spec, e)
+    return None
+
+
+def main(argv):
+    """The kinds run side by side, each its own program, one cycle after another."""
+    ht, prog, tmp, cycles = argv[1], argv[2], argv[3], int(argv[4])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(argv) - 5) as ex:
+        fails = [f for f in ex.map(one, [(ht, prog, tmp, cycles, s) for s in argv[5:]]) if f]
+    for f in fails:
+        print("FAIL: %s" % f, file=sys.stderr)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
