@@ -46,7 +46,7 @@ def fields(line):
 class Idle:
     def __init__(self, prog, kind, tmo, tmp):
         self.kind, self.tmo = kind, tmo
-        self.sock_path = os.path.join(tmp, "idle-%s.sock" % kind)
+        self.sock_path = os.path.join(tmp, "idle-%s-%d.sock" % (kind, tmo))
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
         self.ours, theirs = socket.socketpair()
@@ -78,6 +78,8 @@ class Idle:
     def event(self):
         self.sent += 1
         if self.kind in ("sigwaitinfo", "pause"):
+            if self.kind == "pause":
+                self.waiting()  # a signal before its pause() would only set its flag
             os.kill(self.pid, signal.SIGUSR1)
         elif self.kind == "accept":
             c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -90,7 +92,7 @@ class Idle:
             raise Fail("%s: event %d answered as %d" % (self.kind, self.sent, got["n"]))
         return got
 
-    def waiting(self, timeout=2.0):
+    def waiting(self, timeout=20.0):
         """Wait until its one thread sleeps in a syscall (state S)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
@@ -120,7 +122,7 @@ def cycle(ht, idle, tmp, i):
     h = subprocess.Popen([ht, "attach", "-v", "-o", name + ".htap", str(idle.pid)],
                          stdin=subprocess.DEVNULL, stderr=err)
     try:
-        end = time.monotonic() + 20
+        end = time.monotonic() + 60
         text = ""
         while " stopped " not in text:
             if h.poll() is not None or time.monotonic() > end:
@@ -139,7 +141,7 @@ def cycle(ht, idle, tmp, i):
         got = idle.event()  # its allocation must be recorded
         got["late_us"] = max(late[0], got["late_us"])
         h.send_signal(signal.SIGINT)
-        rc = h.wait(30)
+        rc = h.wait(120)
     finally:
         if h.poll() is None:
             h.kill()
@@ -214,7 +216,7 @@ def one(args):
 def main(argv):
     """The kinds run side by side, each its own program, one cycle after another."""
     ht, prog, tmp, cycles = argv[1], argv[2], argv[3], int(argv[4])
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(argv) - 5) as ex:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(4, len(argv) - 5)) as ex:
         fails = [f for f in ex.map(one, [(ht, prog, tmp, cycles, s) for s in argv[5:]]) if f]
     for f in fails:
         print("FAIL: %s" % f, file=sys.stderr)

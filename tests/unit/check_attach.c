@@ -69,12 +69,30 @@ START_TEST(syscall_classes)
 	ck_assert_int_eq(att_arch_sysclass(SYS_nanosleep, none), ATT_SC_RESTART);
 	ck_assert_int_eq(att_arch_sysclass(SYS_clock_nanosleep, none), ATT_SC_RESTART);
 	ck_assert_int_eq(att_arch_sysclass(SYS_wait4, none), ATT_SC_RESTART);
-	ck_assert_int_eq(att_arch_sysclass(SYS_epoll_wait, none), ATT_SC_EINTR);
-	ck_assert_int_eq(att_arch_sysclass(SYS_epoll_pwait, none), ATT_SC_MASKSWAP);
-	ck_assert_int_eq(att_arch_sysclass(SYS_pselect6, none), ATT_SC_MASKSWAP);
+	unsigned long ep_masked[6] = { 3, 0x7ff000, 4, 30, 0x7ff100, 8 };
+	unsigned long ps_masked[6] = { 1, 0x7ff000, 0, 0, 0, 0x7ff100 };
+	int targ, tkind, marg;
+
+	ck_assert_int_eq(att_arch_sysclass(SYS_epoll_wait, none), ATT_SC_REENTER);
+	ck_assert_int_eq(att_arch_sysclass(SYS_epoll_pwait, none), ATT_SC_REENTER);
+	ck_assert_int_eq(att_arch_sysclass(SYS_epoll_pwait, ep_masked), ATT_SC_PROBE);
+	ck_assert_int_eq(att_arch_sysclass(SYS_rt_sigtimedwait, none), ATT_SC_REENTER);
+	ck_assert_int_eq(att_arch_sysclass(SYS_pselect6, none), ATT_SC_RESTART);
+	ck_assert_int_eq(att_arch_sysclass(SYS_pselect6, ps_masked), ATT_SC_PROBE);
 	ck_assert_int_eq(att_arch_sysclass(SYS_ppoll, none), ATT_SC_RESTART);
-	ck_assert_int_eq(att_arch_sysclass(SYS_ppoll, masked), ATT_SC_MASKSWAP);
+	ck_assert_int_eq(att_arch_sysclass(SYS_ppoll, masked), ATT_SC_PROBE);
 	ck_assert_int_eq(att_arch_sysclass(SYS_rt_sigsuspend, none), ATT_SC_MASKSWAP);
+	ck_assert_int_eq(att_arch_sysclass(SYS_io_getevents, none), ATT_SC_EINTR);
+	/* where each waiting call keeps its timeout and mask (reenter.c rewrites them) */
+	ck_assert(att_arch_wait_args(SYS_epoll_wait, &targ, &tkind, &marg));
+	ck_assert(targ == 3 && tkind == 0 && marg == -1);
+	ck_assert(att_arch_wait_args(SYS_pselect6, &targ, &tkind, &marg));
+	ck_assert(targ == 4 && tkind == 1 && marg == 5);
+	ck_assert(att_arch_wait_args(SYS_select, &targ, &tkind, &marg));
+	ck_assert(targ == 4 && tkind == 2 && marg == -1);
+	ck_assert(att_arch_wait_args(SYS_ppoll, &targ, &tkind, &marg));
+	ck_assert(targ == 2 && tkind == 1 && marg == 3);
+	ck_assert(!att_arch_wait_args(SYS_read, &targ, &tkind, &marg));
 	ck_assert_int_eq(att_arch_sysclass(SYS_connect, none), ATT_SC_EINTR);
 	ck_assert_int_eq(att_arch_sysclass(99999, none), ATT_SC_UNKNOWN);
 }
