@@ -141,7 +141,6 @@ static void reissue_form(struct user_regs_struct *gp, long nr)
 static int lost(struct att_ctx *ctx, struct att_thread *thr, enum att_reason *reason, char *why,
 		size_t cap, enum att_reason r, const char *what)
 {
-	ctx->failed_tid = thr->tid;
 	if (r == ATT_E_EXITED)
 		thr->state = ATT_TS_GONE;
 	*reason = att_fail(ctx, r, r == ATT_E_PTRACE ? errno : 0, "thread %d: %s", (int)thr->tid, what);
