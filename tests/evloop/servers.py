@@ -13,7 +13,8 @@ bytearrays' mallocs, told by their sizes). heaptap ends by SIGINT, exit 0,
 slots restored; the idle clients' connections still work; the C server
 saw no EINTR and its 20 ms tick was never later than 5 ms plus the
 hold and plus what it was with nobody attached. The same twice (a second
-attach reuses the library). Exit 0 pass, 1 fail.
+attach reuses the library); an attach whose stop found the wait already
+ended by the server's own tick is done again (6 attaches at most). Exit 0 pass, 1 fail.
 """
 import json
 import os
@@ -85,8 +86,13 @@ def attach_round(ht, tmp, kind, pid, port, idle, rnd, base):
         time.sleep(0.005)
     note = [l for l in text.splitlines() if " was in epoll" in l]
     if not note:
-        h.kill()
-        fail("%s: heaptap did not say what it did with the epoll wait:\n%s" % (kind, text))
+        # its tick had just ended the wait as the stop came (a loaded machine): not this case
+        print("%s round %d: the thread was not in a broken wait at the stop; again:\n%s" %
+              (kind, rnd, text), file=sys.stderr)
+        h.send_signal(signal.SIGINT)
+        h.wait(60)
+        os.unlink(name + ".htap")
+        return False
     probe = Client(port)
     if kind == "c":
         while "patched=1" not in probe.ask("1"):
@@ -139,6 +145,7 @@ def attach_round(ht, tmp, kind, pid, port, idle, rnd, base):
              (st["late_us"], base, held))
     for f in (name + ".htap", name + ".err"):
         os.unlink(f)
+    return True
 
 
 def main(argv):
@@ -155,8 +162,13 @@ def main(argv):
         if kind == "c":
             time.sleep(0.3)
             base = stats(idle[0])["late_us"]
-        for rnd in range(2):
-            attach_round(ht, tmp, kind, pid, port, idle, rnd, base)
+        done = 0
+        for rnd in range(6):
+            done += attach_round(ht, tmp, kind, pid, port, idle, rnd, base)
+            if done == 2:
+                break
+        if done < 2:
+            fail("%s: in 6 attaches the thread was in a broken epoll wait only %d times" % (kind, done))
         if srv.poll() is not None:
             fail("%s: the server ended (exit %d)" % (kind, srv.returncode))
     finally:
