@@ -15,8 +15,8 @@
  *   ev N eintr=E late_us=L expiries=X early=W maskbad=M patched=0|1
  *
  * N events so far, E calls that failed with EINTR, L the latest expiry of
- * the timer after its deadline (microseconds, the largest since the last
- * answer), less
+ * the timer after its deadline or, if the wait began later, after that
+ * (microseconds, the largest since the last answer), less
  * the time the thread waited for a CPU during that wait (its schedstat:
  * on a loaded machine that is the scheduler's, not the timer's), X
  * expiries, W wake-ups with nothing to do before the deadline, M times the
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = 0 }, evs[4];
 	struct sigaction sa;
 	sigset_t unblock, waitset, cur;
-	int64_t deadline = 0, left, t, w0;
+	int64_t deadline = 0, left, t, w0, tc;
 	struct timespec ts, *tsp;
 	struct timeval tv, *tvp;
 	struct pollfd pfd = { .fd = 0, .events = POLLIN };
@@ -209,6 +209,7 @@ int main(int argc, char **argv)
 		FD_ZERO(&rfds);
 		FD_SET(0, &rfds);
 		w0 = rq_wait_us();
+		tc = now_us();
 		errno = 0;
 		if (!strcmp(kind, "epoll_wait"))
 			r = epoll_wait(epfd, evs, 4, (int)left);
@@ -283,7 +284,8 @@ int main(int argc, char **argv)
 			continue;
 		if (t >= deadline) {
 			expiries++;
-			left = t - deadline - (rq_wait_us() - w0);
+			/* a wait entered after its deadline is not what made it late */
+			left = t - (deadline > tc ? deadline : tc) - (rq_wait_us() - w0);
 			if (left > late_max)
 				late_max = left;
 			deadline += period;
