@@ -1,9 +1,10 @@
-/* interpret/agg.c - running heap totals per trace for periodic snapshots (heaptap attach --snapshot-every) */
+/* interpret/agg.c - running heap totals per trace for periodic snapshots (attach --snapshot-every, top) */
 /* SPDX-License-Identifier: MIT */
 /*
  * Only when itp_options.snapshot is set. Nothing per event is kept: per
- * recording trace index the bytes and objects in use and allocated since
- * the last snapshot, per allocation info its trace and size (a free finds
+ * recording trace index the bytes and objects in use, allocated since
+ * the last snapshot and freed as temporary since then (struct
+ * itp_snap_trace), per allocation info its trace and size (a free finds
  * its info in the pointer map), per ip index its address. Memory grows with
  * distinct stacks and allocation infos, never with time. Every
  * snapshot_ns the read loop hands the callback a view (struct
@@ -126,16 +127,20 @@ int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t siz
 	return 0;
 }
 
-void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes)
+void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes, int temp)
 {
 	struct itp_agg *g = &c->agg;
 	struct itp_snap_trace *t;
+	int64_t n;
 
 	if (!c->opt->snapshot || info >= g->cap_info || g->info[info].trace >= g->nt)
 		return;
 	t = &g->t[g->info[info].trace];
-	t->inuse_objects -= objects(g->info[info].size, bytes);
+	n = objects(g->info[info].size, bytes);
+	t->inuse_objects -= n;
 	t->inuse_bytes -= (int64_t)bytes;
+	if (temp)
+		t->temp_objects += (uint64_t)n;
 }
 
 /* A site's exact counts brought to the moment of a snapshot (see calibrate). */
@@ -450,7 +455,7 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 	free(mods);
 	/* "allocated since the last snapshot" starts again */
 	for (i = 0; i < g->nt; i++)
-		g->t[i].alloc_objects = g->t[i].alloc_bytes = 0;
+		g->t[i].alloc_objects = g->t[i].alloc_bytes = g->t[i].temp_objects = 0;
 	g->last_ns = s.elapsed_ns;
 	(void)now_ns;
 }

@@ -101,7 +101,7 @@ int itp_apply_free(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 		return itp_out_fail(c, rc, "free");
 	c->st.heap_bytes = c->st.heap_bytes > p.bytes ? c->st.heap_bytes - p.bytes : 0;
 	if (c->opt->snapshot)
-		itp_agg_free(c, p.info, p.bytes);
+		itp_agg_free(c, p.info, p.bytes, temp);
 	return 0;
 }
 

@@ -436,7 +436,8 @@ int itp_agg_ip(struct itp_ctx *c, uint32_t idx, uint64_t ip);
 /* itp_agg_alloc - bytes = weight (weighted != 0, a sample) or size. */
 int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t size, uint64_t bytes,
 		  int weighted);
-void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes);
+/* itp_agg_free - temp: the block was temporary (its thread allocated nothing since). */
+void itp_agg_free(struct itp_ctx *c, uint32_t info, uint64_t bytes, int temp);
 /* itp_agg_sites - a SITES record was added: note each site's sample sums of this moment. */
 int itp_agg_sites(struct itp_ctx *c);
 /* itp_agg_snapshot - call opt->snapshot with the sums, then restart "allocated since". */

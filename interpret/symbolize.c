@@ -272,3 +272,106 @@ int itp_symbolize(struct itp_ctx *c)
 	free(v);
 	return ret;
 }
+
+/*
+ * Live symbolization (heaptap top): the lookups above, one ip at a time,
+ * on a module a snapshot names. The helpers read a session's context; a
+ * symbolizer has one of its own that holds only what they read (the
+ * options' sysroot, the result's warning counters). The last module opened
+ * stays open, so the ips of one module asked for together open it once.
+ */
+struct itp_symbolizer {
+	struct itp_ctx c;
+	struct itp_options opt;
+	struct itp_result res;
+	struct symctx s;
+	char *sysroot;
+	char *cur_path; /* the module open in s, NULL = none */
+	uint64_t cur_base;
+};
+
+struct itp_symbolizer *itp_symbolizer_new(const char *sysroot)
+{
+	struct itp_symbolizer *z = calloc(1, sizeof(*z));
+
+	if (!z)
+		return NULL;
+	if (sysroot && sysroot[0]) {
+		z->sysroot = strdup(sysroot);
+		if (!z->sysroot)
+			goto out_free;
+		if (asprintf(&z->s.debuginfo_path, ":.debug:%s/usr/lib/debug", sysroot) < 0) {
+			z->s.debuginfo_path = NULL;
+			goto out_free;
+		}
+		z->s.cb.debuginfo_path = &z->s.debuginfo_path;
+	}
+	z->opt.sysroot = z->sysroot;
+	z->c.opt = &z->opt;
+	z->c.res = &z->res;
+	z->s.c = &z->c;
+	z->s.cb.find_elf = dwfl_build_id_find_elf;
+	z->s.cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	z->s.cb.section_address = dwfl_offline_section_address;
+	return z;
+out_free:
+	free(z->sysroot);
+	free(z);
+	return NULL;
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+int itp_symbolizer_ip(struct itp_symbolizer *z, const struct itp_snap_module *m, uint64_t ip,
+		      struct itp_frame_sym *out)
+{
+	struct rec_sym chain[ITP_MAX_INLINE];
+	size_t n = 0, j;
+
+	memset(out, 0, sizeof(*out));
+	if (ip == WIRE_IP_CUT) {
+		copy_str(out->function, sizeof(out->function), "[frames cut: no unwind info]");
+		return 0;
+	}
+	if (!m || !m->path)
+		return 0;
+	if (!z->cur_path || strcmp(z->cur_path, m->path) || z->cur_base != m->base) {
+		struct itp_module im = { .path = (char *)m->path, .base = m->base, .lo = m->lo,
+					 .hi = m->hi, .build_id = (uint8_t *)m->build_id,
+					 .build_id_len = m->build_id_len };
+
+		free(z->cur_path);
+		z->cur_path = strdup(m->path);
+		if (!z->cur_path) {
+			close_module(&z->s);
+			return -ENOMEM;
+		}
+		z->cur_base = m->base;
+		open_module(&z->s, &im);
+	}
+	if (z->s.mod)
+		n = symbolize_ip(&z->s, ip, chain);
+	if (n) {
+		copy_str(out->function, sizeof(out->function), chain[0].function);
+		copy_str(out->file, sizeof(out->file), chain[0].file);
+		out->line = chain[0].line;
+	}
+	for (j = 0; j < z->s.nfree; j++)
+		free(z->s.to_free[j]);
+	z->s.nfree = 0;
+	return 0;
+}
+
+void itp_symbolizer_free(struct itp_symbolizer *z)
+{
+	if (!z)
+		return;
+	close_module(&z->s);
+	free(z->s.debuginfo_path);
+	free(z->cur_path);
+	free(z->sysroot);
+	free(z);
+}
