@@ -191,6 +191,34 @@ void cli_snap_stats(const struct itp_result *res);
 /* cli_attach_parse - parse "attach [-o FILE] [--duration SECS] [-v] PID" (attach_args.c). */
 int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err, size_t errlen);
 
+/*
+ * A live viewer of a session (heaptap top): three hooks, all optional. The
+ * session (attach or a launched program) calls options on its session
+ * thread before the interpreter starts (conn: the library's event socket,
+ * open until the session is over), ended on that thread once the
+ * interpreter returned, and run on the main thread once the session runs:
+ * run returns when the viewer is done or *stop was set (a signal, a
+ * `heaptap detach`); the session is then stopped (the library restores
+ * its slots) and summed up on stderr as without a viewer.
+ */
+struct cli_live {
+	void (*options)(void *arg, struct itp_options *opt, int conn);
+	void (*ended)(void *arg, int ret, const struct itp_result *res);
+	void (*run)(void *arg, volatile sig_atomic_t *stop);
+	void *arg;
+};
+
+/*
+ * cli_attach_session - heaptap attach with parsed arguments a; with live,
+ * a viewer watches the session (the status line and a->duration are not
+ * used then). Returns attach's exit code.
+ */
+int cli_attach_session(const struct cli_attach_args *a, const struct cli_live *live);
+
+/* heaptap top (cmd_top.c) */
+int cli_cmd_top(int argc, char **argv);
+void cli_usage_top(FILE *f);
+
 /* ------------------------------------------------------------------ */
 /* Output names (outname.c)                                             */
 

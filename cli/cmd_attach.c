@@ -237,7 +237,7 @@ static void on_status(const struct itp_status *st, void *arg)
 /* itp_run into opt_out, or the first free default name (out gets the name used). */
 static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysroot,
 		     struct duration *dur, uint64_t sample, struct cli_snap *snap, double every,
-		     char *out, size_t outlen, struct itp_result *res)
+		     const struct cli_live *live, char *out, size_t outlen, struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
@@ -254,6 +254,8 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 	opt.sysroot = sysroot;
 	opt.status = on_status;
 	opt.status_arg = dur;
+	if (live && live->options)
+		live->options(live->arg, &opt, conn);
 	cli_read_comm(pid, NULL, comm, sizeof(comm));
 	return cli_interpret(conn, &opt, opt_out, "attach", comm, pid, out, outlen, res);
 }
@@ -312,6 +314,7 @@ struct session {
 	const char *sysroot;
 	struct duration *dur;
 	struct cli_snap *snap;
+	const struct cli_live *live;
 	/* out: interpret()'s return, the recording's name, the result */
 	int ret;
 	int interpreted;
@@ -358,8 +361,10 @@ static void *session_main(void *arg)
 	stop_set(&stops);
 	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
 	s->ret = interpret(conn, s->a->output, s->pid, s->sysroot, s->dur, s->a->sample,
-			   s->snap, s->a->snapshot_every, s->out, sizeof(s->out), &s->res);
+			   s->snap, s->a->snapshot_every, s->live, s->out, sizeof(s->out), &s->res);
 	s->interpreted = 1;
+	if (s->live && s->live->ended)
+		s->live->ended(s->live->arg, s->ret, &s->res);
 	return NULL;
 }
 
@@ -461,7 +466,7 @@ static void test_delay(const char *step)
 
 /* What the session ended with, after itp_run. Returns the exit code. */
 static int summarize(pid_t pid, const char *out, int ret, const struct itp_result *res,
-		     int was_loaded)
+		     int was_loaded, int snapshots)
 {
 	struct stat st;
 
@@ -503,8 +508,8 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 	if (res->end_reason == WIRE_END_EXIT)
 		cli_msg("attach: %d exited during the session", (int)pid);
 	if (!out[0])
-		cli_msg("saw %llu allocations (no recording: snapshots only)",
-			(unsigned long long)res->final.alloc_calls);
+		cli_msg("saw %llu allocations (no recording%s)",
+			(unsigned long long)res->final.alloc_calls, snapshots ? ": snapshots only" : "");
 	else
 		cli_msg("recorded %llu allocations to %s", (unsigned long long)res->final.alloc_calls,
 			out);
@@ -542,6 +547,23 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 int cli_cmd_attach(int argc, char **argv)
 {
 	struct cli_attach_args a;
+	char err[256];
+
+	err[0] = '\0';
+	if (cli_attach_parse(argc, argv, &a, err, sizeof(err)) < 0) {
+		cli_msg("attach: %s (see heaptap attach --help)", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (a.help) {
+		cli_usage_attach(stdout);
+		return CLI_EXIT_OK;
+	}
+	return cli_attach_session(&a, NULL);
+}
+
+int cli_attach_session(const struct cli_attach_args *ap, const struct cli_live *live)
+{
+	struct cli_attach_args a = *ap;
 	struct cli_attach_dir d;
 	struct saved_signals old;
 	struct att_inject_result ir;
@@ -570,14 +592,8 @@ int cli_cmd_attach(int argc, char **argv)
 		sess.nice = 0;
 	d.parent_fd = d.dir_fd = d.listen_fd = -1;
 	err[0] = '\0';
-	if (cli_attach_parse(argc, argv, &a, err, sizeof(err)) < 0) {
-		cli_msg("attach: %s (see heaptap attach --help)", err);
-		return CLI_EXIT_USAGE;
-	}
-	if (a.help) {
-		cli_usage_attach(stdout);
-		return CLI_EXIT_OK;
-	}
+	if (live)
+		a.duration = 0;
 	pid = a.pid;
 	if (a.output && lstat(a.output, &st) == 0) {
 		cli_msg("attach: %s: %s", a.output, strerror(EEXIST));
@@ -693,6 +709,7 @@ int cli_cmd_attach(int argc, char **argv)
 	sess.sysroot = sysroot[0] ? sysroot : NULL;
 	sess.dur = &dur;
 	sess.snap = a.out_dir ? &snap : NULL;
+	sess.live = live;
 	ret = session_start(&sess);
 	if (ret < 0) {
 		cli_msg("attach %d: session thread: %s", (int)pid, strerror(-ret));
@@ -765,10 +782,14 @@ int cli_cmd_attach(int argc, char **argv)
 				(double)ast.hold_thr_run_ns / 1e6, (double)ast.hold_thr_wait_ns / 1e6,
 				(double)ast.hold_own_run_ns / 1e6, (double)ast.hold_own_wait_ns / 1e6);
 	}
-	if (isatty(STDERR_FILENO))
+	if (isatty(STDERR_FILENO) && !live)
 		cli_msg("attached to %d (thread %d stopped %.2f ms); %s to detach", (int)pid,
 			(int)ast.tid, (double)ast.pause_ns / 1e6,
 			a.duration > 0 ? "Ctrl+C or the duration" : "Ctrl+C");
+	if (live && live->run) {
+		live->run(live->arg, &stop_flag); /* the viewer, until it is done */
+		stop_flag = 1;
+	}
 
 	session_join(&sess, 0); /* the session runs there until it ends */
 	ret = sess.ret;
@@ -787,7 +808,7 @@ int cli_cmd_attach(int argc, char **argv)
 		if (a.out_dir)
 			cli_snap_stats(res);
 	}
-	code = summarize(pid, out, ret, res, was_loaded);
+	code = summarize(pid, out, ret, res, was_loaded, a.out_dir != NULL);
 	if (code == CLI_EXIT_OK)
 		cli_sample_summary("attach", a.sample, res);
 	fin->end_reason = res->end_reason;
