@@ -23,6 +23,7 @@ static const struct cli_command commands[] = {
 	  cli_usage_report },
 	{ "ctl", "change a running attach session: sampling rate, or full tracing", cli_cmd_ctl,
 	  cli_usage_ctl },
+	{ "top", "watch a live process's heap on a full-screen view", cli_cmd_top, cli_usage_top },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

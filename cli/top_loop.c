@@ -1,0 +1,387 @@
+/* cli/top_loop.c - heaptap top's screen loop: keys, sorting, symbols, the terminal */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs on heaptap's main thread while the session thread fills the model.
+ * The terminal is in raw mode while the screen is up: Ctrl+C is a key (as q)
+ * and no signal, so a launched program in heaptap's process group does not
+ * get it; Ctrl+Z and Ctrl+\ do nothing. Keys are read with a 200 ms
+ * timeout; a new frame, a key or a resize (ncurses' KEY_RESIZE) redraws.
+ *
+ *   l a c t        sort by not freed, bytes/s, calls/s, temporary/s
+ *   Up Down PgUp PgDn Home End j k   move the selection
+ *   Enter          the selected call site's heaviest stack (Enter/Esc: back)
+ *   s              full tracing <-> sampling (the session's rate, else 512K),
+ *                  sent to the library as `heaptap ctl PID sample` does
+ *   p              pause the display (the session goes on)
+ *   q Ctrl+C       leave: heaptap detaches
+ *
+ * Symbols: each ip shown is looked up once (itp_symbolizer, the
+ * interpreter's own lookups) and kept, cleaned for the screen, by ip.
+ */
+#include <curses.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/top.h"
+
+#define KEY_WAIT_MS 200
+#define SYM_MAX (1u << 16) /* symbols kept; the cache starts over past it */
+#define CTRL(c) ((c) & 0x1f)
+
+static size_t sym_slot(uint64_t ip, size_t cap)
+{
+	return (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/* resolve ip into s (cleaned): function, file:line or module+offset */
+static void resolve(struct top_ui *u, uint64_t ip, struct top_sym *s)
+{
+	const struct top_mod *m = top_module_of(u->f, ip);
+	struct itp_snap_module sm;
+	struct itp_frame_sym fs;
+	char file[300], mod[200];
+
+	memset(&fs, 0, sizeof(fs));
+	s->ip = ip;
+	if (m) {
+		sm = (struct itp_snap_module){ .path = m->path, .base = m->base, .lo = m->lo,
+					       .hi = m->hi, .build_id = m->build_id,
+					       .build_id_len = m->build_id_len };
+		if (!u->z) {
+			char sysroot[64];
+
+			pthread_mutex_lock(&u->a->m->lock);
+			snprintf(sysroot, sizeof(sysroot), "%s", u->a->m->sysroot);
+			pthread_mutex_unlock(&u->a->m->lock);
+			u->z = itp_symbolizer_new(sysroot[0] ? sysroot : NULL);
+		}
+		if (u->z)
+			itp_symbolizer_ip(u->z, &sm, ip, &fs);
+	} else if (u->z) {
+		itp_symbolizer_ip(u->z, NULL, ip, &fs); /* the cut-stack marker */
+	}
+	top_clean(s->func, sizeof(s->func), fs.function, sizeof(fs.function));
+	if (fs.file[0]) {
+		top_clean(file, sizeof(file), fs.file, sizeof(fs.file));
+		if (fs.line) {
+			snprintf(s->where, sizeof(s->where), "%.280s:%u", file, fs.line);
+			snprintf(s->base, sizeof(s->base), "%.100s:%u", base_name(file), fs.line);
+		} else {
+			snprintf(s->where, sizeof(s->where), "%.290s", file);
+			snprintf(s->base, sizeof(s->base), "%.110s", base_name(file));
+		}
+	} else if (m) {
+		top_clean(mod, sizeof(mod), m->path, strlen(m->path));
+		snprintf(s->where, sizeof(s->where), "%.180s+0x%" PRIx64, mod, ip - m->base);
+		snprintf(s->base, sizeof(s->base), "%.90s+0x%" PRIx64, base_name(mod), ip - m->base);
+	} else {
+		snprintf(s->where, sizeof(s->where), "0x%" PRIx64, ip);
+		snprintf(s->base, sizeof(s->base), "0x%" PRIx64, ip);
+	}
+}
+
+const struct top_sym *top_sym(struct top_ui *u, uint64_t ip)
+{
+	static struct top_sym none;
+	size_t i;
+
+	if (!u->cap_syms || (u->nsyms + 1) * 2 > u->cap_syms) {
+		size_t ncap = u->cap_syms ? u->cap_syms * 2 : 256;
+		struct top_sym *v;
+
+		if (ncap > SYM_MAX * 2) {
+			/* start over rather than grow without end */
+			memset(u->syms, 0, u->cap_syms * sizeof(*u->syms));
+			u->nsyms = 0;
+		} else if ((v = calloc(ncap, sizeof(*v)))) {
+			for (i = 0; i < u->cap_syms; i++)
+				if (u->syms[i].ip) {
+					size_t k = sym_slot(u->syms[i].ip, ncap);
+
+					while (v[k].ip)
+						k = (k + 1) & (ncap - 1);
+					v[k] = u->syms[i];
+				}
+			free(u->syms);
+			u->syms = v;
+			u->cap_syms = ncap;
+		}
+	}
+	if (!u->cap_syms) {
+		resolve(u, ip, &none); /* out of memory: no cache */
+		return &none;
+	}
+	for (i = sym_slot(ip, u->cap_syms); u->syms[i].ip; i = (i + 1) & (u->cap_syms - 1))
+		if (u->syms[i].ip == ip)
+			return &u->syms[i];
+	resolve(u, ip, &u->syms[i]);
+	u->nsyms++;
+	return &u->syms[i];
+}
+
+/* ------------------------------------------------------------------ */
+/* Sorting                                                              */
+
+static int sort_key; /* qsort has no argument: the key of the sort running */
+
+static double key_of(const struct top_row *r)
+{
+	switch (sort_key) {
+	case 'a':
+		return r->bytes_ps;
+	case 'c':
+		return r->calls_ps;
+	case 't':
+		return r->temp_ps;
+	default:
+		return (double)r->live_bytes;
+	}
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct top_row *x = *(const struct top_row *const *)a;
+	const struct top_row *y = *(const struct top_row *const *)b;
+	double kx = key_of(x), ky = key_of(y);
+
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+/* order the shown frame's rows by u->sort; the selection stays on its call site */
+static void resort(struct top_ui *u)
+{
+	struct top_row **o;
+
+	u->norder = 0;
+	if (!u->f)
+		return;
+	o = realloc(u->order, (u->f->nrows + 1) * sizeof(*o));
+	if (!o)
+		return;
+	u->order = o;
+	for (size_t i = 0; i < u->f->nrows; i++)
+		o[i] = &u->f->rows[i];
+	u->norder = u->f->nrows;
+	sort_key = u->sort;
+	qsort(o, u->norder, sizeof(*o), row_cmp);
+	u->sel = 0;
+	for (size_t i = 0; i < u->norder; i++)
+		if (o[i]->ip == u->sel_ip) {
+			u->sel = i;
+			return;
+		}
+	if (u->norder)
+		u->sel_ip = o[0]->ip; /* gone (or none yet): the top row */
+}
+
+/* ------------------------------------------------------------------ */
+/* Keys                                                                 */
+
+/* s: full tracing <-> sampling, on the live session */
+static void toggle_sampling(struct top_ui *u)
+{
+	struct top_model *m = u->a->m;
+	char arg[32], reply[200], b[32];
+	uint64_t rate, got;
+
+	pthread_mutex_lock(&m->lock);
+	rate = m->sample ? 0 : m->sample_asked;
+	if (m->conn < 0 || m->ended) {
+		snprintf(u->msg, sizeof(u->msg), "the session is over: nothing to change");
+	} else {
+		snprintf(arg, sizeof(arg), "%" PRIu64, rate);
+		cli_ctl_sample_request(m->conn, arg, reply, sizeof(reply));
+		reply[strcspn(reply, "\n")] = '\0';
+		if (sscanf(reply, "sample ok %" SCNu64, &got) == 1 && got == rate) {
+			m->sample = rate;
+			if (rate)
+				snprintf(u->msg, sizeof(u->msg),
+					 "sampling one allocation per %s bytes on average",
+					 cli_format_bytes(rate, b, sizeof(b)));
+			else
+				snprintf(u->msg, sizeof(u->msg),
+					 "full tracing: every allocation is recorded");
+		} else {
+			snprintf(u->msg, sizeof(u->msg), "the session refused: %.150s",
+				 !strncmp(reply, "sample error ", 13) ? reply + 13 : reply);
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void move_sel(struct top_ui *u, long by)
+{
+	long s = (long)u->sel + by;
+
+	if (!u->norder)
+		return;
+	if (s < 0)
+		s = 0;
+	if (s >= (long)u->norder)
+		s = (long)u->norder - 1;
+	u->sel = (size_t)s;
+	u->sel_ip = u->order[u->sel]->ip;
+}
+
+/* one key; returns 1 to leave */
+static int key(struct top_ui *u, int c)
+{
+	long page = LINES > 8 ? LINES - 8 : 1;
+
+	switch (c) {
+	case 'q':
+	case 'Q':
+	case CTRL('c'):
+		return 1;
+	case 'l':
+	case 'a':
+	case 'c':
+	case 't':
+		u->sort = c;
+		resort(u);
+		break;
+	case 'p':
+		u->paused = !u->paused;
+		snprintf(u->msg, sizeof(u->msg), "%s", u->paused ? "display paused (p resumes)" : "");
+		break;
+	case 's':
+		toggle_sampling(u);
+		break;
+	case '\n':
+	case '\r':
+	case KEY_ENTER:
+		u->stack = !u->stack && u->norder;
+		break;
+	case 27: /* Esc */
+	case KEY_BACKSPACE:
+		u->stack = 0;
+		break;
+	case KEY_UP:
+	case 'k':
+		move_sel(u, -1);
+		break;
+	case KEY_DOWN:
+	case 'j':
+		move_sel(u, 1);
+		break;
+	case KEY_PPAGE:
+		move_sel(u, -page);
+		break;
+	case KEY_NPAGE:
+		move_sel(u, page);
+		break;
+	case KEY_HOME:
+		move_sel(u, -(long)u->norder);
+		break;
+	case KEY_END:
+		move_sel(u, (long)u->norder);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* what the model says now; a new frame replaces the shown one unless paused. 1: something changed */
+static int look(struct top_ui *u)
+{
+	struct top_model *m = u->a->m;
+	struct top_frame *f = NULL;
+	int changed = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (!u->paused) {
+		f = m->frame;
+		m->frame = NULL;
+		u->st = m->st;
+		u->nhist = top_hist_get(&m->hist, u->heap_hist, u->rss_hist);
+	}
+	changed = u->ended != m->ended || u->sample != m->sample;
+	u->sample = m->sample;
+	u->ended = m->ended;
+	u->end_reason = m->end_reason;
+	u->end_err = m->end_err;
+	memcpy(u->last_log, m->last_log, sizeof(u->last_log));
+	if (u->pid != m->pid) {
+		char raw[64];
+
+		u->pid = m->pid;
+		cli_read_comm(u->pid, u->a->comm, raw, sizeof(raw));
+		top_clean(u->comm, sizeof(u->comm), raw, sizeof(raw));
+		changed = 1;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (f) {
+		top_frame_free(u->f);
+		u->f = f;
+		resort(u);
+		changed = 1;
+	}
+	return changed;
+}
+
+void top_view_run(const struct top_view_args *va)
+{
+	struct top_ui *u = calloc(1, sizeof(*u));
+	SCREEN *scr;
+	int c, dirty = 1;
+
+	if (!u)
+		return;
+	u->a = va;
+	u->sort = 'l';
+	u->pid = -1;
+	setlocale(LC_ALL, "");
+	u->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+	scr = newterm(NULL, stdout, stdin);
+	if (!scr) {
+		free(u);
+		return; /* checked before the attach: cannot happen but for memory */
+	}
+	raw();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	set_escdelay(25);
+	timeout(KEY_WAIT_MS);
+	while (!*va->stop) {
+		dirty |= look(u);
+		if (dirty) {
+			top_draw(u);
+			dirty = 0;
+		}
+		c = getch();
+		if (c == ERR)
+			continue;
+		if (key(u, c))
+			break;
+		dirty = 1; /* a key, or KEY_RESIZE */
+		if (c != 's' && c != 'p' && u->msg[0] && !u->paused)
+			u->msg[0] = '\0';
+	}
+	endwin();
+	delscreen(scr);
+	top_frame_free(u->f);
+	itp_symbolizer_free(u->z);
+	free(u->order);
+	free(u->syms);
+	free(u);
+}
