@@ -29,6 +29,10 @@
  *     their samples since then (as all their samples when none came). The
  *     snapshots then add up to the exact counts; the first snapshots before
  *     and at the first counts use the raw samples and the ratio.
+ * A trace that had samples and then fully traced allocations (the rate was
+ * changed to full tracing during the session) is calibrated for its
+ * sampled part only; the exact part since the last snapshot is added as it
+ * is (the site counts stop with sampling).
  * A site counted since the last snapshot but never sampled gets a trace of
  * its own (the site alone) with its exact calls and bytes allocated since
  * then and nothing in use (not known).
@@ -123,6 +127,12 @@ int itp_agg_alloc(struct itp_ctx *c, uint32_t info, uint32_t trace, uint64_t siz
 			return itp_fail(c, ITP_E_NOMEM, "out of memory for snapshot sums");
 		g->cum[trace].bytes += bytes;
 		g->cum[trace].objects += (uint64_t)n;
+	} else if (trace < g->cap_cum && g->cum[trace].bytes) {
+		/* full tracing now, samples before: these are exact, not to be calibrated */
+		if (grow((void **)&g->exact, &g->cap_exact, (size_t)trace + 1, sizeof(*g->exact)))
+			return itp_fail(c, ITP_E_NOMEM, "out of memory for snapshot sums");
+		g->exact[trace].bytes += bytes;
+		g->exact[trace].objects += (uint64_t)n;
 	}
 	return 0;
 }
@@ -156,6 +166,12 @@ struct calib {
 	size_t nips;
 	struct est_sums *est; /* per site index */
 };
+
+/* trace t's fully traced allocations since the last snapshot (none: zeros) */
+static struct itp_agg_cum exact_of(const struct itp_agg *g, size_t t)
+{
+	return t < g->cap_exact ? g->exact[t] : (struct itp_agg_cum){ 0, 0 };
+}
 
 /* The site index of trace t's leaf, or other (UINT32_MAX: none). */
 static uint32_t site_of(const struct itp_ctx *c, size_t t, uint32_t other)
@@ -262,8 +278,8 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 	for (t = 1; t < g->nt && t < g->cap_cum; t++) {
 		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX)
 			continue;
-		db[si] += (long double)g->t[t].alloc_bytes;
-		dob[si] += (long double)g->t[t].alloc_objects;
+		db[si] += (long double)(g->t[t].alloc_bytes - exact_of(g, t).bytes);
+		dob[si] += (long double)(g->t[t].alloc_objects - exact_of(g, t).objects);
 	}
 	/*
 	 * Each site's exact counts brought to now: the counts came with its
@@ -293,10 +309,14 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 	memcpy(cal->ips, g->ips, g->nips * sizeof(*cal->ips));
 	for (t = 1; t < g->nt && t < g->cap_cum; t++) {
 		struct itp_snap_trace *tr = &cal->t[t];
+		struct itp_agg_cum ex = exact_of(g, t);
 		long double fb, fo;
 
 		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX || sb[si] <= 0)
 			continue;
+		/* the sampled part is calibrated, the fully traced part is added as it is */
+		tr->alloc_bytes -= ex.bytes;
+		tr->alloc_objects -= ex.objects;
 		/* the samples' sums as they were when the counts came, if any then */
 		if (si < g->cap_site_s && g->site_s[si].bytes) {
 			fb = (long double)st->v[si].bytes / (long double)g->site_s[si].bytes;
@@ -323,14 +343,15 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 			long double wo = dob[si] > 0 ? (long double)tr->alloc_objects / dob[si]
 						      : so[si] > 0 ? (long double)g->cum[t].objects / so[si] : 0;
 
-			tr->alloc_bytes = eb > 0 ? (uint64_t)times(1, eb * wb) : 0;
-			tr->alloc_objects = ec > 0 ? (uint64_t)times(1, ec * wo) : 0;
+			tr->alloc_bytes = (eb > 0 ? (uint64_t)times(1, eb * wb) : 0) + ex.bytes;
+			tr->alloc_objects = (ec > 0 ? (uint64_t)times(1, ec * wo) : 0) + ex.objects;
 			continue;
 		}
 		tr->alloc_bytes = (uint64_t)times((int64_t)(tr->alloc_bytes > INT64_MAX ? INT64_MAX
-										 : tr->alloc_bytes), fb);
+										 : tr->alloc_bytes), fb) + ex.bytes;
 		tr->alloc_objects = (uint64_t)times((int64_t)(tr->alloc_objects > INT64_MAX
-								   ? INT64_MAX : tr->alloc_objects), fo);
+								   ? INT64_MAX : tr->alloc_objects), fo) +
+				    ex.objects;
 	}
 	for (i = 0; i < st->n; i++) {
 		struct itp_snap_trace *tr;
@@ -456,6 +477,8 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 	/* "allocated since the last snapshot" starts again */
 	for (i = 0; i < g->nt; i++)
 		g->t[i].alloc_objects = g->t[i].alloc_bytes = g->t[i].temp_objects = 0;
+	if (g->exact)
+		memset(g->exact, 0, g->cap_exact * sizeof(*g->exact));
 	g->last_ns = s.elapsed_ns;
 	(void)now_ns;
 }
@@ -468,5 +491,6 @@ void itp_agg_free_all(struct itp_agg *g)
 	free(g->cum);
 	free(g->site_last);
 	free(g->site_s);
+	free(g->exact);
 	memset(g, 0, sizeof(*g));
 }

@@ -429,6 +429,10 @@ struct itp_agg {
 	size_t nsite_last;	  /* sites (indices below) the last snapshot calibrated */
 	struct itp_agg_cum *site_s; /* per site index: its samples' sums when its counts last came */
 	size_t cap_site_s;
+	/* per trace: unweighted (fully traced) allocations since the last snapshot of a trace
+	 * that also has samples (the rate was changed during the session) */
+	struct itp_agg_cum *exact;
+	size_t cap_exact;
 };
 
 int itp_agg_trace(struct itp_ctx *c, uint32_t idx, uint32_t parent, uint32_t ip);
