@@ -31,7 +31,8 @@
 void cli_usage_top(FILE *f)
 {
 	fputs("usage: heaptap top [--full | --sample BYTES] [-o FILE] PID\n"
-	      "       heaptap top [--full | --sample BYTES] [-o FILE] [--log FILE] -- PROGRAM [ARGS...]\n"
+	      "       heaptap top [--full | --sample BYTES] [-o FILE] [--log FILE] -- PROGRAM "
+	      "[ARGS...]\n"
 	      "\n"
 	      "Watch the heap of a running process live on a full-screen view: heap now and\n"
 	      "its peak, RSS, allocation rates, and a table of call sites refreshed every\n"
@@ -55,12 +56,9 @@ void cli_usage_top(FILE *f)
 int cli_top_parse(int argc, char **argv, struct cli_top_args *a, char *err, size_t errlen)
 {
 	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "sample", required_argument, NULL, 'S' },
-		{ "full", no_argument, NULL, 'F' },
-		{ "log", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"output", required_argument, NULL, 'o'}, {"sample", required_argument, NULL, 'S'},
+	    {"full", no_argument, NULL, 'F'},	      {"log", required_argument, NULL, 'L'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	int c, full = 0, sample = 0;
 
@@ -173,9 +171,11 @@ struct top_ctx {
 static void run_screen(void *arg, volatile sig_atomic_t *stop)
 {
 	struct top_ctx *t = arg;
-	struct top_view_args v = { .m = &t->m, .stop = stop, .comm = t->comm,
-				   .what = t->a->pid ? "attached" : "launched",
-				   .output = t->a->output };
+	struct top_view_args v = {.m = &t->m,
+				  .stop = stop,
+				  .comm = t->comm,
+				  .what = t->a->pid ? "attached" : "launched",
+				  .output = t->a->output};
 
 	top_view_run(&v);
 	release_stderr(&t->err);
@@ -198,12 +198,14 @@ int cli_cmd_top(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		cli_msg("top: needs a terminal (its %s is not one); heaptap attach records without one",
-			isatty(STDIN_FILENO) ? "output" : "input");
+		cli_msg(
+		    "top: needs a terminal (its %s is not one); heaptap attach records without one",
+		    isatty(STDIN_FILENO) ? "output" : "input");
 		return CLI_EXIT_FAIL;
 	}
 	if (setupterm(NULL, STDOUT_FILENO, &terr) != OK) {
-		cli_msg("top: cannot use the terminal (TERM=%s): %s", getenv("TERM") ? getenv("TERM") : "",
+		cli_msg("top: cannot use the terminal (TERM=%s): %s",
+			getenv("TERM") ? getenv("TERM") : "",
 			terr == 0 ? "unknown type" : "no terminfo database");
 		return CLI_EXIT_FAIL;
 	}
@@ -219,8 +221,8 @@ int cli_cmd_top(int argc, char **argv)
 		cli_read_comm(a.pid, NULL, t->comm, sizeof(t->comm));
 	else
 		cli_read_comm(0, a.argv[0], t->comm, sizeof(t->comm));
-	live = (struct cli_live){ .options = top_model_options, .ended = top_model_ended,
-				  .run = run_screen, .arg = t };
+	live = (struct cli_live){
+	    .options = top_model_options, .ended = top_model_ended, .run = run_screen, .arg = t};
 	hold_stderr(&t->err);
 	if (a.pid) {
 		struct cli_attach_args aa;

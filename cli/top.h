@@ -40,14 +40,14 @@ int cli_top_parse(int argc, char **argv, struct cli_top_args *a, char *err, size
 
 /* One call site: the innermost frame of its stacks. */
 struct top_row {
-	uint64_t ip;		/* return address - 1; 0 = no frame */
-	int64_t live_bytes;	/* not freed now */
+	uint64_t ip;	    /* return address - 1; 0 = no frame */
+	int64_t live_bytes; /* not freed now */
 	int64_t live_objects;
-	int64_t change;		/* live_bytes minus the previous frame's (0 when new) */
-	double bytes_ps;	/* allocated per second over the last interval */
+	int64_t change;	 /* live_bytes minus the previous frame's (0 when new) */
+	double bytes_ps; /* allocated per second over the last interval */
 	double calls_ps;
-	double temp_ps;		/* temporary allocations per second */
-	uint32_t nstack;	/* its heaviest stack, innermost first */
+	double temp_ps;	 /* temporary allocations per second */
+	uint32_t nstack; /* its heaviest stack, innermost first */
 	uint64_t stack[TOP_STACK_MAX];
 };
 
@@ -60,13 +60,13 @@ struct top_mod {
 
 /* One refresh: what a snapshot said, folded per call site. */
 struct top_frame {
-	uint64_t elapsed_ns;	/* session time */
-	double interval_s;	/* what the rates are over */
+	uint64_t elapsed_ns;	   /* session time */
+	double interval_s;	   /* what the rates are over */
 	double calls_ps, bytes_ps; /* all call sites */
-	int sampled;		/* temporary allocations are not known (only full tracing tells) */
+	int sampled; /* temporary allocations are not known (only full tracing tells) */
 	struct top_row *rows;
 	size_t nrows;
-	struct top_mod *mods;	/* modules loaded now */
+	struct top_mod *mods; /* modules loaded now */
 	size_t nmods;
 };
 
@@ -83,19 +83,19 @@ struct top_model {
 	uint64_t gen;		 /* frames published */
 	struct itp_status st;	 /* newest status */
 	struct top_hist hist;
-	uint64_t sample;	 /* the rate in force (0 = full tracing) */
-	uint64_t sample_asked;	 /* the rate s goes back to */
-	int conn;		 /* the library's socket (s), -1 before */
-	int ended;		 /* the interpreter returned */
-	int end_reason;		 /* enum wire_end_reason of the end */
-	int end_err;		 /* enum itp_err of the end */
-	char sysroot[64];	 /* module paths as the target sees them */
-	char last_log[160];	 /* the library's last message */
+	uint64_t sample;       /* the rate in force (0 = full tracing) */
+	uint64_t sample_asked; /* the rate s goes back to */
+	int conn;	       /* the library's socket (s), -1 before */
+	int ended;	       /* the interpreter returned */
+	int end_reason;	       /* enum wire_end_reason of the end */
+	int end_err;	       /* enum itp_err of the end */
+	char sysroot[64];      /* module paths as the target sees them */
+	char last_log[160];    /* the library's last message */
 	/* the session thread's own: the previous frame's live bytes by ip (sorted) */
 	struct top_prev {
 		uint64_t ip;
 		int64_t live;
-	} *prev;
+	} * prev;
 	size_t nprev;
 	uint64_t last_snap_ns;
 	/* the callbacks the session set before us (chained) */
@@ -134,9 +134,9 @@ char *top_clean(char *dst, size_t len, const char *src, size_t n);
 struct top_view_args {
 	struct top_model *m;
 	volatile sig_atomic_t *stop;
-	const char *what;	/* "attached" or "launched" */
-	const char *comm;	/* the process's name (raw) */
-	const char *output;	/* the recording, or NULL */
+	const char *what;   /* "attached" or "launched" */
+	const char *comm;   /* the process's name (raw) */
+	const char *output; /* the recording, or NULL */
 };
 void top_view_run(const struct top_view_args *v);
 
@@ -145,7 +145,7 @@ struct top_sym {
 	uint64_t ip;	 /* 0 = an empty slot (ip 0 is never looked up) */
 	char func[160];	 /* function, "" = unknown */
 	char where[300]; /* file:line, or module+0xOFFSET, or the address */
-	char base[120];	 /* the short form of where: the file's base name:line, the module's */
+	char base[120];	 /* where, short: the file's base name:line, the module's */
 };
 
 /* The screen's state (top_loop.c owns it, top_view.c draws it). */
@@ -154,11 +154,11 @@ struct top_ui {
 	struct top_frame *f;	/* shown (NULL before the first) */
 	struct top_row **order; /* f's rows, sorted */
 	size_t norder;
-	int sort;		/* 'l' not freed, 'a' bytes/s, 'c' calls/s, 't' temporary/s */
-	uint64_t sel_ip;	/* the selected call site */
-	size_t sel, first;	/* its place in order, the first row on screen */
+	int sort;	   /* 'l' not freed, 'a' bytes/s, 'c' calls/s, 't' temporary/s */
+	uint64_t sel_ip;   /* the selected call site */
+	size_t sel, first; /* its place in order, the first row on screen */
 	int stack, paused, utf8;
-	char msg[200];		/* the message line */
+	char msg[200]; /* the message line */
 	/* the model's state as of the last look */
 	struct itp_status st;
 	uint64_t sample;
@@ -166,7 +166,7 @@ struct top_ui {
 	char last_log[160];
 	uint64_t heap_hist[TOP_HIST], rss_hist[TOP_HIST];
 	size_t nhist;
-	char comm[64];		/* cleaned */
+	char comm[64]; /* cleaned */
 	pid_t pid;
 	/* symbols by ip (open addressing) */
 	struct itp_symbolizer *z;

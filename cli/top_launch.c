@@ -1,4 +1,4 @@
-/* cli/top_launch.c - heaptap top -- PROGRAM: run a program under the preload library and watch it */
+/* cli/top_launch.c - heaptap top -- PROGRAM: a program run under the preload library, watched */
 /* SPDX-License-Identifier: MIT */
 /*
  * Steps, as heaptap record's, each undone on every path:
@@ -32,7 +32,7 @@
 
 static volatile sig_atomic_t stop_flag;
 
-static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
 static void on_signal(int sig)
@@ -75,13 +75,14 @@ static void restore(const struct saved *o)
  */
 static pid_t spawn_quiet(const struct cli_top_args *a, char **env, const sigset_t *deflt)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC), out, keep[3] = { -1, -1, -1 };
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC), out, keep[3] = {-1, -1, -1};
 	pid_t pid = -ENOMEM;
 	int fd;
 
 	if (null < 0)
 		return -errno;
-	out = a->log ? open(a->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644) : null;
+	out = a->log ? open(a->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644)
+		     : null;
 	if (out < 0) {
 		pid = -errno;
 		close(null);
@@ -126,7 +127,7 @@ struct interp {
 
 static void on_log(int level, const char *msg, size_t len, void *arg)
 {
-	static const char *const what[] = { "library", "library warning", "library error" };
+	static const char *const what[] = {"library", "library warning", "library error"};
 
 	(void)arg;
 	if (level < 0 || level > 2)
@@ -165,8 +166,8 @@ static int summarize(const struct interp *s, const char *prog, int *reaped)
 			s->res.detail[0] ? ": " : "", s->res.detail);
 		code = CLI_EXIT_FAIL;
 	} else if (s->out[0]) {
-		cli_msg("recorded %llu allocations to %s", (unsigned long long)s->res.final.alloc_calls,
-			s->out);
+		cli_msg("recorded %llu allocations to %s",
+			(unsigned long long)s->res.final.alloc_calls, s->out);
 		cli_msg("run \"heaptap report %s\"", s->out);
 	} else {
 		cli_msg("saw %llu allocations (no recording)",
@@ -188,7 +189,7 @@ static int summarize(const struct interp *s, const char *prog, int *reaped)
 
 int top_launch(const struct cli_top_args *a, const struct cli_live *live, struct top_model *m)
 {
-	struct cli_session ses = { .dir = "", .sock = "", .listen_fd = -1 };
+	struct cli_session ses = {.dir = "", .sock = "", .listen_fd = -1};
 	struct interp *s = NULL;
 	struct saved old;
 	char libdir[PATH_MAX], lib[PATH_MAX + 64], preload[PATH_MAX * 2];
@@ -209,8 +210,10 @@ int top_launch(const struct cli_top_args *a, const struct cli_live *live, struct
 		return CLI_EXIT_FAIL;
 	}
 	if (cli_find_libdir(CLI_PRELOAD_LIB, libdir, sizeof(libdir)) < 0) {
-		cli_msg("top: cannot find %s (looked in ../lib and ../lib/heaptap beside heaptap; set "
-			"HEAPTAP_LIBDIR)", CLI_PRELOAD_LIB);
+		cli_msg(
+		    "top: cannot find %s (looked in ../lib and ../lib/heaptap beside heaptap; set "
+		    "HEAPTAP_LIBDIR)",
+		    CLI_PRELOAD_LIB);
 		return CLI_EXIT_FAIL;
 	}
 	snprintf(lib, sizeof(lib), "%s/%s", libdir, CLI_PRELOAD_LIB);

@@ -32,7 +32,7 @@
 
 #define KEY_WAIT_MS 200
 #define SYM_MAX (1u << 16) /* symbols kept; the cache starts over past it */
-#define CTRL(c) ((c) & 0x1f)
+#define CTRL(c) ((c)&0x1f)
 
 static size_t sym_slot(uint64_t ip, size_t cap)
 {
@@ -57,9 +57,12 @@ static void resolve(struct top_ui *u, uint64_t ip, struct top_sym *s)
 	memset(&fs, 0, sizeof(fs));
 	s->ip = ip;
 	if (m) {
-		sm = (struct itp_snap_module){ .path = m->path, .base = m->base, .lo = m->lo,
-					       .hi = m->hi, .build_id = m->build_id,
-					       .build_id_len = m->build_id_len };
+		sm = (struct itp_snap_module){.path = m->path,
+					      .base = m->base,
+					      .lo = m->lo,
+					      .hi = m->hi,
+					      .build_id = m->build_id,
+					      .build_id_len = m->build_id_len};
 		if (!u->z) {
 			char sysroot[64];
 
@@ -86,7 +89,8 @@ static void resolve(struct top_ui *u, uint64_t ip, struct top_sym *s)
 	} else if (m) {
 		top_clean(mod, sizeof(mod), m->path, strlen(m->path));
 		snprintf(s->where, sizeof(s->where), "%.180s+0x%" PRIx64, mod, ip - m->base);
-		snprintf(s->base, sizeof(s->base), "%.90s+0x%" PRIx64, base_name(mod), ip - m->base);
+		snprintf(s->base, sizeof(s->base), "%.90s+0x%" PRIx64, base_name(mod),
+			 ip - m->base);
 	} else {
 		snprintf(s->where, sizeof(s->where), "0x%" PRIx64, ip);
 		snprintf(s->base, sizeof(s->base), "0x%" PRIx64, ip);
@@ -259,7 +263,8 @@ static int key(struct top_ui *u, int c)
 		break;
 	case 'p':
 		u->paused = !u->paused;
-		snprintf(u->msg, sizeof(u->msg), "%s", u->paused ? "display paused (p resumes)" : "");
+		snprintf(u->msg, sizeof(u->msg), "%s",
+			 u->paused ? "display paused (p resumes)" : "");
 		break;
 	case 's':
 		toggle_sampling(u);
@@ -299,7 +304,8 @@ static int key(struct top_ui *u, int c)
 	return 0;
 }
 
-/* what the model says now; a new frame replaces the shown one unless paused. 1: something changed */
+/* what the model says now; a new frame replaces the shown one unless paused. 1: something changed
+ */
 static int look(struct top_ui *u)
 {
 	struct top_model *m = u->a->m;

@@ -304,8 +304,8 @@ size_t top_hist_get(const struct top_hist *h, uint64_t *heap, uint64_t *rss)
 
 void top_sparkline(const uint64_t *v, size_t count, char *buf, size_t len, size_t cells, int utf8)
 {
-	static const char *const blocks[] = { "\u2581", "\u2582", "\u2583", "\u2584",
-					      "\u2585", "\u2586", "\u2587", "\u2588" };
+	static const char *const blocks[] = {"\u2581", "\u2582", "\u2583", "\u2584",
+					     "\u2585", "\u2586", "\u2587", "\u2588"};
 	static const char ascii[] = "_.-:=+*#";
 	uint64_t max = 0, lo = UINT64_MAX;
 	size_t per, o = 0;
@@ -333,7 +333,9 @@ void top_sparkline(const uint64_t *v, size_t count, char *buf, size_t len, size_
 				top = v[k];
 		/* scaled between the lowest and the highest point: a flat line stays low */
 		if (max > lo)
-			level = (unsigned)((long double)(top - lo) * 7.0L / (long double)(max - lo) + 0.5L);
+			level =
+			    (unsigned)((long double)(top - lo) * 7.0L / (long double)(max - lo) +
+				       0.5L);
 		if (utf8) {
 			c = blocks[level];
 		} else {
@@ -392,7 +394,8 @@ static void on_snapshot(const struct itp_snapshot *s, void *arg)
 	if (p) {
 		/* rows come sorted by ip */
 		for (size_t i = 0; i < f->nrows; i++)
-			p[i] = (struct top_prev){ .ip = f->rows[i].ip, .live = f->rows[i].live_bytes };
+			p[i] =
+			    (struct top_prev){.ip = f->rows[i].ip, .live = f->rows[i].live_bytes};
 		m->prev = p;
 		m->nprev = f->nrows;
 	}

@@ -25,7 +25,6 @@
 #include "cli/top.h"
 #include "track/wire.h"
 
-
 char *top_fmt_bytes(double v, char *buf, size_t len)
 {
 	static const char unit[] = "BKMGTP";
@@ -133,8 +132,9 @@ static void draw_header(struct top_ui *u)
 	top_sparkline(u->heap_hist, u->nhist, spark, sizeof(spark), cells, u->utf8);
 	put(2, 0, "heap ");
 	put(2, 5, spark);
-	snprintf(l, sizeof(l), "max %s, last %llum%02llus", top_fmt_bytes((double)max, a, sizeof(a)),
-		 (unsigned long long)(u->nhist / 60), (unsigned long long)(u->nhist % 60));
+	snprintf(l, sizeof(l), "max %s, last %llum%02llus",
+		 top_fmt_bytes((double)max, a, sizeof(a)), (unsigned long long)(u->nhist / 60),
+		 (unsigned long long)(u->nhist % 60));
 	put(2, w > 26 ? w - 25 : 0, l);
 	max = 0;
 	for (i = 0; i < u->nhist; i++)
@@ -154,7 +154,8 @@ static void draw_message(struct top_ui *u)
 
 	if (u->ended) {
 		if (u->end_reason == WIRE_END_EXIT)
-			snprintf(l, sizeof(l), "process %d exited; the figures are its last ones. q quits",
+			snprintf(l, sizeof(l),
+				 "process %d exited; the figures are its last ones. q quits",
 				 (int)u->pid);
 		else if (u->end_reason == WIRE_END_STOP)
 			snprintf(l, sizeof(l), "the session was ended from outside; q quits");
@@ -201,9 +202,9 @@ static void site_text(struct top_ui *u, uint64_t ip, char *buf, size_t len, size
 
 static void draw_table(struct top_ui *u, int y0, int rows)
 {
-	static const char *const title[] = { "NOT FREED", "CHANGE", "ALLOC/S", "CALLS/S", "TEMP/S" };
+	static const char *const title[] = {"NOT FREED", "CHANGE", "ALLOC/S", "CALLS/S", "TEMP/S"};
 	static const char keys[] = "lact";
-	static const int width[] = { 9, 7, 8, 8, 6 };
+	static const int width[] = {9, 7, 8, 8, 6};
 	char l[600], site[400], v[5][32];
 	int x = 0;
 
@@ -211,8 +212,8 @@ static void draw_table(struct top_ui *u, int y0, int rows)
 	mvhline(y0, 0, ' ', COLS);
 	for (int k = 0; k < 5; k++) {
 		/* the sort column is marked; CHANGE sorts with not freed */
-		const char *mark = (k == 0 && u->sort == 'l') || (k >= 2 && keys[k - 1] == u->sort)
-					   ? "*" : " ";
+		const char *mark =
+		    (k == 0 && u->sort == 'l') || (k >= 2 && keys[k - 1] == u->sort) ? "*" : " ";
 
 		snprintf(l, sizeof(l), "%*s%s", width[k], title[k], mark);
 		put(y0, x, l);
@@ -241,7 +242,8 @@ static void draw_table(struct top_ui *u, int y0, int rows)
 		else
 			top_fmt_count(r->temp_ps, v[4], sizeof(v[4]));
 		site_text(u, r->ip, site, sizeof(site), COLS > 43 ? (size_t)COLS - 43 : 20);
-		snprintf(l, sizeof(l), "%9s %7s %8s %8s %6s %s", v[0], v[1], v[2], v[3], v[4], site);
+		snprintf(l, sizeof(l), "%9s %7s %8s %8s %6s %s", v[0], v[1], v[2], v[3], v[4],
+			 site);
 		if (selected) {
 			attron(A_REVERSE);
 			mvhline(y0 + 1 + i, 0, ' ', COLS);
@@ -308,8 +310,9 @@ void top_draw(struct top_ui *u)
 	}
 	attron(A_REVERSE);
 	mvhline(h - 1, 0, ' ', COLS);
-	put(h - 1, 0, u->stack ? "Enter/Esc back  s full/sampled  p pause  q quit"
-			       : "l a c t sort  Enter stack  s full/sampled  p pause  q quit");
+	put(h - 1, 0,
+	    u->stack ? "Enter/Esc back  s full/sampled  p pause  q quit"
+		     : "l a c t sort  Enter stack  s full/sampled  p pause  q quit");
 	attroff(A_REVERSE);
 	move(h - 1, 0);
 	refresh();

@@ -1,4 +1,4 @@
-/* tests/unit/check_top.c - unit.top: heaptap top's arguments, cleaning, folding per call site, sparklines */
+/* tests/unit/check_top.c - unit.top: top arguments, cleaning, folding per call site, sparklines */
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include <check.h>
@@ -26,13 +26,13 @@ END_TEST
 
 START_TEST(test_args)
 {
-	char *attach[] = { "top", "-o", "x.htap", "4242", NULL };
-	char *full[] = { "top", "--full", "7", NULL };
-	char *launch[] = { "top", "--sample", "1M", "--log", "l", "--", "prog", "-x", NULL };
-	char *both[] = { "top", "--full", "--sample", "1M", "7", NULL };
-	char *logpid[] = { "top", "--log", "l", "7", NULL };
-	char *none[] = { "top", "--", NULL };
-	char *two[] = { "top", "1", "2", NULL };
+	char *attach[] = {"top", "-o", "x.htap", "4242", NULL};
+	char *full[] = {"top", "--full", "7", NULL};
+	char *launch[] = {"top", "--sample", "1M", "--log", "l", "--", "prog", "-x", NULL};
+	char *both[] = {"top", "--full", "--sample", "1M", "7", NULL};
+	char *logpid[] = {"top", "--log", "l", "7", NULL};
+	char *none[] = {"top", "--", NULL};
+	char *two[] = {"top", "1", "2", NULL};
 	struct cli_top_args a;
 	char err[200];
 
@@ -63,19 +63,28 @@ END_TEST
  */
 START_TEST(test_fold)
 {
-	static const uint64_t ips[] = { 0x1000, 0x2000, 0x3000 };
+	static const uint64_t ips[] = {0x1000, 0x2000, 0x3000};
 	struct itp_snap_trace t[5];
 	struct itp_snapshot s;
-	struct top_prev prev[] = { { 0x2000, 100 } };
+	struct top_prev prev[] = {{0x2000, 100}};
 	struct top_frame *f;
 
 	memset(t, 0, sizeof(t));
-	t[1] = (struct itp_snap_trace){ .parent = 0, .ip = 0 };
-	t[2] = (struct itp_snap_trace){ .parent = 1, .ip = 1, .inuse_bytes = 300, .inuse_objects = 3,
-					.alloc_objects = 10, .alloc_bytes = 1000, .temp_objects = 4 };
-	t[3] = (struct itp_snap_trace){ .parent = 1, .ip = 2, .alloc_objects = 2, .alloc_bytes = 64 };
-	t[4] = (struct itp_snap_trace){ .parent = 3, .ip = 1, .inuse_bytes = 500, .inuse_objects = 1,
-					.alloc_objects = 6, .alloc_bytes = 600 };
+	t[1] = (struct itp_snap_trace){.parent = 0, .ip = 0};
+	t[2] = (struct itp_snap_trace){.parent = 1,
+				       .ip = 1,
+				       .inuse_bytes = 300,
+				       .inuse_objects = 3,
+				       .alloc_objects = 10,
+				       .alloc_bytes = 1000,
+				       .temp_objects = 4};
+	t[3] = (struct itp_snap_trace){.parent = 1, .ip = 2, .alloc_objects = 2, .alloc_bytes = 64};
+	t[4] = (struct itp_snap_trace){.parent = 3,
+				       .ip = 1,
+				       .inuse_bytes = 500,
+				       .inuse_objects = 1,
+				       .alloc_objects = 6,
+				       .alloc_bytes = 600};
 	memset(&s, 0, sizeof(s));
 	s.traces = t;
 	s.ntraces = 5;
@@ -116,7 +125,7 @@ END_TEST
 
 START_TEST(test_sparkline)
 {
-	uint64_t v[10] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	uint64_t v[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
 	char buf[64];
 
 	top_sparkline(v, 10, buf, sizeof(buf), 10, 0);
