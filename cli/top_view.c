@@ -110,10 +110,11 @@ static void draw_header(struct top_ui *u)
 		snprintf(b, sizeof(b), "sampling %s", cli_format_bytes(u->sample, a, sizeof(a)));
 	else
 		snprintf(b, sizeof(b), "full tracing");
-	snprintf(l, sizeof(l), "heaptap top  %s (pid %d) %s  up %llu:%02llu:%02llu  %s%s", u->comm,
-		 (int)u->pid, u->a->what, (unsigned long long)(secs / 3600),
-		 (unsigned long long)(secs / 60 % 60), (unsigned long long)(secs % 60), b,
-		 u->paused ? "  [PAUSED]" : "");
+	/* paused: said first, where a narrow screen does not cut it */
+	snprintf(l, sizeof(l), "heaptap top%s  %s (pid %d) %s  up %llu:%02llu:%02llu  %s",
+		 u->paused ? " [PAUSED]" : "", u->comm, (int)u->pid, u->a->what,
+		 (unsigned long long)(secs / 3600), (unsigned long long)(secs / 60 % 60),
+		 (unsigned long long)(secs % 60), b);
 	attron(A_BOLD);
 	put(0, 0, l);
 	attroff(A_BOLD);
