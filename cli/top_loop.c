@@ -260,6 +260,9 @@ static int key(struct top_ui *u, int c)
 	case 't':
 		u->sort = c;
 		resort(u);
+		if (c == 't' && u->f && u->f->sampled)
+			snprintf(u->msg, sizeof(u->msg),
+				 "temporary allocations are told under full tracing only (s switches)");
 		break;
 	case 'p':
 		u->paused = !u->paused;
@@ -380,7 +383,7 @@ void top_view_run(const struct top_view_args *va)
 		if (key(u, c))
 			break;
 		dirty = 1; /* a key, or KEY_RESIZE */
-		if (c != 's' && c != 'p' && u->msg[0] && !u->paused)
+		if (c != 's' && c != 'p' && c != 't' && u->msg[0] && !u->paused)
 			u->msg[0] = '\0';
 	}
 	endwin();
