@@ -124,9 +124,10 @@ void top_sparkline(const uint64_t *v, size_t count, char *buf, size_t len, size_
 size_t top_hist_get(const struct top_hist *h, uint64_t *heap, uint64_t *rss);
 
 /*
- * top_clean - src (n bytes, from the target: a name, a path) made safe for
- * the screen: printable ASCII as it is, every other byte as \xNN. Always
- * NUL-terminated. Returns dst.
+ * top_clean - src (at most n bytes, up to a NUL; from the target: a name, a
+ * path) made safe for the screen by rpt_escape: printable ASCII and
+ * well-formed UTF-8 as they are, every other byte as \xNN, a backslash \\.
+ * Always NUL-terminated. Returns dst.
  */
 char *top_clean(char *dst, size_t len, const char *src, size_t n);
 

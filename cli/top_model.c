@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/top.h"
+#include "report/report.h"
 #include "track/wire.h"
 
 void top_model_init(struct top_model *m, pid_t pid, uint64_t sample)
@@ -56,33 +57,8 @@ void top_frame_free(struct top_frame *f)
 
 char *top_clean(char *dst, size_t len, const char *src, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-
-	if (!len)
-		return dst;
-	for (size_t i = 0; i < n && src[i]; i++) {
-		unsigned char c = (unsigned char)src[i];
-
-		if (c >= 0x20 && c < 0x7f && c != '\\') {
-			if (len - o < 2)
-				break;
-			dst[o++] = (char)c;
-		} else if (c == '\\') {
-			if (len - o < 3)
-				break;
-			dst[o++] = '\\';
-			dst[o++] = '\\';
-		} else {
-			if (len - o < 5)
-				break;
-			dst[o++] = '\\';
-			dst[o++] = 'x';
-			dst[o++] = hex[c >> 4];
-			dst[o++] = hex[c & 15];
-		}
-	}
-	dst[o] = '\0';
+	if (len)
+		rpt_escape(dst, len, src, strnlen(src, n));
 	return dst;
 }
 
