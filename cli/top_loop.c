@@ -139,11 +139,9 @@ const struct top_sym *top_sym(struct top_ui *u, uint64_t ip)
 /* ------------------------------------------------------------------ */
 /* Sorting                                                              */
 
-static int sort_key; /* qsort has no argument: the key of the sort running */
-
-static double key_of(const struct top_row *r)
+static double key_of(const struct top_row *r, int sort)
 {
-	switch (sort_key) {
+	switch (sort) {
 	case 'a':
 		return r->bytes_ps;
 	case 'c':
@@ -155,11 +153,12 @@ static double key_of(const struct top_row *r)
 	}
 }
 
-static int row_cmp(const void *a, const void *b)
+static int row_cmp(const void *a, const void *b, void *arg)
 {
 	const struct top_row *x = *(const struct top_row *const *)a;
 	const struct top_row *y = *(const struct top_row *const *)b;
-	double kx = key_of(x), ky = key_of(y);
+	int sort = *(const int *)arg;
+	double kx = key_of(x, sort), ky = key_of(y, sort);
 
 	if (kx != ky)
 		return kx > ky ? -1 : 1;
@@ -183,8 +182,7 @@ static void resort(struct top_ui *u)
 	for (size_t i = 0; i < u->f->nrows; i++)
 		o[i] = &u->f->rows[i];
 	u->norder = u->f->nrows;
-	sort_key = u->sort;
-	qsort(o, u->norder, sizeof(*o), row_cmp);
+	qsort_r(o, u->norder, sizeof(*o), row_cmp, &u->sort);
 	u->sel = 0;
 	for (size_t i = 0; i < u->norder; i++)
 		if (o[i]->ip == u->sel_ip) {
