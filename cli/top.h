@@ -5,9 +5,10 @@
  * cli.h). The interpreter runs on a session thread and hands the model a
  * snapshot every second (interpret/agg.c: per-stack sums, calibrated to the
  * exact site counts when sampled); the model folds it into one row per
- * call site (the stack's innermost frame) and publishes it as a frame. The
- * main thread runs the screen: it takes the newest frame, symbolizes the
- * rows it shows (itp_symbolizer) and draws with ncurses.
+ * call site (the stack's innermost frame), with the names the interpreter's
+ * symbolizer gave the addresses (itp_snapshot.frames), and publishes it as
+ * a frame. The main thread runs the screen: it takes the newest frame and
+ * draws it with ncurses.
  */
 #ifndef HEAPTAP_CLI_TOP_H
 #define HEAPTAP_CLI_TOP_H
@@ -58,6 +59,14 @@ struct top_mod {
 	size_t build_id_len;
 };
 
+/* What the interpreter named an ip (the innermost link of its chain); copies. */
+struct top_fsym {
+	uint64_t ip;
+	char *function; /* NULL if unknown */
+	char *file;	/* NULL if unknown */
+	uint32_t line;
+};
+
 /* One refresh: what a snapshot said, folded per call site. */
 struct top_frame {
 	uint64_t elapsed_ns;	   /* session time */
@@ -67,6 +76,8 @@ struct top_frame {
 	struct top_row *rows;
 	size_t nrows;
 	struct top_mod *mods; /* modules loaded now */
+	struct top_fsym *syms; /* the names of every ip of rows and stacks, by ip */
+	size_t nsyms;
 	size_t nmods;
 };
 
@@ -116,6 +127,8 @@ struct top_frame *top_model_take(struct top_model *m);
 /* the hooks of struct cli_live; arg is the model */
 void top_model_options(void *arg, struct itp_options *opt, int conn);
 void top_model_ended(void *arg, int ret, const struct itp_result *res);
+/* top_frame_sym - what f's snapshot named ip, or NULL */
+const struct top_fsym *top_frame_sym(const struct top_frame *f, uint64_t ip);
 /* top_module_of - the module of f holding ip, or NULL */
 const struct top_mod *top_module_of(const struct top_frame *f, uint64_t ip);
 /* top_sparkline - n cells (UTF-8 block characters when utf8, else ASCII) of the last points */
@@ -170,7 +183,6 @@ struct top_ui {
 	char comm[64]; /* cleaned */
 	pid_t pid;
 	/* symbols by ip (open addressing) */
-	struct itp_symbolizer *z;
 	struct top_sym *syms;
 	size_t nsyms, cap_syms;
 };

@@ -15,8 +15,10 @@
  *   p              pause the display (the session goes on)
  *   q Ctrl+C       leave: heaptap detaches
  *
- * Symbols: each ip shown is looked up once (itp_symbolizer, the
- * interpreter's own lookups) and kept, cleaned for the screen, by ip.
+ * Symbols: the interpreter names each address once per session for the
+ * snapshots (interpret/snapsym.c, the recording's own symbolizer); a frame
+ * carries the names of what it shows, and the screen keeps each ip's
+ * cleaned text once it drew it.
  */
 #include <curses.h>
 #include <errno.h>
@@ -46,42 +48,20 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* resolve ip into s (cleaned): function, file:line or module+offset */
+/* what the frame's snapshot named ip, into s (cleaned): function, file:line or module+offset */
 static void resolve(struct top_ui *u, uint64_t ip, struct top_sym *s)
 {
 	const struct top_mod *m = top_module_of(u->f, ip);
-	struct itp_snap_module sm;
-	struct itp_frame_sym fs;
+	const struct top_fsym *fs = top_frame_sym(u->f, ip);
 	char file[300], mod[200];
 
-	memset(&fs, 0, sizeof(fs));
 	s->ip = ip;
-	if (m) {
-		sm = (struct itp_snap_module){.path = m->path,
-					      .base = m->base,
-					      .lo = m->lo,
-					      .hi = m->hi,
-					      .build_id = m->build_id,
-					      .build_id_len = m->build_id_len};
-		if (!u->z) {
-			char sysroot[64];
-
-			pthread_mutex_lock(&u->a->m->lock);
-			snprintf(sysroot, sizeof(sysroot), "%s", u->a->m->sysroot);
-			pthread_mutex_unlock(&u->a->m->lock);
-			u->z = itp_symbolizer_new(sysroot[0] ? sysroot : NULL);
-		}
-		if (u->z)
-			itp_symbolizer_ip(u->z, &sm, ip, &fs);
-	} else if (u->z) {
-		itp_symbolizer_ip(u->z, NULL, ip, &fs); /* the cut-stack marker */
-	}
-	top_clean(s->func, sizeof(s->func), fs.function, sizeof(fs.function));
-	if (fs.file[0]) {
-		top_clean(file, sizeof(file), fs.file, sizeof(fs.file));
-		if (fs.line) {
-			snprintf(s->where, sizeof(s->where), "%.280s:%u", file, fs.line);
-			snprintf(s->base, sizeof(s->base), "%.100s:%u", base_name(file), fs.line);
+	top_clean(s->func, sizeof(s->func), fs && fs->function ? fs->function : "", SIZE_MAX);
+	if (fs && fs->file) {
+		top_clean(file, sizeof(file), fs->file, SIZE_MAX);
+		if (fs->line) {
+			snprintf(s->where, sizeof(s->where), "%.280s:%u", file, fs->line);
+			snprintf(s->base, sizeof(s->base), "%.100s:%u", base_name(file), fs->line);
 		} else {
 			snprintf(s->where, sizeof(s->where), "%.290s", file);
 			snprintf(s->base, sizeof(s->base), "%.110s", base_name(file));
@@ -387,7 +367,6 @@ void top_view_run(const struct top_view_args *va)
 	endwin();
 	delscreen(scr);
 	top_frame_free(u->f);
-	itp_symbolizer_free(u->z);
 	free(u->order);
 	free(u->syms);
 	free(u);

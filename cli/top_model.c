@@ -51,6 +51,11 @@ void top_frame_free(struct top_frame *f)
 		free(f->mods[i].build_id);
 	}
 	free(f->mods);
+	for (size_t i = 0; i < f->nsyms; i++) {
+		free(f->syms[i].function);
+		free(f->syms[i].file);
+	}
+	free(f->syms);
 	free(f->rows);
 	free(f);
 }
@@ -138,6 +143,103 @@ static int copy_mods(const struct itp_snapshot *s, struct top_frame *f)
 	return 0;
 }
 
+static int fsym_cmp(const void *a, const void *b)
+{
+	const struct top_fsym *x = a, *y = b;
+
+	return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+/* add ip index i's name (if s named it and f has none for it yet) to f->syms; 0 or -ENOMEM */
+static int add_sym(const struct itp_snapshot *s, uint32_t i, struct top_frame *f, size_t *cap)
+{
+	const struct itp_snap_frames *fr;
+	struct top_fsym *e;
+
+	if (!s->frames || i >= s->nips || !s->frames[i].n)
+		return 0;
+	fr = &s->frames[i];
+	if (f->nsyms == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct top_fsym *v = realloc(f->syms, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		f->syms = v;
+		*cap = ncap;
+	}
+	e = &f->syms[f->nsyms];
+	e->ip = s->ips[i];
+	e->line = fr->v[0].line;
+	e->function = fr->v[0].function ? strdup(fr->v[0].function) : NULL;
+	e->file = fr->v[0].file ? strdup(fr->v[0].file) : NULL;
+	f->nsyms++;
+	if ((fr->v[0].function && !e->function) || (fr->v[0].file && !e->file))
+		return -ENOMEM;
+	return 0;
+}
+
+/* the names of every ip the rows and their stacks show, sorted by ip, once each */
+static int copy_syms(const struct itp_snapshot *s, const struct leaf *v, size_t n,
+		     struct top_frame *f)
+{
+	uint8_t *seen;
+	size_t cap = 0, w = 0;
+	int rc = 0;
+
+	if (!s->frames)
+		return 0;
+	seen = calloc(s->nips + 1, 1);
+	if (!seen)
+		return -ENOMEM;
+	/* every frame of the stacks through the call sites shown (not only the heaviest) */
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t k = v[i].t;
+
+		for (unsigned d = 0; k && k < s->ntraces && d < TOP_STACK_MAX && !rc; d++) {
+			uint32_t ip = s->traces[k].ip;
+
+			if (ip < s->nips && !seen[ip]) {
+				seen[ip] = 1;
+				rc = add_sym(s, ip, f, &cap);
+			}
+			if (s->traces[k].parent >= k)
+				break;
+			k = s->traces[k].parent;
+		}
+	}
+	free(seen);
+	qsort(f->syms, f->nsyms, sizeof(*f->syms), fsym_cmp);
+	/* two ip indices of one address (cannot happen in a sane session): keep one */
+	for (size_t i = 0; i < f->nsyms; i++) {
+		if (w && f->syms[w - 1].ip == f->syms[i].ip) {
+			free(f->syms[i].function);
+			free(f->syms[i].file);
+			continue;
+		}
+		f->syms[w++] = f->syms[i];
+	}
+	f->nsyms = w;
+	return rc;
+}
+
+const struct top_fsym *top_frame_sym(const struct top_frame *f, uint64_t ip)
+{
+	size_t lo = 0, hi = f ? f->nsyms : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->syms[mid].ip == ip)
+			return &f->syms[mid];
+		if (f->syms[mid].ip < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 /* fold the traces of one call site, leaves [i, j) of v, into r */
 static void fold_site(const struct itp_snapshot *s, const struct leaf *v, size_t i, size_t j,
 		      double dt, struct top_row *r)
@@ -217,6 +319,8 @@ struct top_frame *top_model_fold(const struct itp_snapshot *s, const struct top_
 		f->calls_ps += r->calls_ps;
 		f->bytes_ps += r->bytes_ps;
 	}
+	if (copy_syms(s, v, n, f) < 0)
+		goto fail;
 	free(v);
 	v = NULL;
 	if (copy_mods(s, f) < 0)

@@ -241,31 +241,4 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res);
  */
 int itp_send_sample(int fd, uint64_t rate, uint64_t seed);
 
-/*
- * Live symbolization of single call sites while a session runs (heaptap
- * top), with the same lookups as the recording's (libdw: DWARF function and
- * file:line, else the ELF symbol table; C++ names demangled). sysroot
- * prefixes module paths as itp_options.sysroot does. Not thread-safe: one
- * symbolizer per thread.
- */
-struct itp_symbolizer;
-
-struct itp_frame_sym {
-	char function[256]; /* innermost function (inlined ones count), "" = unknown */
-	char file[256];	    /* source file, "" = unknown */
-	uint32_t line;	    /* 0 = unknown */
-};
-
-/* itp_symbolizer_new - a symbolizer (NULL: out of memory). */
-struct itp_symbolizer *itp_symbolizer_new(const char *sysroot);
-/*
- * itp_symbolizer_ip - what ip (a call site: return address - 1) in module m
- * (from a snapshot; NULL = none known) is. Fields stay empty when unknown.
- * 0, or -ENOMEM.
- */
-int itp_symbolizer_ip(struct itp_symbolizer *z, const struct itp_snap_module *m, uint64_t ip,
-		      struct itp_frame_sym *out);
-/* itp_symbolizer_free - close everything; NULL is fine. */
-void itp_symbolizer_free(struct itp_symbolizer *z);
-
 #endif /* HEAPTAP_INTERPRET_H */

@@ -64,6 +64,9 @@ END_TEST
 START_TEST(test_fold)
 {
 	static const uint64_t ips[] = {0x1000, 0x2000, 0x3000};
+	static const struct itp_snap_line lmain = {"main", "a.c", 3}, lf = {"f", "a.c", 7},
+					  lg = {"g", NULL, 0};
+	static const struct itp_snap_frames names[] = {{&lmain, 1}, {&lf, 1}, {&lg, 1}};
 	struct itp_snap_trace t[5];
 	struct itp_snapshot s;
 	struct top_prev prev[] = {{0x2000, 100}};
@@ -110,7 +113,20 @@ START_TEST(test_fold)
 	ck_assert_uint_eq(f->rows[1].ip, 0x3000);
 	ck_assert_int_eq(f->rows[1].change, 0); /* new, with nothing live */
 	ck_assert(f->calls_ps == 9.0);
+	ck_assert_ptr_null(top_frame_sym(f, 0x2000)); /* the snapshot named nothing */
 	top_frame_free(f);
+	/* names: copied for every ip of the stacks shown, found by ip */
+	s.frames = names;
+	f = top_model_fold(&s, NULL, 0);
+	ck_assert_uint_eq(f->nsyms, 3);
+	ck_assert_str_eq(top_frame_sym(f, 0x2000)->function, "f");
+	ck_assert_str_eq(top_frame_sym(f, 0x2000)->file, "a.c");
+	ck_assert_uint_eq(top_frame_sym(f, 0x2000)->line, 7);
+	ck_assert_str_eq(top_frame_sym(f, 0x1000)->function, "main");
+	ck_assert_ptr_null(top_frame_sym(f, 0x3000)->file);
+	ck_assert_ptr_null(top_frame_sym(f, 0x4000));
+	top_frame_free(f);
+	s.frames = NULL;
 	/* the first frame: no change at all */
 	f = top_model_fold(&s, NULL, 0);
 	ck_assert_int_eq(f->rows[0].change, 0);
