@@ -179,6 +179,7 @@ static int apply_module(struct itp_ctx *c, struct itp_module *m)
 		itp_module_free(m);
 		return table_fail(c, rc, "modules");
 	}
+	itp_pin_module(c, (uint32_t)(c->mods.n - 1));
 	return 0;
 }
 

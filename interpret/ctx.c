@@ -35,6 +35,7 @@ void itp_ctx_free(struct itp_ctx *c)
 	itp_infos_free(&c->infos);
 	itp_ptrmap_free(&c->ptrs);
 	itp_modules_free(&c->mods);
+	itp_pins_free(&c->pins);
 	itp_sites_free(&c->sites);
 	itp_agg_free_all(&c->agg);
 	itp_snapsym_free(&c->snapsym);

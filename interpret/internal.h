@@ -10,6 +10,7 @@
 #ifndef HEAPTAP_INTERPRET_INTERNAL_H
 #define HEAPTAP_INTERPRET_INTERNAL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -287,7 +288,7 @@ struct itp_seg {
 };
 
 struct itp_module {
-	char *path;
+	char *path;	  /* as the target named it: shown, never opened (symbolize.c) */
 	uint8_t *build_id;
 	size_t build_id_len;
 	uint64_t base;	 /* load bias */
@@ -297,29 +298,121 @@ struct itp_module {
 	uint64_t seq_add; /* sequence number of its MODULE event */
 	uint64_t seq_del; /* of its MODULE_DEL, UINT64_MAX while loaded */
 	uint32_t rec_idx; /* recording module index */
+	uint32_t next_same_base; /* index + 1 of the next older loaded module at base, 0 = none */
+	uint32_t pin;	  /* index + 1 of its file in itp_ctx.pins, 0 = not pinned */
 };
 
 struct itp_modules {
 	struct itp_module **v;
 	size_t n, cap;
-	/* built at the end by itp_modules_index() */
-	uint32_t *by_lo;  /* module indices sorted by lo */
-	uint64_t *max_hi; /* prefix maximum of hi along by_lo */
+	struct itp_map by_base; /* base -> newest module announced at it (modules.c) */
 };
 
 /* itp_module_free - free one decoded module. Accepts NULL. */
 void itp_module_free(struct itp_module *m);
+/* itp_modules_add - append m (owned from then on); 0, -ENOMEM or -E2BIG. */
 int itp_modules_add(struct itp_modules *t, struct itp_module *m);
-/* itp_modules_del - mark the newest loaded module at base removed; 0 or -ENOENT. */
-int itp_modules_del(struct itp_modules *t, uint64_t base, uint64_t seq);
-/* itp_modules_index - prepare itp_modules_find; 0 or -ENOMEM. */
-int itp_modules_index(struct itp_modules *t);
 /*
- * itp_modules_find - the module containing ip at seq, else the newest one
- * containing it at any time; its index in t->v, or -1.
+ * itp_modules_del - mark the newest loaded module at base, loaded at or
+ * before seq, removed at seq; 0 or -ENOENT. Looks at a bounded number of
+ * modules whatever the stream sent.
  */
-long itp_modules_find(const struct itp_modules *t, uint64_t ip, uint64_t seq);
+int itp_modules_del(struct itp_modules *t, uint64_t base, uint64_t seq);
 void itp_modules_free(struct itp_modules *t);
+
+/*
+ * Which module held an ip when it was first seen, for a batch of ips at
+ * once (modules.c): built from the modules, then one sweep in sequence
+ * order answers every query in O(log n) each, however the ranges overlap.
+ */
+struct itp_modindex {
+	uint64_t *pts;	/* the distinct bounds of all module ranges, sorted */
+	size_t npts;
+	size_t leaves;	/* power of two >= npts */
+	uint64_t *live; /* per tree node: (stamp << 32) | module + 1 assigned last (0 = none) */
+	uint32_t *ever; /* per tree node: module + 1 with the newest seq_add covering it */
+};
+
+struct itp_modq {
+	uint64_t ip, seq; /* the ip and the sequence number of its first trace node */
+	uint32_t idx;	  /* the caller's */
+	long mod;	  /* out: index in itp_modules.v, -1 = none */
+};
+
+/* itp_modindex_build - index t's module ranges; 0 or -ENOMEM (x then empty). */
+int itp_modindex_build(struct itp_modindex *x, const struct itp_modules *t);
+/*
+ * itp_modindex_resolve - set q[i].mod for each query: the module loaded at
+ * q[i].seq that covers q[i].ip, else the newest module that ever covered
+ * it, else -1. Sorts q by seq. Stops early (the rest -1) once *stop >= 2.
+ * 0 or -ENOMEM.
+ */
+int itp_modindex_resolve(struct itp_modindex *x, const struct itp_modules *t, struct itp_modq *q,
+			 size_t nq, volatile sig_atomic_t *stop);
+void itp_modindex_free(struct itp_modindex *x);
+
+/* ---------------------------------------------------------------- */
+/* module files pinned while the session runs (pin.c)               */
+
+/*
+ * A module is what the target maps, not what its stream says: when a
+ * MODULE event is applied, the mapping at the module's first segment in
+ * /proc/PID/maps is opened through /proc/PID/map_files (the mapped inode:
+ * no path is resolved, so no FIFO, device or symlink), and symbolization
+ * reads that fd. One fd per distinct (dev, inode).
+ */
+#define ITP_MAX_PINS 4096
+#define ITP_MAX_MODULE_FILE ((uint64_t)4 << 30) /* bytes of a module or debug file read */
+
+struct itp_pin {
+	int fd;
+	uint64_t dev, ino; /* as /proc/PID/maps shows them */
+};
+
+struct itp_maps_ent {
+	uint64_t start, end, dev, ino;
+	uint32_t path_off; /* into itp_pins.paths, UINT32_MAX = none */
+};
+
+struct itp_pins {
+	struct itp_pin *v;
+	size_t n, cap;
+	struct itp_map by_file;	   /* hash of (dev, inode) -> index in v (a collision: not shared) */
+	struct itp_maps_ent *maps; /* the last read of /proc/PID/maps, sorted by start */
+	size_t nmaps, cap_maps;
+	char *paths;		   /* NUL-terminated paths of maps entries */
+	size_t paths_len, paths_cap;
+	uint64_t read_at_ns, read_ns; /* when maps was last read, and how long it took */
+	uint32_t *retry;	   /* module indices left unpinned because maps was read recently */
+	size_t nretry;
+	int denied;		   /* map_files refused us (not root): the verified path instead */
+	uint64_t pinned, failed;   /* modules pinned, modules that could not be */
+};
+
+struct itp_ctx;
+/*
+ * itp_pin_module - pin module k of c->mods (opt->pid > 0, else nothing);
+ * a module that cannot be pinned keeps pin 0. Never fails the session.
+ */
+void itp_pin_module(struct itp_ctx *c, uint32_t k);
+/* itp_pin_retry - pin the modules put off because maps was read moments ago. */
+void itp_pin_retry(struct itp_ctx *c);
+void itp_pins_free(struct itp_pins *p);
+/*
+ * itp_elf_fd_ok - check that fd is a regular file of at most
+ * ITP_MAX_MODULE_FILE bytes that starts with the ELF magic (libdwfl would
+ * otherwise decompress gzip, bzip2, xz or zstd images). 0 or -errno; fd
+ * is left open either way.
+ */
+int itp_elf_fd_ok(int fd);
+/*
+ * itp_open_debug - the separate debug file of build-id under /usr/lib/debug
+ * (and, given a root directory fd, under that root's /usr/lib/debug,
+ * resolved inside it), checked as itp_elf_fd_ok; an fd or -errno.
+ */
+int itp_open_debug(int root_fd, const uint8_t *id, size_t len, const char *suffix);
+/* itp_reopen_regular - an O_RDONLY fd on what O_PATH fd pfd names, if a regular file; or -errno. */
+int itp_reopen_regular(int pfd);
 
 /* ---------------------------------------------------------------- */
 /* decoded events and pending chunks (parse.c, reorder.c)            */
@@ -568,6 +661,7 @@ struct itp_ctx {
 	struct itp_thread *threads;
 	size_t nthreads, threads_cap;
 	struct itp_modules mods;
+	struct itp_pins pins;	/* module files, when opt->pid is set (pin.c) */
 	struct itp_sites sites; /* sampling mode: exact counts per call site */
 	struct itp_agg agg;	/* snapshot mode: sums per trace */
 	struct itp_snapsym snapsym; /* snapshot mode: names of the addresses */
@@ -704,8 +798,42 @@ const char *itp_symtab_lookup(struct itp_symtab *t, Dwfl_Module *mod, uint64_t i
 #endif
 void itp_symtab_free(struct itp_symtab *t);
 
-/* symbolize.c: resolve modules and symbols of every ip, write them. */
+/*
+ * symbolize.c: itp_symbolize - resolve the module and the symbols of every
+ * ip in c->ips and write them with rec_put_symbol; 0 or a negative enum
+ * itp_err. Works on a copy of the session holding other ips and writer
+ * (snapshots); leaves nothing allocated in c.
+ */
 int itp_symbolize(struct itp_ctx *c);
+
+/* one ip to symbolize: its module (index in c->mods.v, -1 = none) and its index */
+struct itp_symq {
+	long mod;
+	uint64_t ip;
+	uint32_t idx;
+};
+
+/* receives the chain of v[i] (n links, valid during the call); 0 or a negative enum itp_err */
+typedef int (*itp_sym_sink)(void *arg, size_t i, const struct rec_sym *chain, size_t n);
+/*
+ * itp_sym_batch - read ELF and DWARF for v[0, nv) (sorted by module and
+ * address) and hand each ip's chain to sink, in order; the ips after a
+ * second stop (*stop >= 2) get empty chains. root_fd: the target's root
+ * (opt->sysroot) opened by the caller, or -1 to open it here. Returns
+ * sink's first error.
+ */
+int itp_sym_batch(struct itp_ctx *c, const struct itp_symq *v, size_t nv, itp_sym_sink sink,
+		  void *arg, volatile sig_atomic_t *stop, int root_fd);
+/* itp_sym_put - write q's chain into the recording (counts an unnamed one). */
+int itp_sym_put(struct itp_ctx *c, const struct itp_symq *q, const struct rec_sym *chain, size_t n);
+/*
+ * symchild.c: itp_symchild_run - itp_sym_batch in a child process (dropped
+ * to opt->sym_uid/sym_gid with opt->sym_drop, no_new_privs, address-space
+ * and CPU limits), the chains written here as they come. A child that
+ * dies, hangs or hits a limit leaves the rest of the ips as addresses
+ * (res->sym_error says why). 0 or a negative enum itp_err of the writer.
+ */
+int itp_symchild_run(struct itp_ctx *c, const struct itp_symq *v, size_t nv);
 
 /*
  * itp_clock_elapsed - raise st.elapsed_ns to the time since the header's

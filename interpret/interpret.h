@@ -24,6 +24,8 @@ enum itp_err {
 	ITP_E_TRUNCATED,  /* the stream ended inside a record or without WIRE_REC_END */
 	ITP_E_OUTPUT,	  /* writing the recording failed (rec_err in itp_result.rec_error) */
 	ITP_E_NOMEM,
+	ITP_E_BUDGET,	  /* the session's memory budget (itp_options.max_memory) was reached */
+	ITP_E_STOPPED,	  /* a second stop request ended the session at once */
 	ITP_E_MAX,
 };
 
@@ -117,17 +119,47 @@ struct itp_counters {
 	uint64_t unknown_records; /* records of an unknown type (skipped) */
 	uint64_t build_id_mismatch; /* modules whose file on disk has another build-id (not symbolized) */
 	uint64_t unsymbolized_ips; /* ips left without a function name */
+	uint64_t unpinned_modules; /* modules whose mapped file could not be pinned */
 };
 
 struct itp_options {
 	const char *output;	/* recording path, created (never overwritten); NULL with
 				 * snapshot set: no recording, only the snapshots */
-	const char *sysroot;	/* prefix for module paths (e.g. "/proc/PID/root"); NULL = none */
+	const char *sysroot;	/* the target's root (e.g. "/proc/PID/root") for debug files; NULL = ours */
 	int no_symbols;		/* 1 = skip symbolization (tests, speed) */
 	/*
+	 * The target's pid as heaptap knows it (never the stream's): each module
+	 * is pinned through /proc/PID/map_files when its MODULE event is applied
+	 * and symbolized from that fd; one that could not be pinned falls back
+	 * to its build-id under /usr/lib/debug. 0 = no process (replays, tests):
+	 * the stream's module paths (under sysroot) are opened, checked to be
+	 * regular ELF files; only for streams one trusts.
+	 */
+	int pid;
+	int debuginfod;		/* 1 = libdwfl may ask the servers of DEBUGINFOD_URLS */
+	/*
+	 * Symbolize in a child process (symchild.c) with no_new_privs and
+	 * address-space and CPU limits; with sym_drop it runs as sym_uid and
+	 * sym_gid (heaptap root, the target another user's).
+	 */
+	int sym_child;
+	int sym_drop;
+	uint32_t sym_uid, sym_gid;
+	/*
+	 * Memory budget of the interpreter's tables (trace nodes, ips,
+	 * allocation infos, live pointers, threads, modules, strings), the
+	 * reorder window and the input queue. Reaching it ends the session
+	 * (ITP_E_BUDGET) as a stop does: the library is told to stop and
+	 * restores the process, the recording is closed holding what came
+	 * before. 0 = ITP_MAX_MEMORY_DEFAULT (a quarter of the RAM, at least 1 GiB).
+	 */
+	uint64_t max_memory;
+	/*
 	 * Set by the caller (e.g. from a signal handler) to end the session:
-	 * itp_run sends WIRE_CTL_STOP once and keeps reading until WIRE_REC_END
-	 * or EOF, at most stop_timeout_ms, then finishes the recording.
+	 * 1 = itp_run sends WIRE_CTL_STOP once and keeps reading until
+	 * WIRE_REC_END or EOF, at most stop_timeout_ms, then finishes the
+	 * recording; 2 (a second stop) = end at once: nothing more is read or
+	 * symbolized, the recording is closed as cut short (ITP_E_STOPPED).
 	 */
 	volatile sig_atomic_t *stop;
 	unsigned stop_timeout_ms; /* 0 = 5000 */
@@ -215,6 +247,9 @@ struct itp_result {
 	uint64_t snap_named;	 /* of them, those with a function name */
 	uint64_t snap_sym_bytes; /* memory the cache holds */
 	uint64_t snap_symbolize_ns; /* time spent naming new snapshot addresses */
+	char sym_error[160];	 /* why symbolization ended early (its child died...), "" = it did not */
+	uint64_t sym_left;	 /* ips it left as addresses then */
+	uint64_t peak_table_bytes; /* most memory the budgeted tables held */
 	uint64_t ips;		 /* distinct ips */
 	uint64_t site_calls;	 /* sampling: exact allocation calls (sum of the site counts) */
 	uint64_t site_bytes;	 /* sampling: exact bytes allocated */

@@ -13,6 +13,8 @@ static const char *const reasons[ITP_E_MAX] = {
     [ITP_E_TRUNCATED] = "event stream cut short",
     [ITP_E_OUTPUT] = "writing the recording failed",
     [ITP_E_NOMEM] = "out of memory",
+    [ITP_E_BUDGET] = "memory budget reached",
+    [ITP_E_STOPPED] = "stopped at once on a second stop",
 };
 
 const char *itp_strerror(int err)

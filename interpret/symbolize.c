@@ -1,20 +1,32 @@
 /* interpret/symbolize.c - resolve each distinct ip to its module and symbols, once */
 /* SPDX-License-Identifier: MIT */
 /*
- * Runs once at the end of a session (docs/decisions.md 3). Every ip gets its
- * module (modules.c), then the ips are sorted by module and address and
- * each module is opened once: one Dwfl per module, reported with
- * dwfl_report_elf at its load bias. A separate Dwfl per module (rather than
- * one for all) lets two modules that occupied the same addresses at
- * different times both be symbolized. libdwfl finds separate debug info the
- * standard ways (build-id under <debug>/.build-id, .gnu_debuglink, <debug>)
- * and caches CU and line lookups per module, which the sort exploits.
+ * Runs at the end of a session (docs/decisions.md 3), and for snapshots on
+ * the addresses they name. Every ip gets its module (modules.c), then the
+ * ips are sorted by module and address and each module is opened once: one
+ * Dwfl per module, reported with dwfl_report_elf at its load bias. A
+ * separate Dwfl per module (rather than one for all) lets two modules that
+ * occupied the same addresses at different times both be symbolized.
+ *
+ * The file is never the path the stream names (the target can rewrite
+ * it): it is the fd pinned while the module was mapped (pin.c), else, for
+ * a module gone before it could be pinned, the build-id's file in the
+ * standard debug directory. Only without a process (opt->pid 0: replays
+ * and tests of streams one wrote) is the stream's path opened. Every file
+ * must be a regular file of at most ITP_MAX_MODULE_FILE bytes starting with
+ * the ELF magic, so libdwfl never unpacks an image. Separate debug info is
+ * looked up by build-id only: under /usr/lib/debug, under the target's
+ * root (resolved inside it), and through debuginfod only when asked.
  *
  * A symbol chain is innermost first: the function containing the ip (maybe
  * inlined) with the ip's file:line, then for each inlined level the caller
  * with the call site's DW_AT_call_file:DW_AT_call_line, ending at the
  * out-of-line DW_TAG_subprogram. Without DWARF the ELF symbol table gives a
  * function name alone. C++ names are demangled (demangle.cc).
+ *
+ * With opt->sym_child the reading of ELF and DWARF runs in a child process
+ * (symchild.c), dropped to the target's user when asked; here the chains
+ * are only written.
  *
  * The ip WIRE_IP_CUT marks a stack the target could not unwind further (code
  * without unwind info, e.g. JIT code): it gets no module and the name
@@ -25,21 +37,18 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "interpret/internal.h"
-
-struct sorted_ip {
-	long mod; /* index in c->mods.v, -1 = none */
-	uint64_t ip;
-	uint32_t idx;
-};
 
 struct symctx {
 	struct itp_ctx *c;
 	char *debuginfo_path;
+	int root_fd;		 /* the target's root (opt->sysroot), -1 */
 	Dwfl_Callbacks cb;
 	Dwfl *dwfl;		 /* for the current module, or NULL */
 	Dwfl_Module *mod;	 /* NULL when the current module cannot be symbolized */
@@ -51,7 +60,7 @@ struct symctx {
 
 static int sorted_cmp(const void *a, const void *b)
 {
-	const struct sorted_ip *x = a, *y = b;
+	const struct itp_symq *x = a, *y = b;
 
 	if (x->mod != y->mod)
 		return x->mod < y->mod ? -1 : 1;
@@ -70,30 +79,110 @@ static void close_module(struct symctx *s)
 	s->mod = NULL;
 }
 
+/* the callbacks have no argument of their own; symbolization is single-threaded */
+static struct symctx *cur_sym;
+
+static int no_elf(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr base, char **file,
+		  Elf **elfp)
+{
+	(void)mod, (void)ud, (void)name, (void)base, (void)file;
+	*elfp = NULL;
+	return -1;
+}
+
+/*
+ * Separate debug info by build-id only: under /usr/lib/debug (libdwfl, for
+ * the main file and a dwz file alike), then under the target's root, then
+ * debuginfod if the user asked. A .gnu_debuglink name is the file's word
+ * and is not followed.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **ud, const char *modname, GElf_Addr base,
+			  const char *file, const char *link, GElf_Word crc, char **debug_file)
+{
+	struct symctx *s = cur_sym;
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	int fd, n;
+
+	fd = dwfl_build_id_find_debuginfo(mod, ud, modname, base, file, link, crc, debug_file);
+	if (fd >= 0 || !s)
+		return fd;
+	if (s->root_fd >= 0 && crc && (n = dwfl_module_build_id(mod, &id, &vaddr)) > 0) {
+		fd = itp_open_debug(s->root_fd, id, (size_t)n, ".debug");
+		if (fd >= 0)
+			return fd;
+	}
+	if (s->c->opt->debuginfod)
+		return dwfl_standard_find_debuginfo(mod, ud, modname, base, file, link, crc,
+						    debug_file);
+	return -1;
+}
+
+/* an fd on the regular file at path (no-process mode) */
+static int open_named(const char *path)
+{
+	int pfd = open(path, O_PATH | O_CLOEXEC), fd;
+
+	if (pfd < 0)
+		return -errno;
+	fd = itp_reopen_regular(pfd);
+	close(pfd);
+	return fd;
+}
+
+/* the file to read for m: its pin, else its build-id's, else (no process) its path */
+static int module_fd(struct symctx *s, const struct itp_module *m)
+{
+	const struct itp_options *opt = s->c->opt;
+	char *file = NULL;
+	int fd;
+
+	if (m->pin)
+		return fcntl(s->c->pins.v[m->pin - 1].fd, F_DUPFD_CLOEXEC, 0);
+	if (opt->pid > 0) {
+		if (!m->build_id_len)
+			return -ENOENT;
+		fd = itp_open_debug(s->root_fd, m->build_id, m->build_id_len, ".debug");
+		return fd >= 0 ? fd : itp_open_debug(s->root_fd, m->build_id, m->build_id_len, "");
+	}
+	/* "[vdso]" and the like have no file; an empty path is unknown */
+	if (m->path[0] != '/')
+		return -ENOENT;
+	if (asprintf(&file, "%s%s", opt->sysroot ? opt->sysroot : "", m->path) < 0)
+		return -ENOMEM;
+	fd = open_named(file);
+	free(file);
+	return fd;
+}
+
 /* open m with libdwfl; leaves s->mod NULL when that is not possible */
 static void open_module(struct symctx *s, const struct itp_module *m)
 {
-	const char *sysroot = s->c->opt->sysroot;
 	const unsigned char *bits;
 	GElf_Addr vaddr;
-	char *file = NULL;
-	int n;
+	int n, fd;
 
 	close_module(s);
-	/* "[vdso]" and the like have no file; an empty path is unknown */
-	if (m->path[0] != '/')
+	fd = module_fd(s, m);
+	if (fd < 0)
 		return;
-	if (asprintf(&file, "%s%s", sysroot ? sysroot : "", m->path) < 0)
+	if (itp_elf_fd_ok(fd)) {
+		close(fd);
 		return;
+	}
 	s->dwfl = dwfl_begin(&s->cb);
-	if (!s->dwfl)
-		goto out_free;
+	if (!s->dwfl) {
+		close(fd);
+		return;
+	}
 	dwfl_report_begin(s->dwfl);
 	/* base is the load bias: add_p_vaddr places the first PT_LOAD at bias + p_vaddr */
-	s->mod = dwfl_report_elf(s->dwfl, m->path, file, -1, m->base, true);
+	s->mod = dwfl_report_elf(s->dwfl, m->path, m->path, fd, m->base, true);
 	dwfl_report_end(s->dwfl, NULL, NULL);
-	if (!s->mod)
-		goto out_free;
+	if (!s->mod) {
+		close(fd); /* not the module's: libdwfl only keeps it on success */
+		return;
+	}
 	if (m->build_id_len) {
 		n = dwfl_module_build_id(s->mod, &bits, &vaddr);
 		if (n > 0 &&
@@ -103,8 +192,6 @@ static void open_module(struct symctx *s, const struct itp_module *m)
 			close_module(s);
 		}
 	}
-out_free:
-	free(file);
 }
 
 static const char *keep(struct symctx *s, char *p)
@@ -206,69 +293,124 @@ static size_t symbolize_ip(struct symctx *s, uint64_t ip, struct rec_sym *chain)
 	return n;
 }
 
-int itp_symbolize(struct itp_ctx *c)
+int itp_sym_batch(struct itp_ctx *c, const struct itp_symq *v, size_t nv, itp_sym_sink sink,
+		  void *arg, volatile sig_atomic_t *stop, int root_fd)
 {
 	struct rec_sym chain[ITP_MAX_INLINE];
-	struct symctx s = {.c = c};
-	struct sorted_ip *v;
+	struct symctx s = {.c = c, .root_fd = -1};
+	int own_root = root_fd < 0;
 	long cur = -2;
 	size_t i, j;
-	int ret = 0, rc;
+	int ret = 0;
 
-	if (!c->nips)
-		return 0;
-	if (itp_modules_index(&c->mods))
-		return itp_fail(c, ITP_E_NOMEM, "out of memory indexing modules");
-	v = malloc(c->nips * sizeof(*v));
-	if (!v)
-		return itp_fail(c, ITP_E_NOMEM, "out of memory symbolizing");
-	for (i = 0; i < c->nips; i++) {
-		v[i].mod = itp_modules_find(&c->mods, c->ips[i].ip, c->ips[i].seq);
-		v[i].ip = c->ips[i].ip;
-		v[i].idx = (uint32_t)i;
-	}
-	qsort(v, c->nips, sizeof(*v), sorted_cmp);
-
-	s.cb.find_elf = dwfl_build_id_find_elf;
-	s.cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s.cb.find_elf = no_elf;
+	s.cb.find_debuginfo = find_debuginfo;
 	s.cb.section_address = dwfl_offline_section_address;
-	if (c->opt->sysroot && c->opt->sysroot[0]) {
-		if (asprintf(&s.debuginfo_path, ":.debug:%s/usr/lib/debug", c->opt->sysroot) < 0) {
-			free(v);
-			return itp_fail(c, ITP_E_NOMEM, "out of memory symbolizing");
-		}
-		s.cb.debuginfo_path = &s.debuginfo_path;
-	}
-
-	for (i = 0; i < c->nips; i++) {
+	s.debuginfo_path = strdup("/usr/lib/debug");
+	if (!s.debuginfo_path)
+		return -ENOMEM;
+	s.cb.debuginfo_path = &s.debuginfo_path;
+	s.root_fd = root_fd;
+	if (root_fd < 0 && c->opt->sysroot && c->opt->sysroot[0])
+		s.root_fd = open(c->opt->sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cur_sym = &s;
+	for (i = 0; i < nv; i++) {
 		const struct itp_module *m = v[i].mod >= 0 ? c->mods.v[v[i].mod] : NULL;
 		size_t n = 0;
 
 		if (v[i].ip == WIRE_IP_CUT) {
 			/* the marker of a cut stack (track/wire.h), no code address */
-			m = NULL;
 			chain[0] = (struct rec_sym){.function = "[frames cut: no unwind info]"};
 			n = 1;
-		} else if (m && !c->opt->no_symbols) {
+		} else if (m && !c->opt->no_symbols && !(stop && *stop >= 2)) {
 			if (v[i].mod != cur)
 				open_module(&s, m);
 			cur = v[i].mod;
 			if (s.mod)
 				n = symbolize_ip(&s, v[i].ip, chain);
 		}
-		if (!n || !chain[0].function)
-			c->res->warn.unsymbolized_ips++;
-		rc = rec_put_symbol(c->w, v[i].idx, m ? m->rec_idx : REC_NONE, chain, n);
+		ret = sink(arg, i, chain, n);
 		for (j = 0; j < s.nfree; j++)
 			free(s.to_free[j]);
 		s.nfree = 0;
-		if (rc) {
-			ret = itp_out_fail(c, rc, "symbols");
+		if (ret)
 			break;
-		}
 	}
 	close_module(&s);
+	cur_sym = NULL;
+	if (own_root && s.root_fd >= 0)
+		close(s.root_fd);
 	free(s.debuginfo_path);
+	return ret;
+}
+
+struct put_arg {
+	struct itp_ctx *c;
+	const struct itp_symq *v;
+};
+
+int itp_sym_put(struct itp_ctx *c, const struct itp_symq *q, const struct rec_sym *chain, size_t n)
+{
+	const struct itp_module *m = q->mod >= 0 && q->ip != WIRE_IP_CUT ? c->mods.v[q->mod] : NULL;
+	int rc;
+
+	if (!n || !chain[0].function)
+		c->res->warn.unsymbolized_ips++;
+	rc = rec_put_symbol(c->w, q->idx, m ? m->rec_idx : REC_NONE, chain, n);
+	return rc ? itp_out_fail(c, rc, "symbols") : 0;
+}
+
+static int put_sink(void *arg, size_t i, const struct rec_sym *chain, size_t n)
+{
+	struct put_arg *a = arg;
+
+	return itp_sym_put(a->c, &a->v[i], chain, n);
+}
+
+/* each ip with its module, sorted by (module, address); NULL when out of memory */
+static struct itp_symq *resolve(struct itp_ctx *c)
+{
+	struct itp_modindex x;
+	struct itp_symq *v = NULL;
+	struct itp_modq *q;
+	size_t i;
+
+	q = malloc(c->nips * sizeof(*q));
+	if (!q)
+		return NULL;
+	for (i = 0; i < c->nips; i++)
+		q[i] = (struct itp_modq){.ip = c->ips[i].ip, .seq = c->ips[i].seq, .idx = (uint32_t)i};
+	if (itp_modindex_build(&x, &c->mods) ||
+	    itp_modindex_resolve(&x, &c->mods, q, c->nips, c->opt->stop))
+		goto out;
+	v = malloc(c->nips * sizeof(*v));
+	if (!v)
+		goto out;
+	for (i = 0; i < c->nips; i++)
+		v[i] = (struct itp_symq){.mod = q[i].mod, .ip = q[i].ip, .idx = q[i].idx};
+	qsort(v, c->nips, sizeof(*v), sorted_cmp);
+out:
+	itp_modindex_free(&x);
+	free(q);
+	return v;
+}
+
+int itp_symbolize(struct itp_ctx *c)
+{
+	struct itp_symq *v;
+	struct put_arg pa;
+	int ret;
+
+	if (!c->nips)
+		return 0;
+	v = resolve(c);
+	if (!v)
+		return itp_fail(c, ITP_E_NOMEM, "out of memory symbolizing");
+	pa = (struct put_arg){.c = c, .v = v};
+	if (c->opt->sym_child && !c->opt->no_symbols)
+		ret = itp_symchild_run(c, v, c->nips);
+	else
+		ret = itp_sym_batch(c, v, c->nips, put_sink, &pa, c->opt->stop, -1);
 	free(v);
 	return ret;
 }
