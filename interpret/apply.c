@@ -18,6 +18,10 @@ static int table_fail(struct itp_ctx *c, int rc, const char *what)
 	if (rc == -E2BIG)
 		return itp_fail(c, ITP_E_CORRUPT, "too many %s (more than %u)", what,
 				ITP_MAX_TABLE);
+	if (rc == -EDQUOT)
+		return itp_fail(c, ITP_E_BUDGET, "the memory budget of %llu MiB is used up (by %s)",
+				(unsigned long long)((c->opt->max_memory ? c->opt->max_memory : c->mem.limit) >> 20),
+				what);
 	return itp_fail(c, ITP_E_NOMEM, "out of memory tracking %s", what);
 }
 
@@ -115,8 +119,11 @@ int itp_ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx)
 		return table_fail(c, -E2BIG, "instruction pointers");
 	if (c->nips == c->ips_cap) {
 		size_t ncap = c->ips_cap ? c->ips_cap * 2 : 4096;
-		struct itp_ipinfo *v = realloc(c->ips, ncap * sizeof(*v));
+		struct itp_ipinfo *v;
 
+		if (itp_mem_take(&c->mem, (ncap - c->ips_cap) * sizeof(*v)))
+			return table_fail(c, -EDQUOT, "instruction pointers");
+		v = realloc(c->ips, ncap * sizeof(*v));
 		if (!v)
 			return table_fail(c, -ENOMEM, "instruction pointers");
 		c->ips = v;
@@ -128,8 +135,9 @@ int itp_ip_index(struct itp_ctx *c, uint64_t ip, uint64_t seq, uint32_t *idx)
 	if (*idx != c->nips)
 		return itp_fail(c, ITP_E_OUTPUT, "recording gave ip index %u, expected %zu", *idx,
 				c->nips);
-	if (itp_map_put(&c->ipmap, ip, *idx))
-		return table_fail(c, -ENOMEM, "instruction pointers");
+	rc = itp_map_put(&c->ipmap, ip, *idx);
+	if (rc)
+		return table_fail(c, rc, "instruction pointers");
 	c->ips[c->nips++] = (struct itp_ipinfo){.ip = ip, .seq = seq};
 	return itp_agg_ip(c, *idx, ip);
 }
@@ -155,8 +163,9 @@ static int apply_node(struct itp_ctx *c, const struct itp_ev *e)
 	rc = rec_put_trace(c->w, parent, ip, &idx);
 	if (rc)
 		return itp_out_fail(c, rc, "trace node");
-	if (itp_nodes_put(&c->nodes, e->a, idx))
-		return table_fail(c, -ENOMEM, "trace nodes");
+	rc = itp_nodes_put(&c->nodes, e->a, idx);
+	if (rc)
+		return table_fail(c, rc, "trace nodes");
 	rc = itp_agg_trace(c, idx, parent, ip);
 	if (rc)
 		return rc;
@@ -168,6 +177,13 @@ static int apply_module(struct itp_ctx *c, struct itp_module *m)
 {
 	int rc;
 
+	/* the module, its strings and segments, its slot and its hash entry */
+	rc = itp_mem_take(&c->mem, sizeof(*m) + strlen(m->path) + 1 + m->build_id_len +
+					m->nseg * sizeof(*m->seg) + 2 * sizeof(m) + 32);
+	if (rc) {
+		itp_module_free(m);
+		return table_fail(c, rc, "modules");
+	}
 	rc = rec_put_module(c->w, m->path, m->base, m->hi > m->base ? m->hi - m->base : 0,
 			    m->build_id, m->build_id_len, &m->rec_idx);
 	if (rc) {

@@ -21,10 +21,15 @@ static int grow(struct itp_infos *t)
 {
 	size_t ncap = t->cap ? t->cap * 2 : FIRST_CAP, mask = ncap - 1, i, j;
 	unsigned bits = (unsigned)__builtin_ctzll(ncap);
-	struct itp_info_ent *tab = calloc(ncap, sizeof(*tab));
+	struct itp_info_ent *tab;
 
-	if (!tab)
+	if (itp_mem_take(t->mem, (ncap - t->cap) * sizeof(*tab)))
+		return -EDQUOT;
+	tab = calloc(ncap, sizeof(*tab));
+	if (!tab) {
+		itp_mem_give(t->mem, (ncap - t->cap) * sizeof(*tab));
 		return -ENOMEM;
+	}
 	for (i = 0; i < t->cap; i++) {
 		const struct itp_info_ent *f = &t->tab[i];
 

@@ -10,6 +10,7 @@
 #ifndef HEAPTAP_INTERPRET_INTERNAL_H
 #define HEAPTAP_INTERPRET_INTERNAL_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,40 @@
 #define ITP_MAX_INLINE 64 /* links of one symbol chain */
 
 /* ---------------------------------------------------------------- */
+/* the memory budget of the tables (itp_options.max_memory)          */
+
+/*
+ * Every table that grows with what the stream sends takes its bytes from
+ * one budget before it grows (NULL: a table outside it, e.g. symbolization's
+ * caches). Reaching the limit returns -EDQUOT, which ends the session
+ * (ITP_E_BUDGET). Tables only grow until the session ends.
+ */
+struct itp_mem {
+	uint64_t used, limit, peak;
+};
+
+#define ITP_MEM_MIN ((uint64_t)1 << 30) /* default budget at least, else a quarter of the RAM */
+
+/* itp_mem_take - count bytes more; 0, or -EDQUOT (nothing counted) past the limit. */
+static inline int itp_mem_take(struct itp_mem *m, uint64_t bytes)
+{
+	if (!m)
+		return 0;
+	if (bytes > m->limit - m->used)
+		return -EDQUOT;
+	m->used += bytes;
+	if (m->used > m->peak)
+		m->peak = m->used;
+	return 0;
+}
+
+static inline void itp_mem_give(struct itp_mem *m, uint64_t bytes)
+{
+	if (m)
+		m->used -= bytes < m->used ? bytes : m->used;
+}
+
+/* ---------------------------------------------------------------- */
 /* u64 -> u32 hash map, open addressing, linear probing (map.c)      */
 
 struct itp_map_ent {
@@ -45,6 +80,7 @@ struct itp_map {
 	struct itp_map_ent *e; /* key and value side by side: one cache line per probe */
 	size_t cap;	       /* power of two, or 0 */
 	size_t n;
+	struct itp_mem *mem;   /* budget, or NULL */
 };
 
 /* itp_map_get - 1 and *val when key is present, else 0. */
@@ -65,7 +101,7 @@ static inline int itp_map_get(const struct itp_map *m, uint64_t key, uint32_t *v
 	}
 }
 
-/* itp_map_put - set key to val (val < UINT32_MAX). Returns 0 or -ENOMEM. */
+/* itp_map_put - set key to val (val < UINT32_MAX). Returns 0, -ENOMEM or -EDQUOT. */
 int itp_map_put(struct itp_map *m, uint64_t key, uint32_t val);
 void itp_map_free(struct itp_map *m);
 
@@ -83,6 +119,7 @@ struct itp_nodes {
 	size_t direct_cap;
 	struct itp_map sparse;
 	size_t n;
+	struct itp_mem *mem; /* budget, or NULL */
 };
 
 static inline int itp_nodes_get(const struct itp_nodes *t, uint64_t raw, uint32_t *idx)
@@ -94,7 +131,7 @@ static inline int itp_nodes_get(const struct itp_nodes *t, uint64_t raw, uint32_
 	return t->sparse.n ? itp_map_get(&t->sparse, raw, idx) : 0;
 }
 
-/* itp_nodes_put - add raw -> idx (raw not present yet). 0 or -ENOMEM. */
+/* itp_nodes_put - add raw -> idx (raw not present yet). 0, -ENOMEM or -EDQUOT. */
 int itp_nodes_put(struct itp_nodes *t, uint64_t raw, uint32_t idx);
 void itp_nodes_free(struct itp_nodes *t);
 
@@ -119,6 +156,7 @@ struct itp_infos {
 	struct itp_info_ent *tab;
 	size_t cap; /* power of two, or 0 */
 	size_t n;
+	struct itp_mem *mem; /* budget, or NULL */
 };
 
 /*
@@ -187,6 +225,7 @@ struct itp_ptrmap {
 	struct itp_ptr *v;
 	size_t cap; /* power of two, or 0 */
 	size_t n;
+	struct itp_mem *mem; /* budget, or NULL */
 };
 
 /*
@@ -665,6 +704,8 @@ struct itp_ctx {
 	struct itp_sites sites; /* sampling mode: exact counts per call site */
 	struct itp_agg agg;	/* snapshot mode: sums per trace */
 	struct itp_snapsym snapsym; /* snapshot mode: names of the addresses */
+	struct itp_mem mem;	/* the tables' budget */
+	int discard;		/* the budget was reached: records are skipped until END */
 
 	/* numbers */
 	struct itp_status st;
@@ -683,13 +724,22 @@ int itp_out_fail(struct itp_ctx *c, int rc, const char *what);
 
 /* ctx.c */
 int itp_ctx_init(struct itp_ctx *c, const struct itp_options *opt, struct itp_result *res);
+/* itp_default_budget - the default of itp_options.max_memory: a quarter of the RAM, >= ITP_MEM_MIN. */
+uint64_t itp_default_budget(void);
+/*
+ * itp_budget - split opt->max_memory (or the default) into the tables', the
+ * reorder window's and the input queue's shares (reorder or input may be NULL).
+ */
+void itp_budget(const struct itp_options *opt, uint64_t *tables, size_t *reorder, size_t *input);
 void itp_ctx_free(struct itp_ctx *c);
 
 /*
  * parse.c: itp_parse - consume whole records (and first the header) from
  * [buf, buf + len); *used gets the bytes consumed (a record cut by the end of
  * buf is left for the next call). Returns 0, or a negative enum itp_err after
- * which nothing more may be fed.
+ * which nothing more may be fed, except -ITP_E_BUDGET: *used then ends after
+ * the record that failed, and with c->discard set the stream goes on, its
+ * records skipped until END.
  */
 int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used);
 

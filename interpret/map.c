@@ -13,10 +13,15 @@
 static int grow(struct itp_map *m)
 {
 	size_t ncap = m->cap ? m->cap * 2 : 1024, i, j, mask = ncap - 1;
-	struct itp_map_ent *e = calloc(ncap, sizeof(*e));
+	struct itp_map_ent *e;
 
-	if (!e)
+	if (itp_mem_take(m->mem, (ncap - m->cap) * sizeof(*e)))
+		return -EDQUOT;
+	e = calloc(ncap, sizeof(*e));
+	if (!e) {
+		itp_mem_give(m->mem, (ncap - m->cap) * sizeof(*e));
 		return -ENOMEM;
+	}
 	for (i = 0; i < m->cap; i++) {
 		if (!m->e[i].val)
 			continue;
@@ -55,6 +60,7 @@ int itp_map_put(struct itp_map *m, uint64_t key, uint32_t val)
 
 void itp_map_free(struct itp_map *m)
 {
+	itp_mem_give(m->mem, m->cap * sizeof(*m->e));
 	free(m->e);
 	m->e = NULL;
 	m->cap = m->n = 0;

@@ -69,6 +69,8 @@ static const char *end_name(const struct itp_ctx *c)
 	    [ITP_E_TRUNCATED] = "truncated",
 	    [ITP_E_OUTPUT] = "output_error",
 	    [ITP_E_NOMEM] = "out_of_memory",
+	    [ITP_E_BUDGET] = "truncated",
+	    [ITP_E_STOPPED] = "truncated",
 	};
 	int err = c->res->err;
 

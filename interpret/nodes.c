@@ -22,23 +22,32 @@ int itp_nodes_put(struct itp_nodes *t, uint64_t raw, uint32_t idx)
 
 		while (ncap <= raw)
 			ncap *= 2;
+		if (itp_mem_take(t->mem, (ncap - t->direct_cap) * sizeof(*d)))
+			return -EDQUOT;
 		d = realloc(t->direct, ncap * sizeof(*d));
-		if (!d)
+		if (!d) {
+			itp_mem_give(t->mem, (ncap - t->direct_cap) * sizeof(*d));
 			return -ENOMEM;
+		}
 		memset(d + t->direct_cap, 0, (ncap - t->direct_cap) * sizeof(*d));
 		t->direct = d;
 		t->direct_cap = ncap;
 	}
-	if (raw < t->direct_cap)
+	if (raw < t->direct_cap) {
 		t->direct[raw] = idx + 1;
-	else if (itp_map_put(&t->sparse, raw, idx))
-		return -ENOMEM;
+	} else {
+		int rc = itp_map_put(&t->sparse, raw, idx);
+
+		if (rc)
+			return rc;
+	}
 	t->n++;
 	return 0;
 }
 
 void itp_nodes_free(struct itp_nodes *t)
 {
+	itp_mem_give(t->mem, t->direct_cap * sizeof(*t->direct));
 	free(t->direct);
 	itp_map_free(&t->sparse);
 	memset(t, 0, sizeof(*t));

@@ -136,6 +136,8 @@ void itp_chunks_free_spare(struct itp_ctx *c)
 
 int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot)
 {
+	int rc;
+
 	if (itp_map_get(&c->tids, tid, slot))
 		return 0;
 	if (c->nthreads >= ITP_MAX_THREADS) {
@@ -145,15 +147,19 @@ int itp_thread_slot(struct itp_ctx *c, uint64_t tid, uint32_t *slot)
 	}
 	if (c->nthreads == c->threads_cap) {
 		size_t ncap = c->threads_cap ? c->threads_cap * 2 : 64;
-		struct itp_thread *v = realloc(c->threads, ncap * sizeof(*v));
+		struct itp_thread *v;
 
+		if (itp_mem_take(&c->mem, (ncap - c->threads_cap) * sizeof(*v)))
+			return -EDQUOT;
+		v = realloc(c->threads, ncap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
 		c->threads = v;
 		c->threads_cap = ncap;
 	}
-	if (itp_map_put(&c->tids, tid, (uint32_t)c->nthreads))
-		return -ENOMEM;
+	rc = itp_map_put(&c->tids, tid, (uint32_t)c->nthreads);
+	if (rc)
+		return rc;
 	c->threads[c->nthreads].last_alloc_no = UINT64_MAX;
 	*slot = (uint32_t)c->nthreads++;
 	return 0;

@@ -332,6 +332,8 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 	if (wire_get_varint(&p, end, &tid) || wire_get_varint(&p, end, &seq))
 		return itp_fail(c, ITP_E_CORRUPT, "chunk: truncated tid or first_seq");
 	rc = itp_thread_slot(c, tid, &slot);
+	if (rc == -EDQUOT)
+		return itp_fail(c, ITP_E_BUDGET, "the memory budget is used up (by threads)");
 	if (rc)
 		return itp_fail(c, ITP_E_NOMEM, "out of memory tracking thread %llu",
 				(unsigned long long)tid);
@@ -594,6 +596,11 @@ int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
 			break;
 		payload = q;
 		q += rlen;
+		if (c->discard && type != WIRE_REC_END && type != WIRE_REC_LOG) {
+			/* the budget is used up: only the end (and what the library says) counts */
+			p = q;
+			continue;
+		}
 		switch (type) {
 		case WIRE_REC_CHUNK:
 			ret = parse_chunk(c, payload, q);
@@ -619,8 +626,11 @@ int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
 			ret = 0;
 			break;
 		}
-		if (ret)
+		if (ret) {
+			/* past the record that failed: after ITP_E_BUDGET the caller goes on */
+			*used = (size_t)(q - buf);
 			return ret;
+		}
 		p = q;
 	}
 	*used = (size_t)(p - buf);

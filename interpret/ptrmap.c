@@ -30,9 +30,13 @@ int itp_ptrmap_grow(struct itp_ptrmap *m)
 
 	if (ncap / 2 > ITP_MAX_LIVE)
 		return -E2BIG;
+	if (itp_mem_take(m->mem, (ncap - m->cap) * sizeof(*v)))
+		return -EDQUOT;
 	v = calloc(ncap, sizeof(*v));
-	if (!v)
+	if (!v) {
+		itp_mem_give(m->mem, (ncap - m->cap) * sizeof(*v));
 		return -ENOMEM;
+	}
 	for (i = 0; i < m->cap; i++) {
 		if (!m->v[i].ptr)
 			continue;

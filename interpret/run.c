@@ -17,6 +17,12 @@
  * Whatever ends the stream (END, EOF, an error), the end is the same: drain
  * the reorder window skipping gaps, symbolize, write the final metadata and
  * close the recording, so it holds everything applied up to that point.
+ *
+ * Reaching the memory budget ends the session as a stop does: STOP is sent,
+ * the records that follow are skipped unread (discard) until END or the
+ * stop timeout, so the library restores the process and says so. A second
+ * stop (*opt->stop >= 2) ends everything at once: no more reading, no
+ * drain, no symbolization; the recording is closed as cut short.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -180,7 +186,11 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		ssize_t n;
 
 		t = util_mono_ns();
-		if (opt->stop && *opt->stop && !stop_asked) {
+		if (opt->stop && *opt->stop >= 2) {
+			ret = itp_fail(c, ITP_E_STOPPED, "stopped a second time: the rest of the stream was not read");
+			break;
+		}
+		if (((opt->stop && *opt->stop) || c->discard) && !stop_asked) {
 			stop_asked = 1;
 			deadline = t + (uint64_t)stop_ms * 1000000ull;
 			full0 = itp_inq_full_ns(q);
@@ -212,6 +222,7 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		}
 		if (t - last_status >= (uint64_t)TICK_MS * 1000000ull) {
 			report_status(c);
+			itp_pin_retry(c);
 			last_status = t;
 		}
 		if (opt->snapshot && opt->snapshot_ns && t - last_snap >= opt->snapshot_ns) {
@@ -245,6 +256,11 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 				ret = itp_fail(c, ITP_E_IO, "reading the event socket: %s",
 					       strerror(-rc));
 				break;
+			}
+			if (ret == -ITP_E_BUDGET && !c->discard) {
+				c->discard = 1;
+				ret = 0;
+				continue;
 			}
 			if (!rc || ret || c->ended)
 				break;
@@ -281,6 +297,11 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		}
 		len += (size_t)n;
 		ret = itp_parse(c, buf + off, len - off, &used);
+		if (ret == -ITP_E_BUDGET && !c->discard) {
+			/* the rest of buf is skipped record by record from here */
+			c->discard = 1;
+			ret = 0;
+		}
 		if (ret)
 			break;
 		off += used;
@@ -316,9 +337,12 @@ static void finish(struct itp_ctx *c)
 	uint64_t t0;
 	int rc;
 
+	int again = c->opt->stop && *c->opt->stop >= 2;
+
 	if (c->res->err == ITP_E_OUTPUT || !c->w)
 		return;
-	if (itp_order_drain(c, 1))
+	/* after the budget or a second stop, the events still parked are dropped */
+	if (!c->discard && !again && itp_order_drain(c, 1))
 		return;
 	if (c->ended && c->total_seq > c->next_seq) {
 		/* numbers taken but never sent (lost events) */
@@ -327,6 +351,8 @@ static void finish(struct itp_ctx *c)
 	}
 	if (c->have_header && !c->ended)
 		itp_fail(c, ITP_E_TRUNCATED, "stream ended without an end record");
+	if (!again)
+		itp_pin_retry(c);
 	itp_clock_elapsed(c, c->ended ? c->end_mono_ns : util_mono_ns());
 	if (c->sites.n && itp_sites_write(c) && c->res->err == ITP_E_OUTPUT)
 		return;
@@ -348,6 +374,8 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 	struct itp_result dummy;
 	struct itp_ctx c;
 	struct itp_inq *q = NULL;
+	uint64_t tables;
+	size_t input_limit;
 	int rerr = 0, rc;
 
 	if (!res)
@@ -368,7 +396,8 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 			 opt->output ? opt->output : "the discarding writer", rec_strerror(rerr));
 		goto out_free;
 	}
-	rc = itp_inq_start(&q, fd, opt->input_limit);
+	itp_budget(opt, &tables, NULL, &input_limit);
+	rc = itp_inq_start(&q, fd, input_limit);
 	if (rc < 0) {
 		res->sys_errno = -rc;
 		itp_fail(&c, ITP_E_NOMEM, "cannot start reading the stream: %s", strerror(-rc));
@@ -391,6 +420,8 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 	res->snap_named = c.snapsym.named;
 	res->snap_sym_bytes = itp_snapsym_bytes(&c.snapsym);
 	res->snap_symbolize_ns = c.snapsym.ns;
+	res->peak_table_bytes = c.mem.peak;
+	res->warn.unpinned_modules = c.pins.failed;
 	report_status(&c);
 	res->final.output_bytes = c.st.output_bytes;
 out_free:
