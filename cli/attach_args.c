@@ -31,6 +31,10 @@ void cli_usage_attach(FILE *f)
 	      "      --snapshot-every SECS --format pprof --out DIR\n"
 	      "                        write a pprof heap profile (in use now, allocated since\n"
 	      "                        the previous one) into DIR every SECS seconds\n"
+	      "      --max-memory BYTES\n"
+	      "                        memory for the session's tables (default a quarter of\n"
+	      "                        the RAM); reaching it ends the session like Ctrl+C\n"
+	      "      --debuginfod      let symbolization ask the DEBUGINFOD_URLS servers\n"
 	      "  -v, --verbose         say how long each attach step took and which thread\n"
 	      "                        was stopped\n"
 	      "  -h, --help            show this help\n"
@@ -51,6 +55,8 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ "snapshot-every", required_argument, NULL, 'E' },
 		{ "format", required_argument, NULL, 'F' },
 		{ "out", required_argument, NULL, 'O' },
+		{ "max-memory", required_argument, NULL, 'M' },
+		{ "debuginfod", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -90,6 +96,13 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 				return -EINVAL;
 			}
 			a->format_pprof = 1;
+			break;
+		case 'M':
+			if (cli_parse_max_memory(optarg, &a->max_memory, err, errlen) < 0)
+				return -EINVAL;
+			break;
+		case 'D':
+			a->debuginfod = 1;
 			break;
 		case 'O':
 			if (!*optarg) {

@@ -60,6 +60,8 @@ void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 struct cli_record_args {
 	const char *output; /* -o FILE, NULL = default name */
+	uint64_t max_memory; /* --max-memory BYTES, 0 = the default */
+	int debuginfod;	    /* --debuginfod given */
 	unsigned depth;	    /* --depth N, 0 = not given */
 	uint64_t sample;    /* --sample BYTES, 0 = full tracing */
 	int help;	    /* --help seen */
@@ -132,6 +134,8 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 
 struct cli_attach_args {
 	const char *output; /* -o FILE, NULL = default name */
+	uint64_t max_memory; /* --max-memory BYTES, 0 = the default */
+	int debuginfod;	    /* --debuginfod given */
 	uint64_t sample;    /* --sample BYTES, 0 = full tracing */
 	double snapshot_every; /* --snapshot-every SECS, 0 = none */
 	const char *out_dir;   /* --out DIR (snapshots) */
@@ -149,6 +153,23 @@ struct cli_attach_args {
 
 struct itp_options;
 struct itp_result;
+
+/* ------------------------------------------------------------------ */
+/* Symbolization and the memory budget (sym_args.c)                     */
+
+#define CLI_MAX_MEMORY_MIN ((uint64_t)64 << 20)
+
+/* cli_parse_max_memory - --max-memory's value (>= 64M); 0, or -EINVAL with err filled in. */
+int cli_parse_max_memory(const char *s, uint64_t *out, char *err, size_t errlen);
+/*
+ * cli_sym_options - the target pid (its modules are pinned through
+ * /proc/PID), the budget, debuginfod, and symbolization in a child; when
+ * heaptap is root and pid's effective user is not, the child runs as
+ * pid's effective uid and gid. 0, or -errno (pid's status unreadable).
+ */
+int cli_sym_options(struct itp_options *opt, pid_t pid, uint64_t max_memory, int debuginfod);
+/* cli_sym_summary - one warning line when symbolization ended early. */
+void cli_sym_summary(const char *cmd, const struct itp_result *res);
 
 /* cli_parse_bytes - "512K", "1M", "4096", "2Gi", "64KB" (binary units) into *out; 0 or -EINVAL. */
 int cli_parse_bytes(const char *s, uint64_t *out);

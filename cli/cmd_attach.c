@@ -56,9 +56,14 @@ static volatile sig_atomic_t stop_sig;	/* the signal that set it (0 = none) */
 static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM };
 #define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	stop_flag = 1;
+	(void)uc;
+	/* session_join's wake-up of the session thread is not a second stop */
+	if (si->si_code == SI_TKILL && si->si_pid == getpid())
+		return;
+	/* a second stop: the interpreter ends at once, the recording cut short */
+	stop_flag = stop_flag ? 2 : 1;
 	if (!stop_sig)
 		stop_sig = sig;
 }
@@ -84,8 +89,8 @@ static void install_signals(struct saved_signals *o)
 	size_t i;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = 0; /* no SA_RESTART: interrupt poll and read */
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: interrupt poll and read */
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < NSTOP; i++)
 		sigaction(stop_signals[i], &sa, &o->act[i]);
@@ -235,15 +240,19 @@ static void on_status(const struct itp_status *st, void *arg)
 }
 
 /* itp_run into opt_out, or the first free default name (out gets the name used). */
-static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysroot,
-		     struct duration *dur, uint64_t sample, struct cli_snap *snap, double every,
-		     const struct cli_live *live, char *out, size_t outlen, struct itp_result *res)
+static int interpret(int conn, const struct cli_attach_args *a, pid_t pid, const char *sysroot,
+		     struct duration *dur, struct cli_snap *snap, const struct cli_live *live, char *out,
+		     size_t outlen, struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
+	double every = a->snapshot_every;
 
 	memset(&opt, 0, sizeof(opt));
-	cli_sample_options(&opt, sample);
+	cli_sample_options(&opt, a->sample);
+	/* pins the modules it maps; the symbolizer runs as its user when we are root */
+	if (cli_sym_options(&opt, pid, a->max_memory, a->debuginfod) < 0)
+		opt.no_symbols = 1; /* it is gone, or its user is unknown: no files read for it */
 	if (snap) {
 		opt.snapshot = cli_snap_write;
 		opt.snapshot_arg = snap;
@@ -257,7 +266,7 @@ static int interpret(int conn, const char *opt_out, pid_t pid, const char *sysro
 	if (live && live->options)
 		live->options(live->arg, &opt, conn);
 	cli_read_comm(pid, NULL, comm, sizeof(comm));
-	return cli_interpret(conn, &opt, opt_out, "attach", comm, pid, out, outlen, res);
+	return cli_interpret(conn, &opt, a->output, "attach", comm, pid, out, outlen, res);
 }
 
 static double ms_since(uint64_t t0, uint64_t t1)
@@ -360,8 +369,8 @@ static void *session_main(void *arg)
 		return NULL;
 	stop_set(&stops);
 	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
-	s->ret = interpret(conn, s->a->output, s->pid, s->sysroot, s->dur, s->a->sample,
-			   s->snap, s->a->snapshot_every, s->live, s->out, sizeof(s->out), &s->res);
+	s->ret = interpret(conn, s->a, s->pid, s->sysroot, s->dur, s->snap, s->live, s->out,
+			   sizeof(s->out), &s->res);
 	s->interpreted = 1;
 	if (s->live && s->live->ended)
 		s->live->ended(s->live->arg, s->ret, &s->res);
@@ -811,6 +820,7 @@ int cli_attach_session(const struct cli_attach_args *ap, const struct cli_live *
 	code = summarize(pid, out, ret, res, was_loaded, a.out_dir != NULL);
 	if (code == CLI_EXIT_OK)
 		cli_sample_summary("attach", a.sample, res);
+	cli_sym_summary("attach", res);
 	fin->end_reason = res->end_reason;
 	fin->allocs = res->final.alloc_calls;
 	fin->restored = res->slots_restored;

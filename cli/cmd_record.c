@@ -19,8 +19,9 @@
  * recording while the program winds down; if it has not ended after
  * STOP_GRACE_S seconds, heaptap sets the interpreter's stop flag, which
  * makes the library stop tracking and finish the stream, so the recording
- * is complete, and then waits for the program. Globals here: the signal
- * flags (docs/design.md "Globals").
+ * is complete, and then waits for the program. A second such signal sets
+ * the flag to 2: the interpreter ends at once and closes the recording as
+ * cut short. Globals here: the signal flags (docs/design.md "Globals").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -43,6 +44,7 @@
 static volatile sig_atomic_t stop_flag;	  /* itp_options.stop */
 static volatile sig_atomic_t child_pid;	  /* where signals are passed on, 0 = none yet */
 static volatile sig_atomic_t pending_sig; /* to pass on once child_pid is known */
+static volatile sig_atomic_t stop_signals; /* stop signals seen: the second ends at once */
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -61,6 +63,9 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 				pending_sig = sig;
 		}
 		alarm(STOP_GRACE_S);
+		/* a second one: finish now, the recording is closed as cut short */
+		if (++stop_signals >= 2)
+			stop_flag = 2;
 	}
 	errno = saved;
 }
@@ -165,6 +170,10 @@ void cli_usage_record(FILE *f)
 	      "      --depth N      keep at most N frames per call stack (1-256, default 64)\n"
 	      "      --sample BYTES sample one allocation per BYTES allocated on average\n"
 	      "                     (e.g. 512K): stacks are estimates, totals stay exact\n"
+	      "      --max-memory BYTES\n"
+	      "                     memory for the session's tables (default a quarter of\n"
+	      "                     the RAM); reaching it ends the recording there\n"
+	      "      --debuginfod   let symbolization ask the DEBUGINFOD_URLS servers\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "See heaptap-record(1).\n",
@@ -177,6 +186,8 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 		{ "output", required_argument, NULL, 'o' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "sample", required_argument, NULL, 'S' },
+		{ "max-memory", required_argument, NULL, 'M' },
+		{ "debuginfod", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -211,6 +222,13 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 			if (cli_parse_sample(optarg, &a->sample, err, errlen) < 0)
 				return -EINVAL;
 			break;
+		case 'M':
+			if (cli_parse_max_memory(optarg, &a->max_memory, err, errlen) < 0)
+				return -EINVAL;
+			break;
+		case 'D':
+			a->debuginfod = 1;
+			break;
 		case 'h':
 			a->help = 1;
 			return 0;
@@ -238,20 +256,22 @@ static void on_log(int level, const char *msg, size_t len, void *arg)
 }
 
 /* Interpret the stream on conn into opt_out or the first free default name (out gets it). */
-static int interpret(int conn, const char *opt_out, pid_t pid, const char *prog, uint64_t sample,
+static int interpret(int conn, const struct cli_record_args *a, pid_t pid, const char *prog,
 		     char *out, size_t outlen, struct itp_result *res)
 {
 	struct itp_options opt;
 	char comm[64];
 
 	memset(&opt, 0, sizeof(opt));
-	cli_sample_options(&opt, sample);
+	cli_sample_options(&opt, a->sample);
+	/* our own child: its ids are readable while it runs (a zombie, at worst) */
+	(void)cli_sym_options(&opt, pid, a->max_memory, a->debuginfod);
 	opt.stop = &stop_flag;
 	opt.log = on_log;
 	/* cli_interpret adds the live status line when stderr is a terminal */
 	opt.status = NULL;
 	cli_read_comm(pid, prog, comm, sizeof(comm));
-	return cli_interpret(conn, &opt, opt_out, "record", comm, pid, out, outlen, res);
+	return cli_interpret(conn, &opt, a->output, "record", comm, pid, out, outlen, res);
 }
 
 /* Say what the interpreter could not do; the recording may still hold data. */
@@ -347,6 +367,7 @@ int cli_cmd_record(int argc, char **argv)
 	overrides[n] = NULL;
 
 	stop_flag = 0;
+	stop_signals = 0;
 	child_pid = 0;
 	pending_sig = 0;
 	install_signals(&old);
@@ -375,7 +396,7 @@ int cli_cmd_record(int argc, char **argv)
 	if (exited)
 		have_child = 0;
 
-	ret = interpret(conn, a.output, pid, prog, a.sample, out, sizeof(out), &res);
+	ret = interpret(conn, &a, pid, prog, out, sizeof(out), &res);
 	if (ret == CLI_NO_NAME) {
 		/* closing conn makes the library go inert; the program runs on */
 		code = CLI_EXIT_FAIL;
@@ -395,6 +416,7 @@ int cli_cmd_record(int argc, char **argv)
 		cli_msg("recorded %llu allocations to %s",
 			(unsigned long long)res.final.alloc_calls, out);
 		cli_sample_summary("record", a.sample, &res);
+		cli_sym_summary("record", &res);
 		cli_msg("run \"heaptap report %s\"", out);
 		code = CLI_EXIT_OK;
 	}

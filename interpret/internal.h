@@ -706,6 +706,7 @@ struct itp_ctx {
 	struct itp_snapsym snapsym; /* snapshot mode: names of the addresses */
 	struct itp_mem mem;	/* the tables' budget */
 	int discard;		/* the budget was reached: records are skipped until END */
+	int sym_paths;		/* the symbolizer may open the stream's paths (symchild.c) */
 
 	/* numbers */
 	struct itp_status st;

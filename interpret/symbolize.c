@@ -8,11 +8,14 @@
  * separate Dwfl per module (rather than one for all) lets two modules that
  * occupied the same addresses at different times both be symbolized.
  *
- * The file is never the path the stream names (the target can rewrite
- * it): it is the fd pinned while the module was mapped (pin.c), else, for
- * a module gone before it could be pinned, the build-id's file in the
- * standard debug directory. Only without a process (opt->pid 0: replays
- * and tests of streams one wrote) is the stream's path opened. Every file
+ * The file is not the path the stream names (the target can rewrite it):
+ * it is the fd pinned while the module was mapped (pin.c), else, for a
+ * module gone before it could be pinned, the build-id's file in the
+ * standard debug directory. The stream's path is opened only where that
+ * cannot read what the target could not: by the symbolizer child running
+ * as the target's own non-root user, or for a root target (symchild.c
+ * sets sym_paths), and without a process (opt->pid 0: replays and tests
+ * of streams one wrote). Every file
  * must be a regular file of at most ITP_MAX_MODULE_FILE bytes starting with
  * the ELF magic, so libdwfl never unpacks an image. Separate debug info is
  * looked up by build-id only: under /usr/lib/debug, under the target's
@@ -139,12 +142,20 @@ static int module_fd(struct symctx *s, const struct itp_module *m)
 
 	if (m->pin)
 		return fcntl(s->c->pins.v[m->pin - 1].fd, F_DUPFD_CLOEXEC, 0);
-	if (opt->pid > 0) {
-		if (!m->build_id_len)
-			return -ENOENT;
+	if (opt->pid > 0 && m->build_id_len) {
 		fd = itp_open_debug(s->root_fd, m->build_id, m->build_id_len, ".debug");
-		return fd >= 0 ? fd : itp_open_debug(s->root_fd, m->build_id, m->build_id_len, "");
+		if (fd < 0)
+			fd = itp_open_debug(s->root_fd, m->build_id, m->build_id_len, "");
+		if (fd >= 0)
+			return fd;
 	}
+	/*
+	 * Gone before it was pinned (loaded and unloaded between two reads):
+	 * the stream's path only where that reads nothing the target could
+	 * not read itself (symchild.c decides: sym_paths).
+	 */
+	if (opt->pid > 0 && !s->c->sym_paths)
+		return -ENOENT;
 	/* "[vdso]" and the like have no file; an empty path is unknown */
 	if (m->path[0] != '/')
 		return -ENOENT;

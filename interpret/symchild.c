@@ -6,7 +6,9 @@
  * without end. So with opt->sym_child the parsing runs in a forked child:
  * with opt->sym_drop it drops to the target's user and groups first (it
  * then reads what the target could read, through the fds pinned for it);
- * it sets no_new_privs, is not dumpable, dies with heaptap, gets an
+ * (the target's user is looked up again at the fork: a recorded program
+ * may have left root since it started); it sets no_new_privs, is not
+ * dumpable, dies with heaptap, gets an
  * address-space limit (what it has plus SYM_AS_EXTRA or the memory budget)
  * and a CPU limit, and keeps no fd but its pipe and the pinned files.
  *
@@ -133,7 +135,59 @@ static uint64_t vm_bytes(void)
 	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static int limit_self(const struct itp_ctx *c)
+/* the effective uid and gid of pid (/proc/PID/status); 0 or -errno */
+static int target_ids(int pid, uint32_t *uid, uint32_t *gid)
+{
+	char path[64], line[256];
+	unsigned r, e;
+	int have = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (have != 3 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
+			*uid = e;
+			have |= 1;
+		} else if (sscanf(line, "Gid: %u %u", &r, &e) == 2) {
+			*gid = e;
+			have |= 2;
+		}
+	}
+	fclose(f);
+	return have == 3 ? 0 : -EINVAL;
+}
+
+/*
+ * Who the child runs as, decided again now: a target that started as root
+ * (a recorded program) may have become another user since. *drop, *uid,
+ * *gid: the user to become; c->sym_paths: whether the stream's paths may be
+ * opened (the child is not root, or the target is root at both ends).
+ */
+static void choose_user(struct itp_ctx *c, int *drop, uint32_t *uid, uint32_t *gid)
+{
+	const struct itp_options *opt = c->opt;
+	uint32_t u = 0, g = 0;
+	int now = opt->pid > 0 ? target_ids(opt->pid, &u, &g) : -ESRCH;
+
+	*drop = opt->sym_drop;
+	*uid = opt->sym_uid;
+	*gid = opt->sym_gid;
+	if (geteuid() != 0) {
+		c->sym_paths = 1; /* we are the target's user (or could not trace it) */
+		return;
+	}
+	if (!now && u != 0) {
+		*drop = 1;
+		*uid = u;
+		*gid = g;
+	}
+	c->sym_paths = *drop || (!now && u == 0);
+}
+
+static int limit_self(const struct itp_ctx *c, int drop, uint32_t uid, uint32_t gid)
 {
 	const struct itp_options *opt = c->opt;
 	uint64_t extra = opt->max_memory > SYM_AS_EXTRA ? opt->max_memory : SYM_AS_EXTRA;
@@ -143,9 +197,9 @@ static int limit_self(const struct itp_ctx *c)
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || prctl(PR_SET_DUMPABLE, 0))
 		return -1;
-	if (opt->sym_drop) {
-		gid_t g = (gid_t)opt->sym_gid;
-		uid_t u = (uid_t)opt->sym_uid;
+	if (drop) {
+		gid_t g = (gid_t)gid;
+		uid_t u = (uid_t)uid;
 
 		if (setgroups(0, NULL) || setresgid(g, g, g) || setresuid(u, u, u) ||
 		    getuid() != u || geteuid() != u || getegid() != g)
@@ -161,8 +215,14 @@ static int limit_self(const struct itp_ctx *c)
 	return 0;
 }
 
+struct child_user {
+	int drop;
+	uint32_t uid, gid;
+};
+
 static __attribute__((noreturn)) void child_main(struct itp_ctx *c, const struct itp_symq *v,
-						 size_t nv, int wfd, int root_fd)
+						 size_t nv, int wfd, int root_fd,
+						 const struct child_user *who)
 {
 	struct out *o = malloc(sizeof(*o));
 	int *keep = malloc((c->pins.n + 4) * sizeof(*keep));
@@ -181,7 +241,7 @@ static __attribute__((noreturn)) void child_main(struct itp_ctx *c, const struct
 	for (i = 0; i < c->pins.n; i++)
 		keep[nk++] = c->pins.v[i].fd;
 	close_others(keep, nk);
-	if (limit_self(c))
+	if (limit_self(c, who->drop, who->uid, who->gid))
 		_exit(3);
 	o->fd = wfd;
 	o->len = 0;
@@ -357,9 +417,11 @@ int itp_symchild_run(struct itp_ctx *c, const struct itp_symq *v, size_t nv)
 	struct in in = {.fd = -1, .cap = (size_t)ITP_MAX_INLINE * 2 * (NAME_MAX_LEN + 16) + 64};
 	const char *why = NULL;
 	int fds[2] = {-1, -1}, status = 0, ret = 0, root_fd = -1;
+	struct child_user who;
 	size_t next = 0;
 	pid_t pid = -1;
 
+	choose_user(c, &who.drop, &who.uid, &who.gid);
 	/* the child may not be allowed to open /proc/PID/root once it is the target's user */
 	if (c->opt->sysroot && c->opt->sysroot[0])
 		root_fd = open(c->opt->sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -370,7 +432,7 @@ int itp_symchild_run(struct itp_ctx *c, const struct itp_symq *v, size_t nv)
 		pid = fork();
 	if (pid == 0) {
 		close(fds[0]);
-		child_main(c, v, nv, fds[1], root_fd);
+		child_main(c, v, nv, fds[1], root_fd, &who);
 	}
 	if (fds[1] >= 0)
 		close(fds[1]);
