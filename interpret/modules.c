@@ -225,8 +225,9 @@ static int ev_cmp(const void *a, const void *b)
 
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
+	/* at one number a removal goes first: the module added there is loaded at it */
 	if (x->del != y->del)
-		return x->del < y->del ? -1 : 1;
+		return x->del > y->del ? -1 : 1;
 	return x->mod < y->mod ? -1 : x->mod > y->mod;
 }
 
@@ -292,7 +293,8 @@ int itp_modindex_resolve(struct itp_modindex *x, const struct itp_modules *t, st
 	if (!ev)
 		return -ENOMEM;
 	for (i = 0; i < t->n; i++) {
-		if (t->v[i]->lo >= t->v[i]->hi)
+		/* an empty range, or removed by the number it was added at: never loaded */
+		if (t->v[i]->lo >= t->v[i]->hi || t->v[i]->seq_del <= t->v[i]->seq_add)
 			continue;
 		ev[nev++] = (struct sweep_ev){.seq = t->v[i]->seq_add, .del = 0, .mod = (uint32_t)i};
 		if (t->v[i]->seq_del != UINT64_MAX)
