@@ -4,7 +4,8 @@
  * Each input is written into a pipe and read by the real itp_run, the way
  * heaptap reads the target's socket. Whatever the bytes, itp_run must not
  * crash, must return a reason, and (unless writing itself failed) must
- * leave a recording that rec_open accepts.
+ * leave a recording that rec_open accepts. It runs under a memory budget,
+ * as heaptap does, and libFuzzer's RSS limit is set just above it.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "recfile/recfile.h"
 
 #define MAX_INPUT (1 << 20)
+#define FUZZ_BUDGET_MIB 512 /* itp_options.max_memory; interpret.cmake's RSS limit allows for it */
 
 static char dir[64];
 
@@ -31,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct itp_options opt = {.no_symbols = 1};
+	struct itp_options opt = {.no_symbols = 1, .max_memory = (uint64_t)FUZZ_BUDGET_MIB << 20};
 	struct itp_result res;
 	struct rec_reader *r;
 	char path[128];
