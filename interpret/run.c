@@ -162,14 +162,64 @@ static int in_place(struct itp_ctx *c, struct itp_inq *q, uint8_t *buf, size_t *
 	return 1;
 }
 
+/* where a stop request stands (read_loop) */
+struct stop_state {
+	unsigned ms;	   /* the library's time to send END after STOP */
+	int asked, sent;   /* a stop was asked; STOP went out */
+	uint64_t deadline; /* for END */
+	uint64_t full0;	   /* the reader's time waiting for room, at the request */
+};
+
+/*
+ * stopping - a second stop ends the session at once; a first one (or the
+ * budget) sends STOP and sets the deadline for END, shortening *timeout to
+ * it. 0, or the negative enum itp_err that ends the loop.
+ */
+static int stopping(struct itp_ctx *c, int fd, struct itp_inq *q, struct stop_state *st, uint64_t t,
+		    int *timeout)
+{
+	const struct itp_options *opt = c->opt;
+	uint64_t held;
+
+	if (opt->stop && *opt->stop >= 2)
+		return itp_fail(c, ITP_E_STOPPED,
+				"stopped a second time: the rest of the stream was not read");
+	if (((opt->stop && *opt->stop) || c->discard) && !st->asked) {
+		st->asked = 1;
+		st->deadline = t + (uint64_t)st->ms * 1000000ull;
+		st->full0 = itp_inq_full_ns(q);
+	}
+	if (!st->asked)
+		return 0;
+	/* a full socket buffer (the target not reading) retries next round */
+	if (!st->sent)
+		st->sent = send_stop(fd);
+	/*
+	 * The limit is for the library: time our own queue was full does not
+	 * count (its end record waited behind events we had not taken yet),
+	 * and once the reader saw the connection close, everything is here.
+	 */
+	held = itp_inq_full_ns(q) - st->full0;
+	st->deadline += held;
+	st->full0 += held;
+	if (itp_inq_ended(q))
+		st->deadline = UINT64_MAX;
+	if (t >= st->deadline)
+		return itp_fail(c, ITP_E_TRUNCATED, "no end record within %u ms after asking to stop",
+				st->ms);
+	if ((st->deadline - t) / 1000000ull < (uint64_t)*timeout)
+		*timeout = (int)((st->deadline - t) / 1000000ull) + 1;
+	return 0;
+}
+
 static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 {
 	const struct itp_options *opt = c->opt;
 	size_t cap = ITP_BUF_MIN, off = 0, len = 0, used, want;
 	uint8_t *buf = malloc(cap);
-	uint64_t t, last_status, last_flush, last_snap, deadline = 0, total = 0, full0 = 0;
-	unsigned stop_ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000;
-	int stop_asked = 0, stop_sent = 0, ret = 0, rc;
+	uint64_t t, last_status, last_flush, last_snap, total = 0;
+	struct stop_state st = {.ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000};
+	int ret = 0, rc;
 
 	if (!buf)
 		return itp_fail(c, ITP_E_NOMEM, "out of memory for the input buffer");
@@ -186,40 +236,9 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		ssize_t n;
 
 		t = util_mono_ns();
-		if (opt->stop && *opt->stop >= 2) {
-			ret = itp_fail(c, ITP_E_STOPPED, "stopped a second time: the rest of the stream was not read");
+		ret = stopping(c, fd, q, &st, t, &timeout);
+		if (ret)
 			break;
-		}
-		if (((opt->stop && *opt->stop) || c->discard) && !stop_asked) {
-			stop_asked = 1;
-			deadline = t + (uint64_t)stop_ms * 1000000ull;
-			full0 = itp_inq_full_ns(q);
-		}
-		/* a full socket buffer (the target not reading) retries next round */
-		if (stop_asked && !stop_sent)
-			stop_sent = send_stop(fd);
-		if (stop_asked) {
-			/*
-			 * The limit is for the library: time our own queue was
-			 * full does not count (its end record waited behind
-			 * events we had not taken yet), and once the reader saw
-			 * the connection close, everything is here.
-			 */
-			uint64_t held = itp_inq_full_ns(q) - full0;
-
-			deadline += held;
-			full0 += held;
-			if (itp_inq_ended(q))
-				deadline = UINT64_MAX;
-			if (t >= deadline) {
-				ret = itp_fail(c, ITP_E_TRUNCATED,
-					       "no end record within %u ms after asking to stop",
-					       stop_ms);
-				break;
-			}
-			if ((deadline - t) / 1000000ull < (uint64_t)timeout)
-				timeout = (int)((deadline - t) / 1000000ull) + 1;
-		}
 		if (t - last_status >= (uint64_t)TICK_MS * 1000000ull) {
 			report_status(c);
 			itp_pin_retry(c);
