@@ -18,7 +18,5 @@ heaptap_unit_test(interpret_io SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS}
 heaptap_unit_test(interpret_symbols SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
 # the reader thread's input queue (interpret/inq.c): order, bound, EOF, errors, signals, stop
 heaptap_unit_test(inq LIBS heaptap_interpret Threads::Threads)
-# hostile module streams, the memory budget, a second stop (new tests of interpret/ go in files of their own)
-heaptap_unit_test(modindex
-  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_interpret_wire.c
-  LIBS heaptap_interpret Threads::Threads)
+# hostile module streams (a MODULE_DEL flood, a huge range), the module index, the memory budget, a second stop
+heaptap_unit_test(modindex SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
