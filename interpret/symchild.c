@@ -243,6 +243,11 @@ static __attribute__((noreturn)) void child_main(struct itp_ctx *c, const struct
 	close_others(keep, nk);
 	if (limit_self(c, who->drop, who->uid, who->gid))
 		_exit(3);
+	/* the fault point of the tests: a symbolizer that crashes (HEAPTAP_FAULT, as attach/ has) */
+	if (getenv("HEAPTAP_FAULT") && !strcmp(getenv("HEAPTAP_FAULT"), "symbolizer")) {
+		signal(SIGSEGV, SIG_DFL);
+		raise(SIGSEGV);
+	}
 	o->fd = wfd;
 	o->len = 0;
 	if (itp_sym_batch(c, v, nv, child_sink, o, NULL, root_fd))

@@ -8,12 +8,15 @@
  * Live pointers past --max-memory: the session ends as a stop does (the
  * library is told to stop, its END still read), the tables stay within the
  * budget, the recording is readable and says it was cut short. A second
- * stop ends at once. And the module index itself: the module loaded at an
+ * stop ends at once. The module index itself: the module loaded at an
  * ip's sequence number, a library unloaded and another loaded at its
- * address, the newest one as a fallback, ranges that overlap.
+ * address, the newest one as a fallback, ranges that overlap. And the
+ * symbolizer child: it names a function of this program, and when it
+ * crashes the frame stays an address with one reason.
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +91,7 @@ static double now_s(void)
 }
 
 static char outpath[160];
+static int nrun;
 
 /* itp_run of s with opt (output set here); *secs gets its time */
 static int run_feed(const struct sbuf *s, struct itp_options *opt, struct itp_result *res,
@@ -97,7 +101,7 @@ static int run_feed(const struct sbuf *s, struct itp_options *opt, struct itp_re
 	int sv[2], rc;
 	double t0;
 
-	snprintf(outpath, sizeof(outpath), "%s/rec.htap", ck_tmpdir);
+	snprintf(outpath, sizeof(outpath), "%s/rec%d.htap", ck_tmpdir, nrun++);
 	opt->output = outpath;
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	f->fd = sv[1];
@@ -266,6 +270,99 @@ START_TEST(test_second_stop)
 }
 END_TEST
 
+/* the main program's load bias and PT_LOAD segments */
+struct self_map {
+	uint64_t base;
+	uint64_t seg[3 * 16];
+	size_t nseg;
+};
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct self_map *m = arg;
+	int i;
+
+	(void)size;
+	m->base = info->dlpi_addr;
+	for (i = 0; i < info->dlpi_phnum && m->nseg < 16; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		m->seg[3 * m->nseg] = ph->p_vaddr;
+		m->seg[3 * m->nseg + 1] = ph->p_memsz;
+		m->seg[3 * m->nseg + 2] = ph->p_flags;
+		m->nseg++;
+	}
+	return 1; /* the first entry is the program */
+}
+
+__attribute__((noinline)) void *modindex_named_fn(size_t n)
+{
+	void *p = malloc(n);
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
+/* itp_run with the symbolizer child on one ip of this program; the name of its frame, "" = none */
+static const char *child_symbolizes(struct itp_result *res, char *name, size_t len)
+{
+	struct itp_options opt = {0};
+	struct feeder f = {0};
+	volatile sig_atomic_t stop = 1;
+	struct self_map self = {0};
+	struct rec_reader *r;
+	const struct rec_ip *ips;
+	char exe[512];
+	struct stream s;
+	ssize_t n;
+	size_t nips;
+	double secs;
+	int err = 0;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	dl_iterate_phdr(find_self, &self);
+	ck_assert_uint_gt(self.nseg, 0);
+	st_begin(&s);
+	ck_module(&s.c, st_next(&s), self.base, self.nseg, self.seg, NULL, 0, exe);
+	ck_node(&s.c, st_next(&s), 1, 0, (uint64_t)(uintptr_t)modindex_named_fn + 4);
+	st_end(&s);
+	opt.stop = &stop;
+	opt.sym_child = 1; /* pid 0: the stream's path is opened, by the child */
+	run_feed(&s.b, &opt, res, &f, &secs);
+	sb_free(&s.b);
+	r = rec_open(outpath, &err);
+	ck_assert_msg(r != NULL, "recording unreadable: %s", rec_strerror(err));
+	ips = rec_ips(r, &nips);
+	ck_assert_uint_eq(nips, 1);
+	ck_assert_uint_ne(ips[0].module, REC_NONE);
+	snprintf(name, len, "%s",
+		 ips[0].frame == REC_NONE ? "" : rec_string(r, rec_frames(r, &nips)[ips[0].frame].function));
+	rec_close(r);
+	return name;
+}
+
+START_TEST(test_symbolizer_child)
+{
+	struct itp_result res;
+	char name[128];
+
+	unsetenv("HEAPTAP_FAULT");
+	ck_assert_str_eq(child_symbolizes(&res, name, sizeof(name)), "modindex_named_fn");
+	ck_assert_str_eq(res.sym_error, "");
+	/* a crash of the child: the frame stays an address, one reason, the recording is written */
+	setenv("HEAPTAP_FAULT", "symbolizer", 1);
+	ck_assert_str_eq(child_symbolizes(&res, name, sizeof(name)), "");
+	unsetenv("HEAPTAP_FAULT");
+	ck_assert_msg(strstr(res.sym_error, "signal 11") != NULL, "sym_error: %s", res.sym_error);
+	ck_assert_uint_eq(res.sym_left, 1);
+	ck_assert_int_eq(res.err, ITP_OK);
+}
+END_TEST
+
 static struct itp_module *mod(uint64_t base, uint64_t size, uint64_t add, uint64_t del)
 {
 	struct itp_module *m = calloc(1, sizeof(*m));
@@ -329,5 +426,6 @@ int main(void)
 	tcase_add_test(tc, test_del_flood_and_huge_range);
 	tcase_add_test(tc, test_budget_ends_the_session);
 	tcase_add_test(tc, test_second_stop);
+	tcase_add_test(tc, test_symbolizer_child);
 	return ck_run_suite(s);
 }
