@@ -2,8 +2,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Order: $HEAPTAP_LIBDIR (only there when set), <dir of heaptap>/../lib
- * (the build tree: build/bin/heaptap -> build/lib), <dir of
- * heaptap>/../lib/heaptap (installed: /usr/bin -> /usr/lib/heaptap).
+ * (the build tree: build/bin/heaptap -> build/lib), then the installed
+ * places relative to <dir of heaptap>: the one this build installs to
+ * (HEAPTAP_PKGLIBDIR_REL, from CMake's GNUInstallDirs: ../lib/heaptap, or
+ * ../lib/x86_64-linux-gnu/heaptap for the prefix /usr on Debian), then
+ * ../lib/<multiarch>/heaptap and ../lib/heaptap, so that a tree installed
+ * with either layout works wherever it is copied. Nothing absolute: an
+ * installed tree (cmake --install --prefix DIR, a .deb unpacked anywhere)
+ * finds its own libraries, never another installation's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,9 +43,20 @@ static int put(char *buf, size_t len, const char *s)
 	return 0;
 }
 
+#ifndef HEAPTAP_PKGLIBDIR_REL
+#define HEAPTAP_PKGLIBDIR_REL "../lib/heaptap"
+#endif
+
 int cli_libdir(const char *env_dir, const char *self_exe, const char *lib, char *buf, size_t len)
 {
-	static const char *const rel[] = { "../lib", "../lib/heaptap" };
+	static const char *const rel[] = {
+		"../lib",
+		HEAPTAP_PKGLIBDIR_REL,
+#ifdef HEAPTAP_MULTIARCH
+		"../lib/" HEAPTAP_MULTIARCH "/heaptap",
+#endif
+		"../lib/heaptap",
+	};
 	char dir[PATH_MAX], cand[PATH_MAX];
 	const char *slash;
 	size_t i, n;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "heaptap_revision.h" /* HEAPTAP_GIT_REVISION, dist/revision.cmake */
 
 #ifndef HEAPTAP_VERSION
 #define HEAPTAP_VERSION "unknown"
@@ -71,7 +72,12 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-		printf("heaptap %s\n", HEAPTAP_VERSION);
+		/* "" when built outside a git work tree (a tarball) */
+		if (HEAPTAP_GIT_REVISION[0])
+			printf("heaptap %s (git %s)\n", HEAPTAP_VERSION, HEAPTAP_GIT_REVISION);
+		else
+			printf("heaptap %s (git revision unknown: not built from a git work tree)\n",
+			       HEAPTAP_VERSION);
 		return CLI_EXIT_OK;
 	}
 	for (i = 0; i < NCOMMANDS; i++)

@@ -145,6 +145,22 @@ START_TEST(test_libdir)
 	ck_assert_ptr_nonnull(realpath(want, real));
 	ck_assert_str_eq(b, real);
 
+#ifdef HEAPTAP_MULTIARCH
+	/* installed with a Debian prefix /usr: T/deb/usr/bin/heaptap, T/deb/usr/lib/<multiarch>/heaptap/LIB */
+	ck_tmpdir_path(p, sizeof(p), "deb/usr/lib/" HEAPTAP_MULTIARCH "/heaptap");
+	mkdirs(p);
+	ck_tmpdir_path(p, sizeof(p), "deb/usr/bin");
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/deb/usr/lib/%s/heaptap/%s", ck_tmpdir, HEAPTAP_MULTIARCH, CLI_PRELOAD_LIB);
+	touch(p);
+	ck_tmpdir_path(exe, sizeof(exe), "deb/usr/bin/heaptap");
+	ck_assert_int_eq(cli_libdir(NULL, exe, CLI_PRELOAD_LIB, b, sizeof(b)), 0);
+	ck_tmpdir_path(want, sizeof(want), "deb/usr/lib/" HEAPTAP_MULTIARCH "/heaptap");
+	ck_assert_ptr_nonnull(realpath(want, real));
+	ck_assert_str_eq(b, real);
+	ck_tmpdir_path(exe, sizeof(exe), "usr/bin/heaptap");
+#endif
+
 	/* $HEAPTAP_LIBDIR wins, and only it is looked at */
 	ck_tmpdir_path(want, sizeof(want), "build/lib");
 	ck_assert_int_eq(cli_libdir(want, exe, CLI_PRELOAD_LIB, b, sizeof(b)), 0);
