@@ -97,10 +97,11 @@ _heaptap_pids()
 		[[ $p =~ ^[0-9]+$ && -d /proc/$p ]] && seen[$p]=1
 	done 2>/dev/null </proc/net/unix
 	if [[ $1 == held ]]; then
+		# bounded: reading a process's maps waits for its mmap lock
 		while IFS= read -r f; do
 			p=${f#/proc/}
 			seen[${p%%/*}]=1
-		done < <(grep -ls 'libheaptap_inject\.so' /proc/[0-9]*/maps 2>/dev/null)
+		done < <(timeout 2 grep -ls 'libheaptap_inject\.so' /proc/[0-9]*/maps 2>/dev/null)
 	fi
 	for p in "${!seen[@]}"; do
 		printf '%s\n' "$p"
