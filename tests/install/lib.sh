@@ -53,7 +53,7 @@ version_ok()
 		rev=$(git -C "$HEAPTAP_SRC" rev-parse --short=12 HEAD)
 		case $got in
 		"heaptap $HEAPTAP_VERSION (git $rev)" | "heaptap $HEAPTAP_VERSION (git $rev-dirty)") ;;
-		*) fail "--version said '$got', want 'heaptap $HEAPTAP_VERSION (git $rev[-dirty])'" ;;
+		*) fail "--version said '$got', want 'heaptap $HEAPTAP_VERSION (git $rev[-dirty])' (HEAD; a build older than HEAD says so too: rebuild)" ;;
 		esac
 	else
 		[ "$got" = "heaptap $HEAPTAP_VERSION (git revision unknown: not built from a git work tree)" ] ||
