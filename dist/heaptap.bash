@@ -82,9 +82,9 @@ _heaptap_pids()
 	if [[ $1 == all ]]; then
 		for d in /proc/[0-9]*; do
 			p=${d#/proc/}
-			# kernel threads and zombies have no executable; only root may trace others
+			# exe resolves only for a process we may ptrace (read access),
+			# never for kernel threads and zombies
 			[[ -e $d/exe ]] || continue
-			((EUID == 0)) || [[ -O $d ]] || continue
 			printf '%s\n' "$p"
 		done
 		return
