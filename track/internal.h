@@ -141,9 +141,11 @@ struct trk_wstep {
 	uintptr_t ra, sp, rbp; /* the frame's return address, sp and rbp */
 	uintptr_t rslot, rval; /* caller's return address read at rslot (outermost frame: a 0 word) */
 	uintptr_t bslot, bval; /* caller's rbp read at bslot (rbp unchanged: a 0 word, unwind.c) */
+	uintptr_t rbpm;	       /* ~0: the steps from here on read this frame's rbp; 0: they do
+				  not (restored from a slot first), so rbp is not compared */
 };
 
-#define TRK_WALK_KEEP 64 /* a walk of at most this many frames is kept (2 x 3.5 KiB) */
+#define TRK_WALK_KEEP 64 /* a walk of at most this many frames is kept (2 x 4 KiB) */
 
 /*
  * A stack seen at a call site, for trk_walk_repeat (unwind.c): the state of

@@ -151,6 +151,33 @@ static inline bool same_above(const struct trk_wstep *w, size_t m)
 /* What a step that read no slot points at (rslot, bslot): always 0, as its rval, bval. */
 static const uintptr_t no_slot;
 
+/* A step's rbpm until its walk is kept: it passes rbp on, so it needs it if the next step does. */
+#define RBPM_NEXT ((uintptr_t)1)
+
+/*
+ * keep_masks - w[0 .. n) are a kept walk's new steps, w[n] (if n < total)
+ * the first of the steps it took over, whose mask is final: each
+ * RBPM_NEXT becomes the next step's mask (the outermost step's: 0, it
+ * reads nothing more). A step that restored an rbp no later step reads
+ * forgets its slot (same_above does not compare it): when the caller keeps
+ * a loop variable in rbp, the slot where the callee saved it changes with
+ * every call.
+ */
+static inline void keep_masks(struct trk_wstep *w, size_t n, size_t total)
+{
+	uintptr_t next = n < total ? w[n].rbpm : 0;
+
+	for (size_t k = n; k-- > 0;) {
+		if (!next) {
+			w[k].bslot = (uintptr_t)&no_slot;
+			w[k].bval = 0;
+		}
+		if (w[k].rbpm == RBPM_NEXT)
+			w[k].rbpm = next;
+		next = w[k].rbpm;
+	}
+}
+
 /*
  * trk_walk keeps each walk that ended at the outermost frame within
  * TRK_WALK_KEEP frames (its steps, struct trk_wstep). The next walk of the
@@ -183,7 +210,9 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 
 		while (j < pn && prev[j].sp < sp)
 			j++;
-		if (j < pn && prev[j].sp == sp && prev[j].ra == ra && prev[j].rbp == rbp) {
+		/* rbp only where a later step reads it: -O2 code keeps locals there */
+		if (j < pn && prev[j].sp == sp && prev[j].ra == ra &&
+		    ((prev[j].rbp ^ rbp) & prev[j].rbpm) == 0) {
 			if (same_above(prev + j, pn - j)) {
 				size_t m = pn - j;
 
@@ -195,6 +224,7 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 				if (m == pn - j && n + m <= TRK_WALK_KEEP) {
 					for (size_t k = 0; k < m; k++)
 						cur[n + k] = prev[j + k];
+					keep_masks(cur, n, n + m);
 					t->walk_n = (uint32_t)(n + m);
 					t->wcur ^= 1;
 					t->walk_kept = 1;
@@ -221,6 +251,10 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 			w->rbp = rbp;
 			w->rslot = w->bslot = (uintptr_t)&no_slot;
 			w->rval = w->bval = 0;
+			/* the outermost step reads nothing: RBPM_NEXT becomes 0 */
+			w->rbpm = r->cfa_reg == TRK_CFA_RBP && r->ra_off ? ~(uintptr_t)0
+				  : r->rbp_off && r->ra_off	  ? 0
+								  : RBPM_NEXT;
 		}
 		if (r->ra_off == 0)
 			goto outermost; /* return address undefined: the outermost frame (_start, clone3) */
@@ -252,6 +286,7 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 	return n; /* cut by the depth: not kept */
 outermost:
 	if (n <= TRK_WALK_KEEP) {
+		keep_masks(cur, n, n);
 		t->walk_n = (uint32_t)n;
 		t->wcur ^= 1;
 		t->walk_kept = 1;
@@ -275,7 +310,6 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 {
 	const struct trk_wstep *w = t->wstep[t->wcur];
 	size_t pn = t->walk_n;
-	const struct trk_rule *r;
 	struct trk_wmemo *e;
 
 	if (!t->walk_kept || !leaf || pn == 0)
@@ -284,15 +318,14 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	t->wnode_ok = 1;
 	t->wepoch++;
 	e = &t->wmemo[trk_wmemo_at(w[0].ra)];
-	r = rule_for(t, w[0].ra - 1); /* cached: the walk just used it */
 	e->ra = w[0].ra;
 	e->sp = w[0].sp;
 	/*
 	 * Code without a frame pointer uses rbp as it likes (a loop counter):
-	 * a step whose CFA is rsp-based and that restores rbp from a slot does
-	 * not depend on rbp, so the first frame's rbp is not compared then.
+	 * the first frame's rbp is compared only if a step of the walk reads
+	 * it (keep_masks).
 	 */
-	e->rbp_mask = r->cfa_reg == TRK_CFA_RSP && r->rbp_off != 0 ? 0 : ~(uintptr_t)0;
+	e->rbp_mask = w[0].rbpm;
 	e->rbp = w[0].rbp & e->rbp_mask;
 	e->rslot = w[0].rslot;
 	e->rval = w[0].rval;
@@ -355,7 +388,7 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 		return 0;
 	while (j < pn && w[j].sp < e->sp1)
 		j++;
-	if (j == pn || w[j].sp != e->sp1 || w[j].ra != e->ra1 || w[j].rbp != e->rbp1)
+	if (j == pn || w[j].sp != e->sp1 || w[j].ra != e->ra1 || ((w[j].rbp ^ e->rbp1) & w[j].rbpm))
 		return 0;
 	/*
 	 * The kept walk's node of frames j ..: the j-th ancestor of its leaf,

@@ -466,6 +466,85 @@ START_TEST(unwind_walker_reuses_only_unchanged_frames)
 END_TEST
 
 /*
+ * Code built without frame pointers keeps locals in rbp. rbp_y(t, v, x,
+ * probe) holds v in rbp while it calls x(t), which saves it (push rbp) and
+ * calls probe(t): the state of x's frame and the slot where x saved rbp
+ * change with v, but no step reads that rbp (y restores its caller's from
+ * its own slot). Both are hand-written so that the compiler cannot keep v
+ * elsewhere; the CFI is what gcc emits for such code.
+ */
+__asm__(".text\n"
+	".type rbp_x, @function\n"
+	"rbp_x:\n"
+	".cfi_startproc\n"
+	"push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"call *%rcx\n"
+	"pop %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rbp_x, .-rbp_x\n"
+	".type rbp_y, @function\n"
+	"rbp_y:\n"
+	".cfi_startproc\n"
+	"push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"mov %rsi, %rbp\n"
+	"call *%rdx\n"
+	"pop %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rbp_y, .-rbp_y\n");
+
+void rbp_x(void);
+void rbp_y(struct trk_thr *t, uintptr_t v, void (*x)(void), void (*probe)(struct trk_thr *));
+
+static volatile int rbp_round; /* which round of the test below; 3 marks the kept walk */
+
+/* rbp_drive - one round, always through the same call sites (only v differs) */
+__attribute__((noinline)) static void rbp_drive(struct trk_thr *t)
+{
+	int k = rbp_round;
+
+	if (k == 3)
+		t->wstep[t->wcur][1].ra = 0x4243; /* frame 1: rbp_y */
+	if (k == 4)
+		t->walk_n = 0; /* the mark gone */
+	rbp_y(t, ((uintptr_t)k + 1) * 0x1111, rbp_x, walk_probe);
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * The walker takes over the kept walk at the first frame although its rbp
+ * (and the slot it was saved in) changed, when no later step reads that
+ * rbp. Shown by a marked return address in the kept walk's second frame,
+ * which only a walk that took over at the first frame copies.
+ */
+START_TEST(unwind_walker_ignores_unread_rbp)
+{
+	struct trk_thr *t = tree_setup();
+
+	trk_g.depth = TRK_DEPTH_MAX;
+	trk_thr_get();
+	t = trk_tls_thr;
+	for (rbp_round = 0; rbp_round < 7; rbp_round++) {
+		rbp_drive(t); /* one call site: the stacks differ only in v */
+		if (rbp_round == 3) {
+			ck_assert_uint_eq(walk_fast[1], 0x4242);
+		} else {
+			walk_check();
+			ck_assert_uint_ge(walk_nfast, 4);
+			ck_assert_uint_gt(t->walk_n, 2);
+		}
+	}
+}
+END_TEST
+
+/*
  * trk_walk_repeat: the probe asks for the leaf of its stack and, when it
  * gets none, walks, traces and notes the leaf (as the hooks do).
  */
@@ -1468,6 +1547,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, unwind_walker_matches_libunwind);
 	tcase_add_test(tc, unwind_walker_reuses_only_unchanged_frames);
 	tcase_add_test(tc, unwind_cut_at_code_without_unwind_info);
+	tcase_add_test(tc, unwind_walker_ignores_unread_rbp);
 	tcase_add_test(tc, unwind_walk_repeat);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("session");
