@@ -38,6 +38,35 @@
 #define DW_EH_PE_datarel 0x30
 #define DW_EH_PE_indirect 0x80
 
+/* Call frame instructions (DWARF 5, 6.4.2; GNU extensions): high two bits, then the whole byte */
+#define DW_CFA_advance_loc 0x40
+#define DW_CFA_offset 0x80
+#define DW_CFA_restore 0xc0
+#define DW_CFA_nop 0x00
+#define DW_CFA_advance_loc1 0x02
+#define DW_CFA_advance_loc2 0x03
+#define DW_CFA_advance_loc4 0x04
+#define DW_CFA_offset_extended 0x05
+#define DW_CFA_restore_extended 0x06
+#define DW_CFA_undefined 0x07
+#define DW_CFA_same_value 0x08
+#define DW_CFA_register 0x09
+#define DW_CFA_remember_state 0x0a
+#define DW_CFA_restore_state 0x0b
+#define DW_CFA_def_cfa 0x0c
+#define DW_CFA_def_cfa_register 0x0d
+#define DW_CFA_def_cfa_offset 0x0e
+#define DW_CFA_def_cfa_expression 0x0f
+#define DW_CFA_expression 0x10
+#define DW_CFA_offset_extended_sf 0x11
+#define DW_CFA_def_cfa_sf 0x12
+#define DW_CFA_def_cfa_offset_sf 0x13
+#define DW_CFA_val_offset 0x14
+#define DW_CFA_val_offset_sf 0x15
+#define DW_CFA_val_expression 0x16
+#define DW_CFA_GNU_args_size 0x2e
+#define DW_CFA_GNU_negative_offset_extended 0x2f
+
 #define DW_RBP 6
 #define DW_RSP 7
 #define DW_RA 16
@@ -293,14 +322,14 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uintpt
 		int64_t off;
 
 		switch (op & 0xc0) {
-		case 0x40:
+		case DW_CFA_advance_loc:
 			delta = (op & 0x3f) * c->code_align;
 			goto advance;
-		case 0x80:
+		case DW_CFA_offset:
 			off = (int64_t)uleb(&r) * c->data_align;
 			set_reg(s, op & 0x3f, 1, off);
 			continue;
-		case 0xc0:
+		case DW_CFA_restore:
 			reg = op & 0x3f;
 			if (reg == DW_RA)
 				s->ra_how = init->ra_how, s->ra_off = init->ra_off;
@@ -311,75 +340,75 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uintpt
 			break;
 		}
 		switch (op) {
-		case 0x00: /* nop */
+		case DW_CFA_nop:
 			break;
-		case 0x02:
+		case DW_CFA_advance_loc1:
 			delta = fixed(&r, 1) * c->code_align;
 			goto advance;
-		case 0x03:
+		case DW_CFA_advance_loc2:
 			delta = fixed(&r, 2) * c->code_align;
 			goto advance;
-		case 0x04:
+		case DW_CFA_advance_loc4:
 			delta = fixed(&r, 4) * c->code_align;
 			goto advance;
-		case 0x05: /* offset_extended */
+		case DW_CFA_offset_extended:
 			reg = uleb(&r);
 			off = (int64_t)uleb(&r) * c->data_align;
 			set_reg(s, reg, 1, off);
 			break;
-		case 0x06: /* restore_extended */
+		case DW_CFA_restore_extended:
 			reg = uleb(&r);
 			if (reg == DW_RA)
 				s->ra_how = init->ra_how, s->ra_off = init->ra_off;
 			else if (reg == DW_RBP)
 				s->rbp_how = init->rbp_how, s->rbp_off = init->rbp_off;
 			break;
-		case 0x07: /* undefined */
+		case DW_CFA_undefined:
 			reg = uleb(&r);
 			if (reg == DW_RA)
 				s->ra_how = 0;
 			else if (reg == DW_RBP)
 				s->rbp_how = -1;
 			break;
-		case 0x08: /* same_value */
+		case DW_CFA_same_value:
 			reg = uleb(&r);
 			if (reg == DW_RBP)
 				s->rbp_how = 0;
 			else if (reg == DW_RA)
 				s->ra_how = -1;
 			break;
-		case 0x09: /* register */
+		case DW_CFA_register:
 			reg = uleb(&r);
 			uleb(&r);
 			set_reg(s, reg, -1, 0);
 			break;
-		case 0x0a: /* remember_state */
+		case DW_CFA_remember_state:
 			if (depth == STACK_DEPTH)
 				return -1;
 			stack[depth++] = *s;
 			break;
-		case 0x0b: /* restore_state */
+		case DW_CFA_restore_state:
 			if (depth == 0)
 				return -1;
 			*s = stack[--depth]; /* the whole rule set, CFA included, as libgcc does */
 			break;
-		case 0x0c: /* def_cfa */
+		case DW_CFA_def_cfa:
 			reg = uleb(&r);
 			s->cfa_reg = (reg == DW_RSP || reg == DW_RBP) ? (int)reg : -1;
 			s->cfa_off = (int64_t)uleb(&r);
 			break;
-		case 0x0d: /* def_cfa_register */
+		case DW_CFA_def_cfa_register:
 			reg = uleb(&r);
 			s->cfa_reg = (reg == DW_RSP || reg == DW_RBP) ? (int)reg : -1;
 			break;
-		case 0x0e: /* def_cfa_offset */
+		case DW_CFA_def_cfa_offset:
 			s->cfa_off = (int64_t)uleb(&r);
 			break;
-		case 0x0f: /* def_cfa_expression: not followed */
+		case DW_CFA_def_cfa_expression: /* not followed */
 			s->cfa_reg = -1;
 			return 0;
-		case 0x10: /* expression */
-		case 0x16: /* val_expression */
+		case DW_CFA_expression:
+		case DW_CFA_val_expression:
 		{
 			uint64_t n;
 
@@ -391,32 +420,32 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uintpt
 			set_reg(s, reg, -1, 0);
 			break;
 		}
-		case 0x11: /* offset_extended_sf */
+		case DW_CFA_offset_extended_sf:
 			reg = uleb(&r);
 			off = sleb(&r) * c->data_align;
 			set_reg(s, reg, 1, off);
 			break;
-		case 0x12: /* def_cfa_sf */
+		case DW_CFA_def_cfa_sf:
 			reg = uleb(&r);
 			s->cfa_reg = (reg == DW_RSP || reg == DW_RBP) ? (int)reg : -1;
 			s->cfa_off = sleb(&r) * c->data_align;
 			break;
-		case 0x13: /* def_cfa_offset_sf */
+		case DW_CFA_def_cfa_offset_sf:
 			s->cfa_off = sleb(&r) * c->data_align;
 			break;
-		case 0x14: /* val_offset */
-		case 0x15: /* val_offset_sf */
+		case DW_CFA_val_offset:
+		case DW_CFA_val_offset_sf:
 			reg = uleb(&r);
-			if (op == 0x14)
+			if (op == DW_CFA_val_offset)
 				uleb(&r);
 			else
 				sleb(&r);
 			set_reg(s, reg, -1, 0);
 			break;
-		case 0x2e: /* GNU_args_size */
+		case DW_CFA_GNU_args_size:
 			uleb(&r);
 			break;
-		case 0x2f: /* GNU_negative_offset_extended */
+		case DW_CFA_GNU_negative_offset_extended:
 			reg = uleb(&r);
 			off = -(int64_t)uleb(&r) * c->data_align;
 			set_reg(s, reg, 1, off);
