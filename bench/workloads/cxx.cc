@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cxx [N [T]]: T threads (default 6, 1 to 8) each handle N requests
- * (default 20,000). A request is dispatched through 20 to 60 levels of
+ * (default 8,000). A request is dispatched through 20 to 60 levels of
  * mutually recursive class templates (Stage<0..3>::run, not inlined; the
  * small inline helpers between them vanish into their callers), chosen by
  * one of 256 request kinds, so a thread meets a few hundred distinct deep
@@ -208,7 +208,7 @@ static void out(const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
-	unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 10) : 20000, sum = 0;
+	unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 10) : 8000, sum = 0;
 	unsigned nt = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 6;
 
 	if (nt < 1 || nt > 8) {
