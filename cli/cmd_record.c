@@ -266,6 +266,7 @@ static int interpret(int conn, const struct cli_record_args *a, pid_t pid, const
 	cli_sample_options(&opt, a->sample);
 	/* our own child: its ids are readable while it runs (a zombie, at worst) */
 	(void)cli_sym_options(&opt, pid, a->max_memory, a->debuginfod);
+	opt.launched = 1;
 	opt.stop = &stop_flag;
 	opt.log = on_log;
 	/* cli_interpret adds the live status line when stderr is a terminal */

@@ -146,6 +146,13 @@ struct itp_options {
 	int sym_drop;
 	uint32_t sym_uid, sym_gid;
 	/*
+	 * 1 = a program heaptap started itself, with its own ids (record): when
+	 * it has exited before its modules could be pinned, its module paths
+	 * are still opened (with the regular-ELF checks), since it could read
+	 * whatever heaptap can and the recording is heaptap's own 0600 file.
+	 */
+	int launched;
+	/*
 	 * Memory budget of the interpreter's tables (trace nodes, ips,
 	 * allocation infos, live pointers, threads, modules, strings), the
 	 * reorder window and the input queue. Reaching it ends the session

@@ -164,7 +164,8 @@ static int target_ids(int pid, uint32_t *uid, uint32_t *gid)
  * Who the child runs as, decided again now: a target that started as root
  * (a recorded program) may have become another user since. *drop, *uid,
  * *gid: the user to become; c->sym_paths: whether the stream's paths may be
- * opened (the child is not root, or the target is root at both ends).
+ * opened (the child is not root, the target is root at both ends, or it is
+ * a program we started as root that has exited: see itp_options.launched).
  */
 static void choose_user(struct itp_ctx *c, int *drop, uint32_t *uid, uint32_t *gid)
 {
@@ -184,7 +185,7 @@ static void choose_user(struct itp_ctx *c, int *drop, uint32_t *uid, uint32_t *g
 		*uid = u;
 		*gid = g;
 	}
-	c->sym_paths = *drop || (!now && u == 0);
+	c->sym_paths = *drop || (!now && u == 0) || (now && opt->launched && !opt->sym_drop);
 }
 
 static int limit_self(const struct itp_ctx *c, int drop, uint32_t uid, uint32_t gid)

@@ -380,8 +380,9 @@ START_TEST(names_once_per_session)
 	for (int i = 0; i < 3; i++)
 		sb_free(&f.part[i]);
 	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
-	/* at least one snapshot in each pause, and the last one */
-	ck_assert_int_ge(v.views, 3);
+	/* a snapshot before the second node came and the last one; a loaded machine may
+	 * take fewer than one per pause */
+	ck_assert_int_ge(v.views, 2);
 	ck_assert_int_eq(v.nulls, 0);
 	ck_assert_int_eq(v.one_named, v.views);
 	ck_assert_int_ge(v.two_seen, 1);
