@@ -18,6 +18,7 @@
 #include <errno.h>
 
 #include "track/internal.h"
+#include "track/tree_internal.h"
 
 #define ALLOC_EV_MAX (2 + 6 * WIRE_VARINT_MAX)
 

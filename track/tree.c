@@ -40,6 +40,7 @@
 #include <sys/mman.h>
 
 #include "track/internal.h"
+#include "track/tree_internal.h"
 #include "util/hash.h"
 
 #define NODE_EV_MAX (2 + 3 * WIRE_VARINT_MAX + 2)

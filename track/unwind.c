@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "track/internal.h"
+#include "track/tree_internal.h"
 
 void trk_unwind_init(int libunwind_only)
 {

@@ -24,6 +24,7 @@
 #include "check_track_decode.c"
 #include "track/internal.h"
 #include "track/track.h"
+#include "track/tree_internal.h"
 
 /* ---- varints ---------------------------------------------------------------- */
 
