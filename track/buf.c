@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "track/internal.h"
+#include "track/unwind_internal.h"
 
 __thread struct trk_thr *trk_tls_thr __attribute__((tls_model("initial-exec")));
 /* trk_tls_guard lives in sample.c's trk_smp_tls (internal.h) */

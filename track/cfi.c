@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "track/internal.h"
+#include "track/unwind_internal.h"
 
 #define DW_EH_PE_omit 0xff
 #define DW_EH_PE_absptr 0x00

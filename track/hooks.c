@@ -19,6 +19,7 @@
 
 #include "track/internal.h"
 #include "track/tree_internal.h"
+#include "track/unwind_internal.h"
 
 #define ALLOC_EV_MAX (2 + 6 * WIRE_VARINT_MAX)
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "track/internal.h"
+#include "track/unwind_internal.h"
 
 struct trk_global trk_g = {
 	/* until trk_set_real: the embedder's bootstrap, if any (track.h) */

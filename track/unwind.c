@@ -36,6 +36,7 @@
 
 #include "track/internal.h"
 #include "track/tree_internal.h"
+#include "track/unwind_internal.h"
 
 void trk_unwind_init(int libunwind_only)
 {

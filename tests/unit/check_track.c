@@ -25,6 +25,7 @@
 #include "track/internal.h"
 #include "track/track.h"
 #include "track/tree_internal.h"
+#include "track/unwind_internal.h"
 
 /* ---- varints ---------------------------------------------------------------- */
 

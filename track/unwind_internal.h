@@ -1,0 +1,100 @@
+/* track/unwind_internal.h - the unwinders: unwind.c and cfi.c functions */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPTAP_TRACK_UNWIND_INTERNAL_H
+#define HEAPTAP_TRACK_UNWIND_INTERNAL_H
+
+#include "track/internal.h"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+struct trk_rule;
+
+/* ---- unwind.c ------------------------------------------------------------- */
+
+/* trk_unwind_init - set libunwind's caching policy, choose the unwinder; once per process. */
+void trk_unwind_init(int libunwind_only) TRK_HIDDEN;
+/* trk_unwind_thread_init - learn the calling thread's stack bounds for t. */
+void trk_unwind_thread_init(struct trk_thr *t) TRK_HIDDEN;
+/*
+ * trk_cfi_rule - the unwind rule for pc (cfi.c); out->cfa_reg NONE if
+ * unusable, CUT if pc has no unwind info (in no module, or no FDE covers it).
+ * Returns 0.
+ */
+int trk_cfi_rule(uintptr_t pc, struct trk_rule *out) TRK_HIDDEN;
+/*
+ * trk_cut_stack - libunwind's stack in out[0..n): keep it up to the first
+ * frame in code without unwind info and put the WIRE_IP_CUT marker after
+ * that frame (within trk_g.depth), so libunwind's frame-pointer guesses
+ * beyond it never reach the tree. Returns the new count.
+ */
+size_t trk_cut_stack(struct trk_thr *t, uintptr_t *out, size_t n) TRK_HIDDEN;
+
+#define TRK_HOOK_FRAMES_MAX 16 /* ra must show up among the first this many */
+
+/*
+ * trk_capture_libunwind - capture the calling thread's stack into out (room
+ * for TRK_DEPTH_MAX + 32) as call sites (return address - 1), innermost
+ * first, starting at the frame that returns to ra; at most trk_g.depth
+ * frames. Returns the count (at least 1: ra itself when unwinding fails).
+ *
+ * unw_backtrace uses libunwind's fast frame cache and returns return
+ * addresses, innermost first, beginning inside the hook. The hook frames
+ * are cut off at the frame whose return address is ra (the outermost
+ * hook's __builtin_return_address(0)): searching for it instead of
+ * skipping a fixed count works whether the compiler inlined, tail-called
+ * or kept the wrappers. Inline, so it adds no frame of its own.
+ */
+static inline __attribute__((always_inline)) size_t trk_capture_libunwind(uintptr_t *out,
+									 const void *ra)
+{
+	int want = (int)trk_g.depth + TRK_HOOK_FRAMES_MAX;
+	int got, i, k = -1;
+	size_t n;
+
+	got = unw_backtrace((void **)out, want);
+	for (i = 0; i < got && i < TRK_HOOK_FRAMES_MAX; i++) {
+		if (out[i] == (uintptr_t)ra) {
+			k = i;
+			break;
+		}
+	}
+	if (unlikely(k < 0)) {
+		/* unwinding broke inside the hook: keep the call site at least */
+		out[0] = (uintptr_t)ra - 1;
+		return 1;
+	}
+	n = (size_t)(got - k);
+	if (n > trk_g.depth)
+		n = trk_g.depth;
+	for (i = 0; i < (int)n; i++)
+		out[i] = out[i + k] - 1;
+	return n;
+}
+
+/*
+ * trk_walk - the fast unwinder (unwind.c): from the caller's state at the
+ * hook's entry (ip = ra, sp = fp + 2 words, rbp = fp[0]) along the CFI
+ * rules. Returns the frame count, or 0 when it cannot vouch for the
+ * stack (the caller then uses libunwind). A frame in code without unwind
+ * info ends the stack: that frame, then WIRE_IP_CUT (within the depth).
+ */
+size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t *fp) TRK_HIDDEN;
+
+/*
+ * trk_walk_repeat - the leaf of the stack at this hook (ra, fp as for
+ * trk_walk), announced in session gen, when its call site was noted
+ * (struct trk_wmemo) with the same first frame and the rest of the stack
+ * is the thread's kept walk from some frame on: the stack of a loop's
+ * allocations, or of another call site in the same function. 0: walk
+ * and trace.
+ */
+uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, uint32_t gen) TRK_HIDDEN;
+
+/*
+ * trk_walk_note - after trk_walk and trk_tree_trace: note the leaf of the
+ * walk if it was kept (its nodes for later matches, its call site).
+ */
+void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen) TRK_HIDDEN;
+
+#endif /* HEAPTAP_TRACK_UNWIND_INTERNAL_H */
