@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/unwind_internal.h"
 

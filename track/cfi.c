@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/unwind_internal.h"
 

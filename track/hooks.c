@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/tree_internal.h"
 #include "track/unwind_internal.h"

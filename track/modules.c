@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 
 #define BUILD_ID_MAX 64

@@ -85,6 +85,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "util/hash.h"
 

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/unwind_internal.h"
 

@@ -57,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 
 #define TRK_TICK_NS 10000000ull

@@ -39,6 +39,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/tree_internal.h"
 #include "util/hash.h"

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/tree_internal.h"
 #include "track/unwind_internal.h"

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "check_track_decode.c"
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/track.h"
 #include "track/tree_internal.h"
