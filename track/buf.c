@@ -21,6 +21,7 @@
 
 #include "track/buf_internal.h"
 #include "track/internal.h"
+#include "track/sample_internal.h"
 #include "track/unwind_internal.h"
 
 __thread struct trk_thr *trk_tls_thr __attribute__((tls_model("initial-exec")));

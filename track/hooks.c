@@ -19,6 +19,7 @@
 
 #include "track/buf_internal.h"
 #include "track/internal.h"
+#include "track/sample_internal.h"
 #include "track/tree_internal.h"
 #include "track/unwind_internal.h"
 

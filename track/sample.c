@@ -87,6 +87,7 @@
 
 #include "track/buf_internal.h"
 #include "track/internal.h"
+#include "track/sample_internal.h"
 #include "util/hash.h"
 
 /* gen never 0: a new thread's key is 0; a line of its own (read by every hook) */

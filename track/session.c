@@ -23,6 +23,7 @@
 
 #include "track/buf_internal.h"
 #include "track/internal.h"
+#include "track/sample_internal.h"
 #include "track/unwind_internal.h"
 
 struct trk_global trk_g = {

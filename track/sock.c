@@ -41,6 +41,7 @@
 #include <linux/sockios.h>
 
 #include "track/internal.h"
+#include "track/sample_internal.h"
 
 #define TRK_SNDBUF (1 << 20) /* asked for; the kernel doubles it */
 #define ROOM_MARGIN (16 * 1024) /* kernel overhead of the buffers a record becomes */

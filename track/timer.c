@@ -59,6 +59,7 @@
 
 #include "track/buf_internal.h"
 #include "track/internal.h"
+#include "track/sample_internal.h"
 
 #define TRK_TICK_NS 10000000ull
 #define TRK_TICK_SMP_NS 100000000ull /* the timer thread's tick while sampling */

@@ -34,6 +34,7 @@
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
+#include "track/sample_internal.h"
 #include "track/wire.h"
 
 /* ---- a small independent decoder -------------------------------------------- */

@@ -34,6 +34,7 @@
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
 #include "tests/sample/check_peer.h"
+#include "track/sample_internal.h"
 #include "track/wire.h"
 
 /* start - a sampled session with the timer thread; tick_ms: its tick while sampling. */

@@ -41,6 +41,7 @@
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
 #include "tests/sample/check_peer.h"
+#include "track/sample_internal.h"
 #include "track/wire.h"
 
 /* tasks - threads of this process (/proc/self/task entries). */
