@@ -132,7 +132,10 @@ def cycle(ht, idle, tmp, i):
     name = os.path.join(tmp, "%s-%d-%d" % (idle.kind, idle.tmo, i))
     idle.waiting()
     for attempt in range(3):
-        err = open(name + ".err", "w+")
+        # O_APPEND: heaptap shares this file offset; our seek(0) must not make it
+        # write over its first lines
+        open(name + ".err", "w").close()
+        err = open(name + ".err", "a+")
         h = subprocess.Popen([ht, "attach", "-v", "-o", name + ".htap", str(idle.pid)],
                              stdin=subprocess.DEVNULL, stderr=err)
         # exit 34: the thread did not reach its stop within heaptap's 1 s (a loaded machine)

@@ -71,7 +71,10 @@ def stats(c):
 def attach_round(ht, tmp, kind, pid, port, idle, rnd, base):
     one_thread_waiting(pid)
     name = os.path.join(tmp, "%s-%d" % (kind, rnd))
-    err = open(name + ".err", "w+")
+    # O_APPEND: heaptap shares this file offset; our seek(0) must not make it
+    # write over its first lines
+    open(name + ".err", "w").close()
+    err = open(name + ".err", "a+")
     h = subprocess.Popen([ht, "attach", "-v", "-o", name + ".htap", str(pid)],
                          stdin=subprocess.DEVNULL, stderr=err)
     end = time.monotonic() + 30
