@@ -22,6 +22,7 @@
 #include "track/sample_internal.h"
 #include "track/tree_internal.h"
 #include "track/unwind_internal.h"
+#include "track/xframe_internal.h"
 
 #define ALLOC_EV_MAX (2 + 6 * WIRE_VARINT_MAX)
 
@@ -89,14 +90,18 @@ static inline __attribute__((always_inline)) void put_alloc_sent(struct trk_thr 
  * walk's leaf (trk_walk_repeat); otherwise the CFI walker (trk_walk, with
  * libunwind as the fallback: trk_capture_libunwind) and the tree. Must be
  * inlined into the outermost hook function, whose frame pointer leads to
- * the caller (the hooks are built with frame pointers).
+ * the caller (the hooks are built with frame pointers). While a foreign
+ * frame producer is set, trk_xf_capture (xframe.c) does it all.
  */
 static inline __attribute__((always_inline)) uint32_t capture_trace(struct trk_thr *t, const void *ra,
 								    uint32_t *gen)
 {
+	const struct trk_xf_prod *xp = atomic_load_explicit(&trk_xf_cur, memory_order_acquire);
 	uint32_t leaf;
 	size_t n;
 
+	if (unlikely(xp != NULL))
+		return trk_xf_capture(t, ra, __builtin_frame_address(0), gen, xp);
 	if (likely(trk_g.fast_unwind)) {
 		const uintptr_t *fp = __builtin_frame_address(0);
 

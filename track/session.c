@@ -23,6 +23,7 @@
 
 #include "track/buf_internal.h"
 #include "track/internal.h"
+#include "track/xframe_internal.h"
 #include "track/sample_internal.h"
 #include "track/unwind_internal.h"
 
@@ -258,6 +259,7 @@ void trk_end(int reason)
 	trk_tls_guard = 1;
 	trk_run_before_end(&restored, &left);
 	trk_thr_flush_all();
+	trk_xf_drain(false);
 	trk_smp_send_sites();
 	/* a last RSS sample: a run shorter than one tick has one too */
 	trk_send_tick(false);

@@ -59,6 +59,7 @@
 
 #include "track/buf_internal.h"
 #include "track/internal.h"
+#include "track/xframe_internal.h"
 #include "track/sample_internal.h"
 
 #define TRK_TICK_NS 10000000ull
@@ -160,6 +161,7 @@ static void tick(uint64_t now, uint64_t *sites)
 {
 	trk_mod_check(trk_g.timer_thr);
 	trk_thr_flush_idle();
+	trk_xf_drain(true);
 	trk_smp_sites_due(now, sites);
 	trk_send_tick(true);
 }
@@ -424,6 +426,7 @@ void trk_tl_poll(struct trk_thr *t)
 	trk_thr_enter(t);
 	trk_thr_flush_locked(t);
 	trk_thr_exit(t);
+	trk_xf_drain(true);
 	trk_smp_sites_due(now, &tl.sites);
 	trk_send_tick(true);
 	/* after our own waits for heaptap: they are not the program's pauses */

@@ -172,6 +172,77 @@ int trk_send_record(uint8_t type, const void *payload, size_t len);
 int trk_active(void);
 
 /*
+ * Foreign frames (track/wire.h "Foreign frames", docs/design.md): a
+ * producer in the target adds Java or Python frames to the native stacks.
+ *
+ * trk_xframe_fn - the producer. Called inside the allocation hook of a
+ * recorded allocation, in the allocating thread, after the native walk and
+ * before the stack goes into the trace tree: ips[0, n) are the walked ips,
+ * innermost first (call sites: return address - 1, the innermost maybe an
+ * exact pc; the outermost maybe WIRE_IP_CUT), with room for cap entries.
+ * It may insert, replace or remove entries (e.g. wire_xframe_ip(id) above
+ * each interpreter frame, or Java frames in place of the cut) and returns
+ * the new count (more than cap is taken as cap). It runs with the hook's
+ * recursion guard set, possibly while the program holds any of its locks,
+ * in any thread, maybe from a signal handler: no malloc or other libc call
+ * that may allocate or lock, no lock, no blocking, no JVM or Python API;
+ * bounded reads of memory it knows to be mapped (or checked like the native
+ * walk); errno left as it was. It may call trk_xframe_define. While a producer
+ * is set, every recorded stack is walked and given to it (the hooks' memo
+ * of a call site's stack, which would skip the walk, is not used).
+ */
+typedef size_t (*trk_xframe_fn)(void *arg, uintptr_t *ips, size_t n, size_t cap);
+
+/*
+ * trk_xframe_set_producer - call fn(arg, ...) for every recorded stack
+ * from now on; fn NULL: none (the default, and then the hooks cost one
+ * load more). Any thread, not from a hook or signal handler; the stores
+ * are atomic, a hook sees either the old producer or the new one, whole.
+ * A hook may still be running the old one after this returns: its code and
+ * arg must stay valid for the life of the process. Survives sessions.
+ * Returns 0, or -ENOSPC after TRK_XFRAME_PRODUCERS distinct (fn, arg)
+ * pairs (the same pair set again reuses its slot).
+ */
+#define TRK_XFRAME_PRODUCERS 64
+int trk_xframe_set_producer(trk_xframe_fn fn, void *arg);
+
+/*
+ * trk_xframe_define - define foreign frame id (<= WIRE_XFRAME_ID_MAX) for
+ * the current session: lang (enum wire_lang), kind (enum wire_xkind), line
+ * (0 = unknown), name and file (bytes, not NUL-terminated; either may be
+ * empty). A name longer than WIRE_XFRAME_MAX_NAME keeps its first bytes, a
+ * file longer than WIRE_XFRAME_MAX_FILE its last ones after "...". From
+ * any thread, also inside a hook or the producer: no malloc, no lock (a
+ * lock-free queue the timer thread sends from within a tick; the first
+ * call maps it). Returns 0, -EPIPE when no session records, -EAGAIN when
+ * the queue is full (call again later), -ENOMEM when it cannot be mapped,
+ * -EINVAL for a bad id or lang past 255. Definitions belong to a session:
+ * define each id again in each session (trk_xframe_session says which).
+ */
+int trk_xframe_define(uint64_t id, unsigned lang, unsigned kind, uint32_t line, const char *name,
+		      size_t name_len, const char *file, size_t file_len);
+
+/*
+ * trk_xframe_session - the number of the session now recording (1, 2, ...),
+ * 0 when none: a producer remembers the session it defined an id in and
+ * defines it again when the number changed.
+ */
+uint32_t trk_xframe_session(void);
+
+/*
+ * How a producer outside heaptap's library finds these functions (a JVMTI
+ * agent, a test program): libheaptap_preload.so and libheaptap_inject.so
+ * export them with default visibility under versioned names,
+ * heaptap_xframe_define_v1, heaptap_xframe_set_producer_v1 and
+ * heaptap_xframe_session_v1 (same signatures). The preload library is in
+ * the global scope (dlsym(RTLD_DEFAULT, ...)); the inject library is
+ * dlopen'ed RTLD_LOCAL, so look in each loaded object: dl_iterate_phdr,
+ * dlopen(dlpi_name, RTLD_NOLOAD | RTLD_NOW), dlsym(handle, ...).
+ * track/xframe_find.h does exactly that. A later, incompatible contract
+ * gets _v2 names beside these.
+ */
+
+/*
  * The hooks: exact libc signatures, callable directly (inject/ points GOT
  * slots at them). The return address of the hook is taken as the call site
  * of the allocation; every frame inside the hook is left out of the stack.

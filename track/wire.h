@@ -64,6 +64,9 @@
  *                    stack was cut because the frame inside it (its parent)
  *                    lies in code without unwind info (no module, e.g. JIT
  *                    code, or no FDE); it is always a stack's outermost node.
+ *                    An ip with bit 63 set (WIRE_XFRAME_BIT), other than
+ *                    WIRE_IP_CUT, is no code address either but a foreign
+ *                    frame (a Java or Python frame, see "Foreign frames").
  *   WIRE_EV_NOP      delta
  *   WIRE_EV_MODULE   delta, varint base (load bias, dlpi_addr), varint nseg,
  *                    nseg x (varint vaddr, varint memsz, varint flags)  (PT_LOAD
@@ -103,6 +106,27 @@
  *                    defer, maybe empty): inject/'s start-up timings, sent
  *                    once after its first patch pass (not ordered)
  *
+ *   WIRE_REC_XFRAME  varint id, u8 lang (enum wire_lang), u8 kind (enum
+ *                    wire_xkind), varint line (0 = unknown), varint name_len,
+ *                    name bytes, varint file_len, file bytes (name_len <=
+ *                    WIRE_XFRAME_MAX_NAME, file_len <= WIRE_XFRAME_MAX_FILE,
+ *                    id <= WIRE_XFRAME_ID_MAX; bytes after the file are
+ *                    ignored): defines foreign frame id (not ordered, see
+ *                    below)
+ *
+ * Foreign frames
+ * --------------
+ * A producer inside the target (a JVM agent, a Python frame reader) adds
+ * frames of another language to native stacks (track.h, trk_xframe_*): a
+ * stack ip wire_xframe_ip(id) stands for the frame the producer defined as
+ * id with one WIRE_REC_XFRAME, sent once per session, before or after the
+ * stacks that use it (the reader waits for the end of the session to name
+ * them). The first definition of an id wins, later ones are ignored; an id
+ * used but never defined is shown as "[frame #id]". Ids are the producer's
+ * (small dense numbers preferred); an id keeps its meaning for the life of
+ * the process. The names are the target's word: shown (escaped), never
+ * opened as paths.
+ *
  * Control, interpret -> track, on the same socket, same framing:
  *   WIRE_CTL_STOP    empty payload: restore, flush, send END, close
  *   WIRE_CTL_SAMPLE  varint bytes (0 = full tracing), optional varint seed
@@ -123,6 +147,10 @@
 #define WIRE_MAX_RECORD (1024 * 1024) /* record payload above this is corrupt */
 #define WIRE_VARINT_MAX 10
 #define WIRE_IP_CUT UINT64_MAX	  /* node ip: frames cut here (no unwind info), see above */
+#define WIRE_XFRAME_BIT (1ull << 63) /* node ip: a foreign frame, see above */
+#define WIRE_XFRAME_ID_MAX (WIRE_XFRAME_BIT - 2) /* id + bit 63 is never WIRE_IP_CUT */
+#define WIRE_XFRAME_MAX_NAME 1024 /* name bytes of a WIRE_REC_XFRAME, at most */
+#define WIRE_XFRAME_MAX_FILE 1024 /* file bytes of a WIRE_REC_XFRAME, at most */
 
 /* Fixed part of the header, exactly as on the wire (little-endian host). */
 struct wire_header {
@@ -151,6 +179,7 @@ enum wire_rec_type {
 	WIRE_REC_END = 3,
 	WIRE_REC_LOG = 4,
 	WIRE_REC_SITES = 5,
+	WIRE_REC_XFRAME = 6,
 	WIRE_REC_START = 10,
 	WIRE_CTL_STOP = 64,
 	WIRE_CTL_SAMPLE = 65,
@@ -212,6 +241,40 @@ enum wire_start_field {
 };
 #define WIRE_START_MAX_FIELDS 64   /* n above this is corrupt */
 #define WIRE_START_MAX_PATH 4096   /* path_len above this is corrupt */
+
+/* The language of a foreign frame (WIRE_REC_XFRAME); also stored in recordings. */
+enum wire_lang {
+	WIRE_LANG_UNKNOWN = 0,
+	WIRE_LANG_PYTHON = 1,
+	WIRE_LANG_JAVA = 2,
+};
+
+/* How a foreign frame runs (Java); 0 where the language has no such thing. */
+enum wire_xkind {
+	WIRE_XKIND_UNKNOWN = 0,
+	WIRE_XKIND_INTERPRETED = 1,
+	WIRE_XKIND_COMPILED = 2, /* JIT-compiled (C1, C2) */
+	WIRE_XKIND_INLINED = 3,	 /* compiled, inlined into its caller's code */
+	WIRE_XKIND_NATIVE = 4,	 /* a native method's Java frame */
+};
+
+/* wire_xframe_ip - the stack ip of foreign frame id (id <= WIRE_XFRAME_ID_MAX). */
+static inline uint64_t wire_xframe_ip(uint64_t id)
+{
+	return id | WIRE_XFRAME_BIT;
+}
+
+/* wire_is_xframe - whether a stack ip is a foreign frame (bit 63, not WIRE_IP_CUT). */
+static inline int wire_is_xframe(uint64_t ip)
+{
+	return (ip & WIRE_XFRAME_BIT) && ip != WIRE_IP_CUT;
+}
+
+/* wire_xframe_id - the id of a foreign frame's ip. */
+static inline uint64_t wire_xframe_id(uint64_t ip)
+{
+	return ip & ~WIRE_XFRAME_BIT;
+}
 
 enum wire_log_level { WIRE_LOG_INFO = 0, WIRE_LOG_WARN = 1, WIRE_LOG_ERROR = 2 };
 
