@@ -65,7 +65,9 @@ enum rec_section {
 	REC_SEC_END = 10,	/* no payload; first = total events */
 	REC_SEC_SITES = 11,	/* varint ip index + 1 (0: no ip), varint calls, varint bytes
 				 * (exact counts per call site of a sampled recording; sites.c) */
-	REC_SEC_NUM = 12,
+	REC_SEC_XFRAMES = 12,	/* varint ip index, u8 lang, u8 kind: the ip is a foreign
+				 * (Java, Python) frame (xframes.c) */
+	REC_SEC_NUM = 13,
 };
 
 /*
@@ -306,6 +308,11 @@ struct rec_reader {
 	size_t nmeta, cap_meta;
 	struct rec_site_count *sites;
 	size_t nsites, cap_sites;
+	struct rec_xfrec {
+		uint32_t ip;
+		uint8_t lang, kind;
+	} *xfs;			/* foreign-frame records, applied to ips after loading */
+	size_t nxfs, cap_xfs;
 	struct rec_evchunk *evc;
 	size_t nevc, cap_evc;
 	uint64_t nevents;
@@ -329,5 +336,9 @@ void rec_fixup(struct rec_reader *r);
 int rec_dec_sites(struct rec_reader *r, const uint8_t **p, const uint8_t *end, uint32_t count);
 /* sites.c: rec_fixup_sites - site ip indices past the ip table become REC_NONE (counted). */
 void rec_fixup_sites(struct rec_reader *r);
+/* xframes.c: rec_dec_xframes - decode count foreign-frame records; 0 or -REC_E_CORRUPT / NOMEM. */
+int rec_dec_xframes(struct rec_reader *r, const uint8_t **p, const uint8_t *end, uint32_t count);
+/* xframes.c: rec_fixup_xframes - mark the ips they name (after the ip table is whole). */
+void rec_fixup_xframes(struct rec_reader *r);
 
 #endif /* HEAPTAP_RECFILE_INTERNAL_H */

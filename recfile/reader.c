@@ -168,7 +168,7 @@ static int walk(struct rec_reader *r)
 		if (h.section == REC_SEC_EVENTS)
 			ret = index_events(r, &h, off);
 		else if ((h.section >= REC_SEC_STRINGS && h.section <= REC_SEC_META) ||
-			 h.section == REC_SEC_SITES)
+			 h.section == REC_SEC_SITES || h.section == REC_SEC_XFRAMES)
 			ret = load_table(r, &h, off);
 		else
 			ret = 0; /* a section of a later minor revision: skip it */
@@ -303,6 +303,7 @@ void rec_close(struct rec_reader *r)
 	free(r->infos);
 	free(r->ticks);
 	free(r->sites);
+	free(r->xfs);
 	free(r->evc);
 	free(r->syms);
 	free(r);

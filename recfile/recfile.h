@@ -126,6 +126,15 @@ struct rec_sym {
 int rec_put_symbol(struct rec_writer *w, uint32_t ip, uint32_t module, const struct rec_sym *chain,
 		   size_t n);
 
+/*
+ * rec_put_xframe - mark ip (an index from rec_put_ip) as a foreign frame
+ * (track/wire.h "Foreign frames") of lang (enum wire_lang) and kind (enum
+ * wire_xkind); its name, file and line are its rec_put_symbol chain (module
+ * REC_NONE). The first call for an ip counts. A symbol sink
+ * (rec_writer_symbols) ignores it.
+ */
+int rec_put_xframe(struct rec_writer *w, uint32_t ip, unsigned lang, unsigned kind);
+
 /* rec_put_trace - append trace node (parent < next index, ip index); *idx gets its index (>= 1). */
 int rec_put_trace(struct rec_writer *w, uint32_t parent, uint32_t ip, uint32_t *idx);
 
@@ -199,6 +208,9 @@ struct rec_ip {
 	uint64_t ip;
 	uint32_t module; /* REC_NONE if unknown */
 	uint32_t frame;	 /* first (innermost) link, REC_NONE if unsymbolized */
+	uint8_t xframe;	 /* 1: a foreign (Java, Python) frame, see rec_put_xframe */
+	uint8_t lang;	 /* foreign frames: enum wire_lang (0 unknown) */
+	uint8_t xkind;	 /* foreign frames: enum wire_xkind (0 unknown) */
 };
 
 struct rec_frame {

@@ -270,6 +270,8 @@ static size_t table_len(const struct rec_reader *r, int sec)
 		return r->nticks;
 	case REC_SEC_SITES:
 		return r->nsites;
+	case REC_SEC_XFRAMES:
+		return r->nxfs;
 	default:
 		return r->nmeta;
 	}
@@ -311,6 +313,9 @@ int rec_decode_table(struct rec_reader *r, const struct rec_chunk_hdr *h, uint8_
 		break;
 	case REC_SEC_SITES:
 		ret = rec_dec_sites(r, &c.p, c.end, h->count);
+		break;
+	case REC_SEC_XFRAMES:
+		ret = rec_dec_xframes(r, &c.p, c.end, h->count);
 		break;
 	default:
 		return -REC_E_CORRUPT;
@@ -381,4 +386,5 @@ void rec_fixup(struct rec_reader *r)
 		}
 	}
 	rec_fixup_sites(r);
+	rec_fixup_xframes(r);
 }

@@ -226,7 +226,7 @@ struct rec_writer *rec_writer_symbols(rec_symbol_fn fn, void *arg, int *err)
 int rec_writer_flush(struct rec_writer *w)
 {
 	/* REC_SEC_END in between holds nothing: it is written by rec_writer_close */
-	return rec_writer_flush_upto(w, REC_SEC_SITES);
+	return rec_writer_flush_upto(w, REC_SEC_XFRAMES);
 }
 
 static void writer_free(struct rec_writer *w)
