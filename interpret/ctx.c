@@ -21,6 +21,7 @@ int itp_ctx_init(struct itp_ctx *c, const struct itp_options *opt, struct itp_re
 	c->tids.mem = &c->mem;
 	c->mods.by_base.mem = &c->mem;
 	c->sites.idx.mem = &c->mem;
+	c->xf.by_id.mem = &c->mem;
 	return 0;
 }
 
@@ -74,6 +75,7 @@ void itp_ctx_free(struct itp_ctx *c)
 	itp_modules_free(&c->mods);
 	itp_pins_free(&c->pins);
 	itp_sites_free(&c->sites);
+	itp_xframes_free(&c->xf);
 	itp_agg_free_all(&c->agg);
 	itp_snapsym_free(&c->snapsym);
 	memset(c, 0, sizeof(*c));

@@ -663,6 +663,8 @@ void itp_inq_stop(struct itp_inq *q, struct itp_input *st);
 /* ---------------------------------------------------------------- */
 /* the session                                                       */
 
+#include "interpret/xframe_internal.h"
+
 struct itp_ctx {
 	const struct itp_options *opt;
 	struct itp_result *res;
@@ -704,6 +706,7 @@ struct itp_ctx {
 	struct itp_sites sites; /* sampling mode: exact counts per call site */
 	struct itp_agg agg;	/* snapshot mode: sums per trace */
 	struct itp_snapsym snapsym; /* snapshot mode: names of the addresses */
+	struct itp_xframes xf;	/* foreign-frame definitions (xframe.c) */
 	struct itp_mem mem;	/* the tables' budget */
 	int discard;		/* the budget was reached: records are skipped until END */
 	int sym_paths;		/* the symbolizer may open the stream's paths (symchild.c) */

@@ -133,6 +133,12 @@ int itp_meta_end(struct itp_ctx *c)
 	rc = rc ? rc : put_u64(c, "skipped_seqs", w->skipped_seqs);
 	rc = rc ? rc : put_u64(c, "late_events", w->late_events);
 	rc = rc ? rc : put_u64(c, "warnings", warnings);
+	if (c->xf.n || c->xf.undefined) {
+		/* foreign frames (xframe.c): defined, used but never defined, defined again */
+		rc = rc ? rc : put_u64(c, "xframes_defined", c->xf.n);
+		rc = rc ? rc : put_u64(c, "xframes_undefined", c->xf.undefined);
+		rc = rc ? rc : put_u64(c, "xframes_redefined", c->xf.redefs);
+	}
 	if (c->res->start.have)
 		rc = rc ? rc : put_startup(c, &c->res->start);
 	return rc;

@@ -621,6 +621,9 @@ int itp_parse(struct itp_ctx *c, const uint8_t *buf, size_t len, size_t *used)
 		case WIRE_REC_START:
 			ret = parse_start(c, payload, q);
 			break;
+		case WIRE_REC_XFRAME:
+			ret = itp_xframe_parse(c, payload, q);
+			break;
 		default:
 			c->res->warn.unknown_records++;
 			ret = 0;

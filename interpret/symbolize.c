@@ -34,6 +34,8 @@
  * The ip WIRE_IP_CUT marks a stack the target could not unwind further (code
  * without unwind info, e.g. JIT code): it gets no module and the name
  * "[frames cut: no unwind info]", which report/ recognises by the ip.
+ * Foreign frames (bit 63, track/wire.h) are no addresses either: they are
+ * named from their definitions (xframe.c), before the module lookup.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <dwarf.h>
@@ -378,28 +380,35 @@ static int put_sink(void *arg, size_t i, const struct rec_sym *chain, size_t n)
 	return itp_sym_put(a->c, &a->v[i], chain, n);
 }
 
-/* each ip with its module, sorted by (module, address); NULL when out of memory */
-static struct itp_symq *resolve(struct itp_ctx *c)
+/*
+ * each code ip with its module, sorted by (module, address), *nv of them
+ * (foreign frames are not code: itp_symbolize names them); NULL when out
+ * of memory
+ */
+static struct itp_symq *resolve(struct itp_ctx *c, size_t *nv)
 {
 	struct itp_modindex x;
 	struct itp_symq *v = NULL;
 	struct itp_modq *q;
-	size_t i;
+	size_t i, n = 0;
 
-	q = malloc(c->nips * sizeof(*q));
+	q = malloc((c->nips ? c->nips : 1) * sizeof(*q));
 	if (!q)
 		return NULL;
 	for (i = 0; i < c->nips; i++)
-		q[i] = (struct itp_modq){.ip = c->ips[i].ip, .seq = c->ips[i].seq, .idx = (uint32_t)i};
+		if (!wire_is_xframe(c->ips[i].ip))
+			q[n++] = (struct itp_modq){.ip = c->ips[i].ip, .seq = c->ips[i].seq,
+						   .idx = (uint32_t)i};
 	if (itp_modindex_build(&x, &c->mods) ||
-	    itp_modindex_resolve(&x, &c->mods, q, c->nips, c->opt->stop))
+	    itp_modindex_resolve(&x, &c->mods, q, n, c->opt->stop))
 		goto out;
-	v = malloc(c->nips * sizeof(*v));
+	v = malloc((n ? n : 1) * sizeof(*v));
 	if (!v)
 		goto out;
-	for (i = 0; i < c->nips; i++)
+	for (i = 0; i < n; i++)
 		v[i] = (struct itp_symq){.mod = q[i].mod, .ip = q[i].ip, .idx = q[i].idx};
-	qsort(v, c->nips, sizeof(*v), sorted_cmp);
+	qsort(v, n, sizeof(*v), sorted_cmp);
+	*nv = n;
 out:
 	itp_modindex_free(&x);
 	free(q);
@@ -410,18 +419,29 @@ int itp_symbolize(struct itp_ctx *c)
 {
 	struct itp_symq *v;
 	struct put_arg pa;
+	size_t nv = 0;
 	int ret;
 
 	if (!c->nips)
 		return 0;
-	v = resolve(c);
+	/* foreign frames: named from their definitions, never looked up in modules */
+	for (size_t i = 0; i < c->nips; i++) {
+		if (wire_is_xframe(c->ips[i].ip)) {
+			ret = itp_xframe_put(c, (uint32_t)i, c->ips[i].ip);
+			if (ret)
+				return ret;
+		}
+	}
+	v = resolve(c, &nv);
 	if (!v)
 		return itp_fail(c, ITP_E_NOMEM, "out of memory symbolizing");
 	pa = (struct put_arg){.c = c, .v = v};
-	if (c->opt->sym_child && !c->opt->no_symbols)
-		ret = itp_symchild_run(c, v, c->nips);
+	if (!nv)
+		ret = 0;
+	else if (c->opt->sym_child && !c->opt->no_symbols)
+		ret = itp_symchild_run(c, v, nv);
 	else
-		ret = itp_sym_batch(c, v, c->nips, put_sink, &pa, c->opt->stop, -1);
+		ret = itp_sym_batch(c, v, nv, put_sink, &pa, c->opt->stop, -1);
 	free(v);
 	return ret;
 }

@@ -20,3 +20,5 @@ heaptap_unit_test(interpret_symbols SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_
 heaptap_unit_test(inq LIBS heaptap_interpret Threads::Threads)
 # hostile module streams (a MODULE_DEL flood, a huge range), the module index, the memory budget, a second stop
 heaptap_unit_test(modindex SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
+# foreign frames (Java, Python): definitions before and after use, marks, hostile records, the budget
+heaptap_unit_test(interpret_xframe SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
