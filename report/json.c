@@ -13,7 +13,9 @@
  *   costs: calls bytes peak peak_calls leaked leaked_calls temporary
  *          temporary_bytes
  *   site:  costs + "ip" + "traces" + "frames" + "backtraces"
- *   frame: ip function file line module offset inlined
+ *   frame: ip function file line module offset inlined [lang kind]
+ *          (lang and kind only for a foreign frame: "java", "python" or
+ *          "foreign"; "interpreted", "compiled", "inlined", "native" or null)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -131,8 +133,14 @@ static int frames(FILE *f, const struct rpt_data *d, uint32_t t)
 		rpt_json_string(f, fr[i].file);
 		fprintf(f, ", \"line\": %u, \"module\": ", fr[i].line);
 		rpt_json_string(f, fr[i].module);
-		fprintf(f, ", \"offset\": %" PRIu64 ", \"inlined\": %s}", fr[i].module ? fr[i].offset : 0,
+		fprintf(f, ", \"offset\": %" PRIu64 ", \"inlined\": %s", fr[i].module ? fr[i].offset : 0,
 			fr[i].inlined ? "true" : "false");
+		if (fr[i].xframe) {
+			/* a foreign frame: its language and kind (null: not known) */
+			fprintf(f, ", \"lang\": \"%s\", \"kind\": ", rpt_lang_name(fr[i].lang));
+			rpt_json_string(f, rpt_xkind_name(fr[i].xkind));
+		}
+		fputs("}", f);
 	}
 	fputs("]", f);
 	if (fr != stack)

@@ -148,7 +148,18 @@ struct rpt_frame {
 	const char *module;	/* module path, NULL if unknown */
 	uint64_t offset;	/* ip - module base (valid when module != NULL) */
 	int inlined;		/* 1: inlined into the next (outer) frame of the same ip */
+	int xframe;		/* 1: a foreign (Java, Python) frame: function, file, line are its own */
+	unsigned lang;		/* foreign: enum wire_lang (0 unknown) */
+	unsigned xkind;		/* foreign: enum wire_xkind (0 unknown) */
 };
+
+/*
+ * rpt_lang_name - "python", "java", or "foreign" for another language
+ * value (0 included); rpt_xkind_name - "interpreted", "compiled",
+ * "inlined", "native", or NULL for 0 and unknown values.
+ */
+const char *rpt_lang_name(unsigned lang);
+const char *rpt_xkind_name(unsigned kind);
 
 /*
  * rpt_backtrace - expand trace t into frames, innermost first, each ip

@@ -244,7 +244,10 @@ size_t rpt_backtrace(const struct rpt_data *d, uint32_t t, struct rpt_frame *out
 			size_t steps = 0;
 
 			f.ip = ip->ip;
-			if (ip->module < d->nmodules) {
+			f.xframe = ip->xframe;
+			f.lang = ip->lang;
+			f.xkind = ip->xkind;
+			if (ip->module < d->nmodules && !ip->xframe) {
 				f.module = nonempty(d->modules[ip->module].path);
 				f.offset = ip->ip - d->modules[ip->module].base;
 			}

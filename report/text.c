@@ -150,7 +150,14 @@ static void frame_line(FILE *f, const struct rpt_frame *fr, const char *indent)
 	if (fr->file) {
 		fputs("  ", f);
 		rpt_fputs_escaped(fr->file, f);
-		fprintf(f, ":%u", fr->line);
+		if (fr->line || !fr->xframe)
+			fprintf(f, ":%u", fr->line);
+	}
+	if (fr->xframe) {
+		/* a Java or Python frame: "[java, compiled]", "[python]" */
+		const char *k = rpt_xkind_name(fr->xkind);
+
+		fprintf(f, " [%s%s%s]", rpt_lang_name(fr->lang), k ? ", " : "", k ? k : "");
 	}
 	if (fr->inlined)
 		fputs("  (inlined)", f);

@@ -1,8 +1,9 @@
-/* report/units.c - sizes in human units */
+/* report/units.c - sizes in human units, names of languages and frame kinds */
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 
 #include "report/report.h"
+#include "track/wire.h"
 
 char *rpt_format_size(uint64_t bytes, char *buf, size_t len)
 {
@@ -22,4 +23,32 @@ char *rpt_format_size(uint64_t bytes, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%.1f %s", v, unit[u]);
 	return buf;
+}
+
+const char *rpt_lang_name(unsigned lang)
+{
+	switch (lang) {
+	case WIRE_LANG_PYTHON:
+		return "python";
+	case WIRE_LANG_JAVA:
+		return "java";
+	default:
+		return "foreign";
+	}
+}
+
+const char *rpt_xkind_name(unsigned kind)
+{
+	switch (kind) {
+	case WIRE_XKIND_INTERPRETED:
+		return "interpreted";
+	case WIRE_XKIND_COMPILED:
+		return "compiled";
+	case WIRE_XKIND_INLINED:
+		return "inlined";
+	case WIRE_XKIND_NATIVE:
+		return "native";
+	default:
+		return NULL;
+	}
 }
