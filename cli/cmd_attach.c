@@ -40,11 +40,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/attach_int.h"
+#include "cli/signals.h"
 #include "inject/inject.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
@@ -72,44 +72,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 /* cli_attach_stop_set - the set of stop_signals. */
 void cli_attach_stop_set(sigset_t *set)
 {
-	size_t i;
-
-	sigemptyset(set);
-	for (i = 0; i < NSTOP; i++)
-		sigaddset(set, stop_signals[i]);
-}
-
-struct saved_signals {
-	struct sigaction act[NSTOP];
-	struct sigaction pipe;
-};
-
-static void install_signals(struct saved_signals *o)
-{
-	struct sigaction sa;
-	size_t i;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: interrupt poll and read */
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < NSTOP; i++)
-		sigaction(stop_signals[i], &sa, &o->act[i]);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &o->pipe);
-}
-
-static void restore_signals(const struct saved_signals *o)
-{
-	struct itimerval off;
-	size_t i;
-
-	memset(&off, 0, sizeof(off));
-	setitimer(ITIMER_REAL, &off, NULL);
-	for (i = 0; i < NSTOP; i++)
-		sigaction(stop_signals[i], &o->act[i], NULL);
-	sigaction(SIGPIPE, &o->pipe, NULL);
+	cli_signals_set(set, stop_signals, NSTOP);
 }
 
 /*
@@ -575,7 +538,7 @@ static void run_session(struct attach_run *r)
 int cli_attach_session(const struct cli_attach_args *ap, const struct cli_live *live)
 {
 	struct attach_run run, *r = &run;
-	struct saved_signals old;
+	struct cli_signals old;
 	int code;
 
 	code = check_outputs(ap);
@@ -596,7 +559,7 @@ int cli_attach_session(const struct cli_attach_args *ap, const struct cli_live *
 
 	cli_attach_stop = 0;
 	cli_attach_stop_sig = 0;
-	install_signals(&old);
+	cli_signals_install(&old, stop_signals, NSTOP, on_signal, NULL);
 	r->t[0] = util_mono_ns();
 
 	r->ctx = att_new(r->pid);
@@ -629,6 +592,6 @@ out_free:
 	cli_ctl_close(r->ctl);
 	free(r->fin);
 out_signals:
-	restore_signals(&old);
+	cli_signals_restore(&old);
 	return r->code;
 }

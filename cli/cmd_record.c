@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/signals.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
 #include "track/track.h"
@@ -70,71 +71,28 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-struct saved_signals {
-	struct sigaction intr, term, hup, alrm, pipe;
-	sigset_t deflt;	 /* signals the program must get back as SIG_DFL */
-	sigset_t ignore; /* signals the program must get back as SIG_IGN */
-};
-
-static int was_ignored(const struct sigaction *sa)
-{
-	return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_IGN;
-}
+/* the signals heaptap catches: passed_signals go on to the program, SIGALRM is the grace timer */
+static const int caught_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGALRM };
+static const int passed_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define NCAUGHT (sizeof(caught_signals) / sizeof(caught_signals[0]))
+#define NPASSED (sizeof(passed_signals) / sizeof(passed_signals[0]))
 
 /*
- * Catch sig with on_signal. The program must see the disposition heaptap
- * found: a caught signal is back to SIG_DFL after exec by itself; one that
- * was ignored (a background job of a non-interactive shell ignores SIGINT)
- * is put back to SIG_IGN in the child (o->ignore). With keep_ignored, an
- * ignored sig stays ignored in heaptap too (SIGHUP under nohup).
+ * Catch the signals, the flags cleared. A caught signal the program must
+ * get back ignored is in o->ignore; a SIGHUP that heaptap found ignored
+ * (nohup) stays ignored: a closed terminal ends neither.
  */
-static void catch_signal(struct saved_signals *o, int sig, struct sigaction *old, int keep_ignored)
+static void install_signals(struct cli_signals *o)
 {
-	struct sigaction sa;
+	sigset_t keep;
 
-	sigaction(sig, NULL, old);
-	if (was_ignored(old)) {
-		if (keep_ignored)
-			return;
-		sigaddset(&o->ignore, sig);
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: interrupt poll and read */
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
-}
-
-static void install_signals(struct saved_signals *o)
-{
-	struct sigaction sa;
-
-	sigemptyset(&o->deflt);
-	sigemptyset(&o->ignore);
-	catch_signal(o, SIGINT, &o->intr, 0);
-	catch_signal(o, SIGTERM, &o->term, 0);
-	catch_signal(o, SIGHUP, &o->hup, 1); /* a closed terminal: finish the file too */
-	catch_signal(o, SIGALRM, &o->alrm, 0); /* our own grace timer */
-	/*
-	 * A target that dies while we write a control record must not kill
-	 * us. An ignored SIGPIPE would survive exec, so the program gets the
-	 * default back when that is what heaptap found.
-	 */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &o->pipe);
-	if (!was_ignored(&o->pipe))
-		sigaddset(&o->deflt, SIGPIPE);
-}
-
-static void restore_signals(const struct saved_signals *o)
-{
-	alarm(0);
-	sigaction(SIGINT, &o->intr, NULL);
-	sigaction(SIGTERM, &o->term, NULL);
-	sigaction(SIGHUP, &o->hup, NULL);
-	sigaction(SIGALRM, &o->alrm, NULL);
-	sigaction(SIGPIPE, &o->pipe, NULL);
+	stop_flag = 0;
+	stop_signals = 0;
+	child_pid = 0;
+	pending_sig = 0;
+	sigemptyset(&keep);
+	sigaddset(&keep, SIGHUP);
+	cli_signals_install(o, caught_signals, NCAUGHT, on_signal, &keep);
 }
 
 /* Publish the program's pid to the handler, and pass on what came before. */
@@ -143,10 +101,7 @@ static void set_child(pid_t pid)
 	sigset_t block, old;
 	int sig;
 
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
+	cli_signals_set(&block, passed_signals, NPASSED);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	child_pid = pid;
 	sig = pending_sig;
@@ -295,43 +250,44 @@ static void report_itp(const char *prog, const char *out, const struct itp_resul
 			res->detail);
 }
 
-int cli_cmd_record(int argc, char **argv)
-{
+/* One recording: what its steps share. */
+struct record_run {
 	struct cli_record_args a;
-	struct cli_session s = { .dir = "", .sock = "", .listen_fd = -1 };
-	struct saved_signals old;
-	struct itp_result res;
-	char err[256], libdir[PATH_MAX], lib[PATH_MAX + 64], preload[PATH_MAX * 2];
-	char env_preload[PATH_MAX * 2 + 16], env_sock[256], env_depth[64], env_sample[64];
-	char out[PATH_MAX];
-	char *overrides[5];
 	const char *prog;
-	struct stat st;
-	int ret, conn = -1, exited = 0, status = 0, n = 0, code = CLI_EXIT_FAIL;
-	int signals_set = 0, have_child = 0;
-	pid_t pid = -1;
+	struct cli_session s;
+	char lib[PATH_MAX + 64], preload[PATH_MAX * 2];
+	char env_preload[PATH_MAX * 2 + 16], env_sock[256], env_depth[64], env_sample[64];
+	char *overrides[5];
+	char out[PATH_MAX];
+	struct itp_result res;
+	int conn, exited, status, have_child;
+	pid_t pid;
+};
 
-	ret = cli_record_parse(argc, argv, &a, err, sizeof(err));
-	if (ret < 0) {
-		cli_msg("record: %s (see heaptap record --help)", err);
-		return CLI_EXIT_USAGE;
-	}
-	if (a.help) {
-		cli_usage_record(stdout);
-		return CLI_EXIT_OK;
-	}
-	prog = a.argv[0];
-	if (a.output && lstat(a.output, &st) == 0) {
-		cli_msg("record: %s: %s", a.output, strerror(EEXIST));
+/* check_output - -o is usable before anything starts. 0 or the exit code. */
+static int check_output(const struct cli_record_args *a)
+{
+	struct stat st;
+	int ret;
+
+	if (a->output && lstat(a->output, &st) == 0) {
+		cli_msg("record: %s: %s", a->output, strerror(EEXIST));
 		return CLI_EXIT_FAIL;
 	}
-	ret = cli_check_output_dir(a.output);
+	ret = cli_check_output_dir(a->output);
 	if (ret < 0) {
-		cli_msg("record: %s: %s", a.output ? a.output : "working directory", strerror(-ret));
+		cli_msg("record: %s: %s", a->output ? a->output : "working directory", strerror(-ret));
 		return CLI_EXIT_FAIL;
 	}
-	ret = cli_find_libdir(CLI_PRELOAD_LIB, libdir, sizeof(libdir));
-	if (ret < 0) {
+	return 0;
+}
+
+/* find_library - libheaptap_preload.so and the LD_PRELOAD it goes in. 0, or -1 after saying why. */
+static int find_library(struct record_run *r)
+{
+	char libdir[PATH_MAX];
+
+	if (cli_find_libdir(CLI_PRELOAD_LIB, libdir, sizeof(libdir)) < 0) {
 		const char *env = getenv("HEAPTAP_LIBDIR");
 
 		if (env && *env)
@@ -339,102 +295,150 @@ int cli_cmd_record(int argc, char **argv)
 		else
 			cli_msg("record: cannot find %s (looked in ../lib and ../lib/heaptap beside "
 				"heaptap; set HEAPTAP_LIBDIR)", CLI_PRELOAD_LIB);
-		return CLI_EXIT_FAIL;
+		return -1;
 	}
-	snprintf(lib, sizeof(lib), "%s/%s", libdir, CLI_PRELOAD_LIB);
-	if (cli_preload_value(lib, getenv("LD_PRELOAD"), preload, sizeof(preload)) < 0) {
+	snprintf(r->lib, sizeof(r->lib), "%s/%s", libdir, CLI_PRELOAD_LIB);
+	if (cli_preload_value(r->lib, getenv("LD_PRELOAD"), r->preload, sizeof(r->preload)) < 0) {
 		cli_msg("record: LD_PRELOAD: %s", strerror(ENAMETOOLONG));
+		return -1;
+	}
+	return 0;
+}
+
+/* program_env - what the program's environment gets: the library, the socket, the depth, the rate. */
+static void program_env(struct record_run *r)
+{
+	int n = 0;
+
+	snprintf(r->env_preload, sizeof(r->env_preload), "LD_PRELOAD=%s", r->preload);
+	snprintf(r->env_sock, sizeof(r->env_sock), "HEAPTAP_SOCKET=%s", r->s.sock);
+	r->overrides[n++] = r->env_preload;
+	r->overrides[n++] = r->env_sock;
+	if (r->a.depth) {
+		snprintf(r->env_depth, sizeof(r->env_depth), "HEAPTAP_DEPTH=%u", r->a.depth);
+		r->overrides[n++] = r->env_depth;
+	}
+	/* the library starts with the rate at once (no wait for cli_sample_start's record) */
+	snprintf(r->env_sample, sizeof(r->env_sample), "HEAPTAP_SAMPLE=%llu,%llu",
+		 (unsigned long long)r->a.sample,
+		 (unsigned long long)(r->a.sample ? cli_sample_seed() : 0));
+	r->overrides[n++] = r->env_sample;
+	r->overrides[n] = NULL;
+}
+
+/*
+ * start_program - spawn PROGRAM and accept its library's connection.
+ * 0 with r->conn, or -1 after saying why; r->have_child says whether
+ * there is a program left to wait for.
+ */
+static int start_program(struct record_run *r, const struct cli_signals *sigs)
+{
+	int ret;
+
+	r->pid = cli_spawn(r->a.argv, r->overrides, &sigs->deflt, &sigs->ignore);
+	if (r->pid < 0) {
+		cli_msg("record: %s: %s", r->prog, strerror(-r->pid));
+		return -1;
+	}
+	set_child(r->pid);
+	r->have_child = 1;
+
+	ret = cli_session_accept(&r->s, r->pid, &r->conn, &r->exited, &r->status);
+	if (ret >= 0 && r->conn >= 0)
+		cli_sample_start(r->conn, r->a.sample);
+	if (ret == -ECHILD) {
+		r->have_child = 0; /* reaped */
+		cli_msg("record: %s did not load the tracking library (statically linked?)", r->prog);
+		return -1;
+	}
+	if (ret < 0) {
+		cli_msg("record: waiting for %s to connect: %s", r->prog, strerror(-ret));
+		kill(r->pid, SIGTERM);
+		return -1;
+	}
+	if (r->exited)
+		r->have_child = 0;
+	return 0;
+}
+
+/* record_stream - the stream into the recording, then what it holds. The exit code. */
+static int record_stream(struct record_run *r)
+{
+	struct itp_result *res = &r->res;
+	struct stat st;
+	int ret;
+
+	ret = interpret(r->conn, &r->a, r->pid, r->prog, r->out, sizeof(r->out), res);
+	if (ret == CLI_NO_NAME)
+		return CLI_EXIT_FAIL; /* closing conn makes the library go inert; the program runs on */
+	if (ret < 0 && !(res->err == ITP_E_OUTPUT && lstat(r->out, &st) < 0))
+		report_itp(r->prog, r->out, res);
+	if (res->err == ITP_E_OUTPUT && lstat(r->out, &st) < 0) {
+		/* Nothing was written: the library sees the socket close and
+		 * goes inert; the program runs on to its end. */
+		cli_msg("record: %s: %s", r->out, rec_strerror(res->rec_error));
 		return CLI_EXIT_FAIL;
 	}
+	if (res->events_dropped)
+		cli_msg("record: warning: the library lost %llu events",
+			(unsigned long long)res->events_dropped);
+	cli_msg("recorded %llu allocations to %s", (unsigned long long)res->final.alloc_calls,
+		r->out);
+	cli_sample_summary("record", r->a.sample, res);
+	cli_sym_summary("record", res);
+	cli_msg("run \"heaptap report %s\"", r->out);
+	return CLI_EXIT_OK;
+}
 
-	ret = cli_session_open(&s);
+int cli_cmd_record(int argc, char **argv)
+{
+	struct record_run run, *r = &run;
+	struct cli_signals old;
+	char err[256];
+	int ret, code;
+
+	memset(r, 0, sizeof(*r));
+	r->s.listen_fd = -1;
+	r->conn = -1;
+	r->pid = -1;
+	ret = cli_record_parse(argc, argv, &r->a, err, sizeof(err));
+	if (ret < 0) {
+		cli_msg("record: %s (see heaptap record --help)", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (r->a.help) {
+		cli_usage_record(stdout);
+		return CLI_EXIT_OK;
+	}
+	r->prog = r->a.argv[0];
+	code = check_output(&r->a);
+	if (code)
+		return code;
+	if (find_library(r) < 0)
+		return CLI_EXIT_FAIL;
+	ret = cli_session_open(&r->s);
 	if (ret < 0) {
 		cli_msg("record: session directory: %s", strerror(-ret));
 		return CLI_EXIT_FAIL;
 	}
-	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload);
-	snprintf(env_sock, sizeof(env_sock), "HEAPTAP_SOCKET=%s", s.sock);
-	overrides[n++] = env_preload;
-	overrides[n++] = env_sock;
-	if (a.depth) {
-		snprintf(env_depth, sizeof(env_depth), "HEAPTAP_DEPTH=%u", a.depth);
-		overrides[n++] = env_depth;
-	}
-	/* the library starts with the rate at once (no wait for cli_sample_start's record) */
-	snprintf(env_sample, sizeof(env_sample), "HEAPTAP_SAMPLE=%llu,%llu",
-		 (unsigned long long)a.sample,
-		 (unsigned long long)(a.sample ? cli_sample_seed() : 0));
-	overrides[n++] = env_sample;
-	overrides[n] = NULL;
+	program_env(r);
 
-	stop_flag = 0;
-	stop_signals = 0;
-	child_pid = 0;
-	pending_sig = 0;
 	install_signals(&old);
-	signals_set = 1;
-	pid = cli_spawn(a.argv, overrides, &old.deflt, &old.ignore);
-	if (pid < 0) {
-		cli_msg("record: %s: %s", prog, strerror(-pid));
-		goto out_session;
-	}
-	set_child(pid);
-	have_child = 1;
+	code = CLI_EXIT_FAIL;
+	if (start_program(r, &old) == 0)
+		code = record_stream(r);
 
-	ret = cli_session_accept(&s, pid, &conn, &exited, &status);
-	if (ret >= 0 && conn >= 0)
-		cli_sample_start(conn, a.sample);
-	if (ret == -ECHILD) {
-		have_child = 0; /* reaped */
-		cli_msg("record: %s did not load the tracking library (statically linked?)", prog);
-		goto out_session;
-	}
-	if (ret < 0) {
-		cli_msg("record: waiting for %s to connect: %s", prog, strerror(-ret));
-		kill(pid, SIGTERM);
-		goto out_session;
-	}
-	if (exited)
-		have_child = 0;
-
-	ret = interpret(conn, &a, pid, prog, out, sizeof(out), &res);
-	if (ret == CLI_NO_NAME) {
-		/* closing conn makes the library go inert; the program runs on */
-		code = CLI_EXIT_FAIL;
-		goto out_session;
-	}
-	if (ret < 0 && !(res.err == ITP_E_OUTPUT && lstat(out, &st) < 0))
-		report_itp(prog, out, &res);
-	if (res.err == ITP_E_OUTPUT && lstat(out, &st) < 0) {
-		/* Nothing was written: the library sees the socket close and
-		 * goes inert; the program runs on to its end. */
-		cli_msg("record: %s: %s", out, rec_strerror(res.rec_error));
-		code = CLI_EXIT_FAIL;
-	} else {
-		if (res.events_dropped)
-			cli_msg("record: warning: the library lost %llu events",
-				(unsigned long long)res.events_dropped);
-		cli_msg("recorded %llu allocations to %s",
-			(unsigned long long)res.final.alloc_calls, out);
-		cli_sample_summary("record", a.sample, &res);
-		cli_sym_summary("record", &res);
-		cli_msg("run \"heaptap report %s\"", out);
-		code = CLI_EXIT_OK;
-	}
-
-out_session:
-	if (conn >= 0)
-		close(conn);
-	cli_session_close(&s);
-	if (have_child) {
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	if (r->conn >= 0)
+		close(r->conn);
+	cli_session_close(&r->s);
+	if (r->have_child) {
+		while (waitpid(r->pid, &r->status, 0) < 0 && errno == EINTR)
 			;
-		exited = 1;
+		r->exited = 1;
 	}
-	if (signals_set)
-		restore_signals(&old);
+	cli_signals_restore(&old);
 	/* The program's status when it ran and a recording exists. */
-	if (code == CLI_EXIT_OK && exited)
-		code = cli_exit_status(status);
+	if (code == CLI_EXIT_OK && r->exited)
+		code = cli_exit_status(r->status);
 	return code;
 }

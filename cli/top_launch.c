@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/signals.h"
 #include "cli/top.h"
 #include "recfile/recfile.h"
 
@@ -35,38 +36,12 @@ static volatile sig_atomic_t stop_flag;
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
+	(void)si;
+	(void)uc;
 	stop_flag = 1;
-}
-
-struct saved {
-	struct sigaction act[NSTOP], pipe;
-	sigset_t deflt; /* what the program gets back as SIG_DFL */
-};
-
-static void install(struct saved *o)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NSTOP; i++)
-		sigaction(stop_signals[i], &sa, &o->act[i]);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &o->pipe);
-	sigemptyset(&o->deflt);
-	if (o->pipe.sa_handler != SIG_IGN)
-		sigaddset(&o->deflt, SIGPIPE);
-}
-
-static void restore(const struct saved *o)
-{
-	for (size_t i = 0; i < NSTOP; i++)
-		sigaction(stop_signals[i], &o->act[i], NULL);
-	sigaction(SIGPIPE, &o->pipe, NULL);
 }
 
 /*
@@ -191,7 +166,7 @@ int top_launch(const struct cli_top_args *a, const struct cli_live *live, struct
 {
 	struct cli_session ses = {.dir = "", .sock = "", .listen_fd = -1};
 	struct interp *s = NULL;
-	struct saved old;
+	struct cli_signals old;
 	char libdir[PATH_MAX], lib[PATH_MAX + 64], preload[PATH_MAX * 2];
 	char env_preload[PATH_MAX * 2 + 16], env_sock[256], env_sample[64];
 	char *env[4];
@@ -241,7 +216,7 @@ int top_launch(const struct cli_top_args *a, const struct cli_live *live, struct
 	env[2] = env_sample;
 	env[3] = NULL;
 	stop_flag = 0;
-	install(&old);
+	cli_signals_install(&old, stop_signals, NSTOP, on_signal, NULL);
 	pid = spawn_quiet(a, env, &old.deflt);
 	if (pid < 0) {
 		cli_msg("top: %s: %s", a->log && pid != -ENOENT ? a->log : prog, strerror(-pid));
@@ -288,7 +263,7 @@ int top_launch(const struct cli_top_args *a, const struct cli_live *live, struct
 out_conn:
 	close(s->conn);
 out_signals:
-	restore(&old);
+	cli_signals_restore(&old);
 	if (exited && !reaped)
 		waitpid(pid, &status, WNOHANG);
 	cli_session_close(&ses);
