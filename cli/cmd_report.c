@@ -149,6 +149,87 @@ static int close_output(FILE *f)
 	return 0;
 }
 
+/* parse_format - --format NAME into a->format. 0 or -EINVAL with err. */
+static int parse_format(const char *name, struct cli_report_args *a, char *err, size_t errlen)
+{
+	static const char *const formats[] = {
+		[CLI_FORMAT_TEXT] = "text",	      [CLI_FORMAT_JSON] = "json",
+		[CLI_FORMAT_HTML] = "html",	      [CLI_FORMAT_PPROF] = "pprof",
+		[CLI_FORMAT_HEAPTRACK] = "heaptrack", [CLI_FORMAT_COLLAPSED] = "collapsed",
+		[CLI_FORMAT_MASSIF] = "massif",
+	};
+
+	for (size_t k = 0; k < sizeof(formats) / sizeof(formats[0]); k++)
+		if (formats[k] && !strcmp(name, formats[k])) {
+			a->format = (enum cli_format)k;
+			return 0;
+		}
+	snprintf(err, errlen, "unknown format '%s' (see --help)", name);
+	return -EINVAL;
+}
+
+/* parse_cost - --cost NAME into a->cost. 0 or -EINVAL with err. */
+static int parse_cost(const char *name, struct cli_report_args *a, char *err, size_t errlen)
+{
+	static const char *const costs[] = {
+		[RPT_FOLD_CALLS] = "calls", [RPT_FOLD_BYTES] = "bytes",
+		[RPT_FOLD_PEAK] = "peak", [RPT_FOLD_LEAKED] = "leaked",
+		[RPT_FOLD_TEMPORARY] = "temporary",
+	};
+
+	a->cost = -1;
+	for (int k = 0; k < (int)(sizeof(costs) / sizeof(costs[0])); k++)
+		if (!strcmp(name, costs[k]))
+			a->cost = k;
+	if (a->cost < 0) {
+		snprintf(err, errlen, "--cost '%s': one of calls, bytes, peak, leaked, temporary",
+			 name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * parse_files - the recordings after the options (argv[first..argc)): one,
+ * or OLD and NEW with --diff, and the options that go with each. 0 or
+ * -EINVAL with err.
+ */
+static int parse_files(int argc, char **argv, int first, struct cli_report_args *a, char *err,
+		       size_t errlen)
+{
+	if (first >= argc) {
+		snprintf(err, errlen, "no recording given");
+		return -EINVAL;
+	}
+	if (a->diff) {
+		if (first + 2 != argc) {
+			snprintf(err, errlen, "--diff takes two recordings, OLD and NEW");
+			return -EINVAL;
+		}
+		if (a->format != CLI_FORMAT_TEXT && a->format != CLI_FORMAT_JSON) {
+			snprintf(err, errlen, "--diff writes text or json");
+			return -EINVAL;
+		}
+		if (a->cost == RPT_FOLD_TEMPORARY) {
+			snprintf(err, errlen, "--diff --cost: one of bytes, calls, peak, leaked");
+			return -EINVAL;
+		}
+		a->file = argv[first];
+		a->file2 = argv[first + 1];
+		return 0;
+	}
+	if (first + 1 < argc) {
+		snprintf(err, errlen, "one recording at a time ('%s' is one too many)", argv[first + 1]);
+		return -EINVAL;
+	}
+	a->file = argv[first];
+	if (a->cost >= 0 && a->format != CLI_FORMAT_COLLAPSED) {
+		snprintf(err, errlen, "--cost goes with --format collapsed");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err, size_t errlen)
 {
 	static const struct option longopts[] = {
@@ -175,43 +256,13 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 	while ((c = getopt_long(argc, argv, ":f:o:n:b:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (!strcmp(optarg, "text")) {
-				a->format = CLI_FORMAT_TEXT;
-			} else if (!strcmp(optarg, "json")) {
-				a->format = CLI_FORMAT_JSON;
-			} else if (!strcmp(optarg, "html")) {
-				a->format = CLI_FORMAT_HTML;
-			} else if (!strcmp(optarg, "pprof")) {
-				a->format = CLI_FORMAT_PPROF;
-			} else if (!strcmp(optarg, "heaptrack")) {
-				a->format = CLI_FORMAT_HEAPTRACK;
-			} else if (!strcmp(optarg, "collapsed")) {
-				a->format = CLI_FORMAT_COLLAPSED;
-			} else if (!strcmp(optarg, "massif")) {
-				a->format = CLI_FORMAT_MASSIF;
-			} else {
-				snprintf(err, errlen, "unknown format '%s' (see --help)", optarg);
+			if (parse_format(optarg, a, err, errlen) < 0)
 				return -EINVAL;
-			}
 			break;
-		case 'c': {
-			static const char *const costs[] = {
-				[RPT_FOLD_CALLS] = "calls", [RPT_FOLD_BYTES] = "bytes",
-				[RPT_FOLD_PEAK] = "peak", [RPT_FOLD_LEAKED] = "leaked",
-				[RPT_FOLD_TEMPORARY] = "temporary",
-			};
-
-			a->cost = -1;
-			for (int k = 0; k < (int)(sizeof(costs) / sizeof(costs[0])); k++)
-				if (!strcmp(optarg, costs[k]))
-					a->cost = k;
-			if (a->cost < 0) {
-				snprintf(err, errlen,
-					 "--cost '%s': one of calls, bytes, peak, leaked, temporary", optarg);
+		case 'c':
+			if (parse_cost(optarg, a, err, errlen) < 0)
 				return -EINVAL;
-			}
 			break;
-		}
 		case 'd':
 			a->diff = 1;
 			break;
@@ -253,37 +304,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 			return cli_getopt_error(c, argv, err, errlen);
 		}
 	}
-	if (optind >= argc) {
-		snprintf(err, errlen, "no recording given");
-		return -EINVAL;
-	}
-	if (a->diff) {
-		if (optind + 2 != argc) {
-			snprintf(err, errlen, "--diff takes two recordings, OLD and NEW");
-			return -EINVAL;
-		}
-		if (a->format != CLI_FORMAT_TEXT && a->format != CLI_FORMAT_JSON) {
-			snprintf(err, errlen, "--diff writes text or json");
-			return -EINVAL;
-		}
-		if (a->cost == RPT_FOLD_TEMPORARY) {
-			snprintf(err, errlen, "--diff --cost: one of bytes, calls, peak, leaked");
-			return -EINVAL;
-		}
-		a->file = argv[optind];
-		a->file2 = argv[optind + 1];
-		return 0;
-	}
-	if (optind + 1 < argc) {
-		snprintf(err, errlen, "one recording at a time ('%s' is one too many)", argv[optind + 1]);
-		return -EINVAL;
-	}
-	a->file = argv[optind];
-	if (a->cost >= 0 && a->format != CLI_FORMAT_COLLAPSED) {
-		snprintf(err, errlen, "--cost goes with --format collapsed");
-		return -EINVAL;
-	}
-	return 0;
+	return parse_files(argc, argv, optind, a, err, errlen);
 }
 
 /* open and analyze path into *r and *d; prints the reason and returns -1 on failure */
