@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "interpret/internal.h"
+#include "interpret/snap_internal.h"
 
 static int grow(void **v, size_t *cap, size_t need, size_t elem)
 {

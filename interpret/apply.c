@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/order_internal.h"
 
 static int table_fail(struct itp_ctx *c, int rc, const char *what)
 {

@@ -4,7 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "interpret/internal.h"
+#include "interpret/inq_internal.h"
+#include "interpret/order_internal.h"
 
 int itp_ctx_init(struct itp_ctx *c, const struct itp_options *opt, struct itp_result *res)
 {

@@ -18,7 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/sym_internal.h"
 
 #define NS_DEPTH 32
 

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/table_internal.h"
 
 
 /* 256 slots at first (4 KiB, in L1 while a program has few distinct infos) */

@@ -75,7 +75,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "interpret/internal.h"
+#include "interpret/inq_internal.h"
+#include "util/clock.h"
 
 #define SPARE_BLOCKS 4 /* spare blocks kept when the stream is idle */
 #define READER_NICE 10 /* the reader thread's nice value below the process's, when allowed */

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/table_internal.h"
 
 static int grow(struct itp_map *m)
 {

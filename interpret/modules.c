@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/module_internal.h"
 
 #define DEL_WALK 64 /* loaded modules of one base a MODULE_DEL looks at */
 

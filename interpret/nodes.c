@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interpret/internal.h"
+#include "interpret/table_internal.h"
 
 #define SLACK 65536
 

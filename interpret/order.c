@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interpret/internal.h"
+#include "interpret/order_internal.h"
 
 /* ---- heap ---------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interpret/internal.h"
+#include "interpret/order_internal.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "get_var's word-at-a-time path reads the stream as little-endian words"

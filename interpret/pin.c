@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "interpret/internal.h"
+#include "interpret/module_internal.h"
 
 #define MAPS_MAX ((size_t)64 << 20) /* bytes of /proc/PID/maps read */
 #define RETRY_MAX 1024

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/table_internal.h"
 
 _Static_assert(sizeof(struct itp_ptr) == 32, "two slots a cache line");
 

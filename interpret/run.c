@@ -32,7 +32,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "interpret/internal.h"
+#include "interpret/inq_internal.h"
+#include "interpret/order_internal.h"
+#include "interpret/sym_internal.h"
+
+#define ITP_BUF_MIN (128u << 10) /* input buffer at first: holds a block's rest */
+#define ITP_BUF_SIZE (4u << 20)	 /* at most: > 2 records + a block */
+_Static_assert(ITP_INQ_BLOCK <= ITP_BUF_MIN, "the rest of a block is copied into the buffer");
 
 #define TICK_MS 250
 #define FLUSH_NS 1000000000ull
@@ -47,7 +53,12 @@
 /* a time namespace or a bogus header could make the difference absurd */
 #define MAX_PLAUSIBLE_NS (366ull * 24 * 3600 * 1000000000ull)
 
-void itp_clock_elapsed(struct itp_ctx *c, uint64_t mono)
+/*
+ * clock_elapsed - raise st.elapsed_ns to the time since the header's
+ * start_mono_ns by our clock at mono (CLOCK_MONOTONIC is system-wide), when
+ * that is plausible; ticks alone miss the end of a short run.
+ */
+static void clock_elapsed(struct itp_ctx *c, uint64_t mono)
 {
 	uint64_t start = c->hdr.start_mono_ns;
 
@@ -62,7 +73,7 @@ static void report_status(struct itp_ctx *c)
 	struct stat sb;
 
 	if (!c->ended)
-		itp_clock_elapsed(c, util_mono_ns());
+		clock_elapsed(c, util_mono_ns());
 	if (c->opt->output && !stat(c->opt->output, &sb))
 		c->st.output_bytes = (uint64_t)sb.st_size;
 	if (c->opt->status)
@@ -245,7 +256,7 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 			last_status = t;
 		}
 		if (opt->snapshot && opt->snapshot_ns && t - last_snap >= opt->snapshot_ns) {
-			itp_clock_elapsed(c, t);
+			clock_elapsed(c, t);
 			itp_agg_snapshot(c, t);
 			/*
 			 * On a fixed schedule: a snapshot taken late (a busy or
@@ -372,7 +383,7 @@ static void finish(struct itp_ctx *c)
 		itp_fail(c, ITP_E_TRUNCATED, "stream ended without an end record");
 	if (!again)
 		itp_pin_retry(c);
-	itp_clock_elapsed(c, c->ended ? c->end_mono_ns : util_mono_ns());
+	clock_elapsed(c, c->ended ? c->end_mono_ns : util_mono_ns());
 	if (c->sites.n && itp_sites_write(c) && c->res->err == ITP_E_OUTPUT)
 		return;
 	itp_agg_snapshot(c, util_mono_ns()); /* the last one, at the end of the session */

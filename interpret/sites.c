@@ -13,7 +13,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/order_internal.h"
+#include "interpret/snap_internal.h"
 
 static int add(struct itp_ctx *c, uint64_t ip, uint64_t calls, uint64_t bytes)
 {

@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interpret/internal.h"
+#include "interpret/snap_internal.h"
+#include "interpret/sym_internal.h"
 
 /* the addresses of one naming round, by their index in the copied session */
 struct round {

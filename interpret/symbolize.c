@@ -48,7 +48,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "interpret/internal.h"
+#include "interpret/sym_internal.h"
 
 struct symctx {
 	struct itp_ctx *c;

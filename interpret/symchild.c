@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "interpret/internal.h"
+#include "interpret/sym_internal.h"
 
 #define SYM_AS_EXTRA ((uint64_t)1 << 30) /* address space the child may add, at least */
 #define SYM_CPU_S 300			 /* CPU seconds the child may use */

@@ -13,7 +13,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 
-#include "interpret/internal.h"
+#include "interpret/sym_internal.h"
 
 static int sym_cmp(const void *a, const void *b)
 {

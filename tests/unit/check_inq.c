@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
-#include "interpret/internal.h"
+#include "interpret/inq_internal.h"
 
 /* the byte at stream offset i: a pattern where a lost, doubled or moved block shows */
 static uint8_t pattern(uint64_t i)

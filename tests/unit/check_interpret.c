@@ -23,9 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "tests/lib/check_fixture.h"
-#include "check_interpret_tools.h"
-#include "interpret/internal.h"
 
 #include "tests/lib/check_fixture.h"
 #include "check_interpret_harness.h"

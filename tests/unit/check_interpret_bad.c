@@ -19,8 +19,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "tests/lib/check_fixture.h"
-#include "interpret/internal.h"
 
 #include "tests/lib/check_fixture.h"
 #include "check_interpret_harness.h"

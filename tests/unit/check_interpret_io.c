@@ -19,11 +19,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "tests/lib/check_fixture.h"
-#include "interpret/internal.h"
 
 #include "tests/lib/check_fixture.h"
 #include "check_interpret_harness.h"
+#include "interpret/inq_internal.h"
 #include "interpret/internal.h"
 
 /* ---- tests --------------------------------------------------------- */

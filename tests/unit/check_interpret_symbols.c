@@ -22,12 +22,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "tests/lib/check_fixture.h"
-#include "interpret/internal.h"
 
 #include "tests/lib/check_fixture.h"
 #include "check_interpret_harness.h"
-#include "interpret/internal.h"
+#include "interpret/sym_internal.h"
 
 /* ---- tests --------------------------------------------------------- */
 

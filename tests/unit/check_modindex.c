@@ -27,6 +27,7 @@
 #include "tests/lib/check_fixture.h"
 #include "check_interpret_wire.h"
 #include "interpret/internal.h"
+#include "interpret/module_internal.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
 
