@@ -293,7 +293,11 @@ out_free:
 	return ret;
 }
 
-static int scratch_room(struct itp_ctx *c, size_t n)
+/*
+ * scratch_room - room for event n in c->scratch, the buffer and its size
+ * also in *sv and *cap (parse_chunk's copies); 0 or -ITP_E_NOMEM.
+ */
+static int scratch_room(struct itp_ctx *c, size_t n, struct itp_ev **sv, size_t *cap)
 {
 	size_t ncap;
 	struct itp_ev *v;
@@ -303,10 +307,89 @@ static int scratch_room(struct itp_ctx *c, size_t n)
 	ncap = c->scratch_cap ? c->scratch_cap * 2 : 4096;
 	v = realloc(c->scratch, ncap * sizeof(*v));
 	if (!v)
-		return -ENOMEM;
+		return itp_fail(c, ITP_E_NOMEM, "out of memory decoding a chunk");
 	c->scratch = v;
 	c->scratch_cap = ncap;
+	*sv = v;
+	*cap = ncap;
 	return 0;
+}
+
+/* chunk_open - the chunk's thread and first sequence number, and the thread's slot */
+static int chunk_open(struct itp_ctx *c, const uint8_t **pp, const uint8_t *end, uint64_t *tid,
+		      uint64_t *seq, uint32_t *slot)
+{
+	int rc;
+
+	if (wire_get_varint(pp, end, tid) || wire_get_varint(pp, end, seq))
+		return itp_fail(c, ITP_E_CORRUPT, "chunk: truncated tid or first_seq");
+	rc = itp_thread_slot(c, *tid, slot);
+	if (rc == -EDQUOT)
+		return itp_fail(c, ITP_E_BUDGET, "the memory budget is used up (by threads)");
+	if (rc)
+		return itp_fail(c, ITP_E_NOMEM, "out of memory tracking thread %llu",
+				(unsigned long long)*tid);
+	return 0;
+}
+
+/* seq_step - advance *seq by an event's delta (at least mind), refusing a repeat or an overflow */
+static inline __attribute__((always_inline)) int
+seq_step(struct itp_ctx *c, uint64_t tid, uint64_t *seq, uint64_t delta, uint64_t mind)
+{
+	if (__builtin_expect(delta < mind, 0))
+		return itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: sequence number %llu repeated",
+				(unsigned long long)tid, (unsigned long long)*seq);
+	if (__builtin_add_overflow(*seq, delta, seq))
+		return itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: sequence number overflows",
+				(unsigned long long)tid);
+	return 0;
+}
+
+static int bad_event(struct itp_ctx *c, uint64_t tid)
+{
+	return itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: event cut short or overlong varint",
+			(unsigned long long)tid);
+}
+
+/*
+ * decode_other - the fields of an event other than an allocation or a
+ * free (ev->op and ev->seq are set); 0 or a negative enum itp_err.
+ */
+static int decode_other(struct itp_ctx *c, const uint8_t **pp, const uint8_t *end,
+			struct itp_ev *ev, uint64_t tid)
+{
+	const uint8_t *p = *pp;
+	struct itp_module *m = NULL;
+	int ret;
+
+	switch (ev->op) {
+	case WIRE_EV_NODE:
+		GET(p, end, ev->a);
+		GET(p, end, ev->b);
+		GET(p, end, ev->c);
+		break;
+	case WIRE_EV_NOP:
+		break;
+	case WIRE_EV_MODULE:
+		ret = parse_module(c, &p, end, &m);
+		if (ret)
+			return ret;
+		m->seq_add = ev->seq;
+		ev->a = (uintptr_t)m;
+		break;
+	case WIRE_EV_MODULE_DEL:
+		GET(p, end, ev->a);
+		break;
+	default:
+		/* events carry no length: an unknown op cannot be skipped */
+		return itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: unknown event op %u",
+				(unsigned long long)tid, ev->op);
+	}
+	*pp = p;
+	return 0;
+
+bad_varint:
+	return bad_event(c, tid);
 }
 
 /*
@@ -322,21 +405,17 @@ static int scratch_room(struct itp_ctx *c, size_t n)
  */
 static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 {
-	uint64_t tid, seq, delta, pbase = 0; /* pbase: ALLOC_D/FREE_D pointers count from it */
+	uint64_t tid = 0, seq = 0, delta;
+	uint64_t pbase = 0; /* ALLOC_D/FREE_D pointers count from it */
 	uint64_t mind = 0; /* the smallest valid delta: 0 for the first event, then 1 */
 	uint32_t slot;
 	size_t n = 0, cap;
 	struct itp_ev *sv;
-	int ret = 0, rc, inplace = 1;
+	int ret, rc, inplace = 1;
 
-	if (wire_get_varint(&p, end, &tid) || wire_get_varint(&p, end, &seq))
-		return itp_fail(c, ITP_E_CORRUPT, "chunk: truncated tid or first_seq");
-	rc = itp_thread_slot(c, tid, &slot);
-	if (rc == -EDQUOT)
-		return itp_fail(c, ITP_E_BUDGET, "the memory budget is used up (by threads)");
-	if (rc)
-		return itp_fail(c, ITP_E_NOMEM, "out of memory tracking thread %llu",
-				(unsigned long long)tid);
+	ret = chunk_open(c, &p, end, &tid, &seq, &slot);
+	if (ret)
+		return ret;
 	/*
 	 * the buffer in locals: the stores into events could alias c's
 	 * fields, so reading them through c cost two loads an event; only
@@ -350,30 +429,18 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 		unsigned op;
 
 		if (__builtin_expect(n >= cap, 0)) {
-			if (scratch_room(c, n)) {
-				ret = itp_fail(c, ITP_E_NOMEM, "out of memory decoding a chunk");
+			ret = scratch_room(c, n, &sv, &cap);
+			if (ret)
 				break;
-			}
-			sv = c->scratch;
-			cap = c->scratch_cap;
 		}
 		/* each op sets the fields apply.c reads for it, and only those */
 		ev = &sv[n];
 		op = *p++;
 		ev->op = op;
 		GET(p, end, delta);
-		if (delta < mind) {
-			ret = itp_fail(c, ITP_E_CORRUPT,
-				       "chunk of thread %llu: sequence number %llu repeated",
-				       (unsigned long long)tid, (unsigned long long)seq);
+		ret = seq_step(c, tid, &seq, delta, mind);
+		if (ret)
 			break;
-		}
-		if (__builtin_add_overflow(seq, delta, &seq)) {
-			ret = itp_fail(c, ITP_E_CORRUPT,
-				       "chunk of thread %llu: sequence number overflows",
-				       (unsigned long long)tid);
-			break;
-		}
 		ev->seq = seq;
 		mind = 1;
 		switch (op) {
@@ -427,33 +494,10 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 				continue;
 			}
 			break;
-		case WIRE_EV_NODE:
-			GET(p, end, ev->a);
-			GET(p, end, ev->b);
-			GET(p, end, ev->c);
-			break;
-		case WIRE_EV_NOP:
-			break;
-		case WIRE_EV_MODULE: {
-			struct itp_module *m = NULL;
-
-			ret = parse_module(c, &p, end, &m);
+		default:
+			ret = decode_other(c, &p, end, ev, tid);
 			if (ret)
 				goto out_order;
-			m->seq_add = seq;
-			ev->a = (uintptr_t)m;
-			break;
-		}
-		case WIRE_EV_MODULE_DEL:
-			GET(p, end, v);
-			ev->a = v;
-			break;
-		default:
-			/* events carry no length: an unknown op cannot be skipped */
-			ret =
-			    itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: unknown event op %u",
-				     (unsigned long long)tid, ev->op);
-			goto out_order;
 		}
 		if (inplace) {
 			if (seq <= c->next_seq) {
@@ -470,8 +514,7 @@ static int parse_chunk(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 	goto out_order;
 
 bad_varint:
-	ret = itp_fail(c, ITP_E_CORRUPT, "chunk of thread %llu: event cut short or overlong varint",
-		       (unsigned long long)tid);
+	ret = bad_event(c, tid);
 out_order:
 	/* hand over what was decoded before any fault, then report the fault */
 	rc = n ? itp_order_chunk(c, slot, n) : 0;

@@ -223,12 +223,66 @@ static int stopping(struct itp_ctx *c, int fd, struct itp_inq *q, struct stop_st
 	return 0;
 }
 
+/* when the timed work of read_loop was last done */
+struct timers {
+	uint64_t status, flush, snap;
+};
+
+/* periodic - the timed work: status and pin retries, snapshots, flushes; 0 or -ITP_E_OUTPUT */
+static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t)
+{
+	const struct itp_options *opt = c->opt;
+	int rc;
+
+	if (t - last->status >= (uint64_t)TICK_MS * 1000000ull) {
+		report_status(c);
+		itp_pin_retry(c);
+		last->status = t;
+	}
+	if (opt->snapshot && opt->snapshot_ns && t - last->snap >= opt->snapshot_ns) {
+		clock_elapsed(c, t);
+		itp_agg_snapshot(c, t);
+		/*
+		 * On a fixed schedule: a snapshot taken late (a busy or
+		 * starved loop) does not push the next ones back; more
+		 * than a period behind, the schedule starts again now.
+		 */
+		last->snap += opt->snapshot_ns;
+		if (t - last->snap >= opt->snapshot_ns)
+			last->snap = t;
+	}
+	if (c->w && t - last->flush >= FLUSH_NS) {
+		rc = rec_writer_flush(c->w);
+		if (rc)
+			return itp_out_fail(c, rc, "a periodic flush");
+		last->flush = t;
+	}
+	return 0;
+}
+
+/*
+ * ended_early - the stream ended (after total bytes parsed, left unparsed):
+ * an error if the header or a record was incomplete, else 0.
+ */
+static int ended_early(struct itp_ctx *c, uint64_t total, size_t left)
+{
+	if (!c->have_header)
+		return itp_fail(c, ITP_E_HEADER,
+				"stream ended after %llu bytes, before its header was complete",
+				(unsigned long long)(total + left));
+	if (left)
+		return itp_fail(c, ITP_E_TRUNCATED,
+				"stream ended inside a record (%zu bytes left over)", left);
+	return 0;
+}
+
 static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 {
 	const struct itp_options *opt = c->opt;
 	size_t cap = ITP_BUF_MIN, off = 0, len = 0, used, want;
 	uint8_t *buf = malloc(cap);
-	uint64_t t, last_status, last_flush, last_snap, total = 0;
+	uint64_t t, total = 0;
+	struct timers due;
 	struct stop_state st = {.ms = opt->stop_timeout_ms ? opt->stop_timeout_ms : 5000};
 	int ret = 0, rc;
 
@@ -241,7 +295,7 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 	 */
 	if (opt->sample_ctl)
 		(void)itp_send_sample(fd, opt->sample_bytes, opt->sample_seed);
-	last_status = last_flush = last_snap = util_mono_ns();
+	due.status = due.flush = due.snap = util_mono_ns();
 	for (;;) {
 		int timeout = TICK_MS;
 		ssize_t n;
@@ -250,31 +304,9 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		ret = stopping(c, fd, q, &st, t, &timeout);
 		if (ret)
 			break;
-		if (t - last_status >= (uint64_t)TICK_MS * 1000000ull) {
-			report_status(c);
-			itp_pin_retry(c);
-			last_status = t;
-		}
-		if (opt->snapshot && opt->snapshot_ns && t - last_snap >= opt->snapshot_ns) {
-			clock_elapsed(c, t);
-			itp_agg_snapshot(c, t);
-			/*
-			 * On a fixed schedule: a snapshot taken late (a busy or
-			 * starved loop) does not push the next ones back; more
-			 * than a period behind, the schedule starts again now.
-			 */
-			last_snap += opt->snapshot_ns;
-			if (t - last_snap >= opt->snapshot_ns)
-				last_snap = t;
-		}
-		if (c->w && t - last_flush >= FLUSH_NS) {
-			rc = rec_writer_flush(c->w);
-			if (rc) {
-				ret = itp_out_fail(c, rc, "a periodic flush");
-				break;
-			}
-			last_flush = t;
-		}
+		ret = periodic(c, &due, t);
+		if (ret)
+			break;
 		if (off == len && c->have_header) {
 			/* nothing waits in buf: parse in the queue's blocks */
 			off = len = 0;
@@ -314,15 +346,7 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 			break;
 		}
 		if (!n) {
-			if (!c->have_header)
-				ret = itp_fail(
-				    c, ITP_E_HEADER,
-				    "stream ended after %llu bytes, before its header was complete",
-				    (unsigned long long)(total + len - off));
-			else if (len > off)
-				ret = itp_fail(c, ITP_E_TRUNCATED,
-					       "stream ended inside a record (%zu bytes left over)",
-					       len - off);
+			ret = ended_early(c, total, len - off);
 			break;
 		}
 		len += (size_t)n;
