@@ -10,7 +10,8 @@
  * The layouts the session holds have headers of their own, included here:
  * table_internal.h (budget, maps, nodes, allocinfos, live pointers),
  * module_internal.h (modules and their pinned files), snap_internal.h
- * (site counts, snapshot sums and names). The parts only some files use
+ * (site counts, snapshot sums and names), xframe_internal.h (foreign-frame
+ * definitions). The parts only some files use
  * are included by those files: order_internal.h (ordering and applying
  * events), sym_internal.h (symbolization), inq_internal.h (the input
  * queue).
@@ -27,6 +28,7 @@
 #include "interpret/module_internal.h"
 #include "interpret/snap_internal.h"
 #include "interpret/table_internal.h"
+#include "interpret/xframe_internal.h"
 #include "recfile/recfile.h"
 #include "track/wire.h"
 #include "util/clock.h"
@@ -79,8 +81,6 @@ struct itp_ipinfo {
 
 /* ---------------------------------------------------------------- */
 /* the session                                                       */
-
-#include "interpret/xframe_internal.h"
 
 struct itp_ctx {
 	const struct itp_options *opt;

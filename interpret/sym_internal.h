@@ -61,7 +61,7 @@ const char *itp_symtab_lookup(struct itp_symtab *t, Dwfl_Module *mod, uint64_t i
 void itp_symtab_free(struct itp_symtab *t);
 
 /*
- * symbolize.c: itp_symbolize - resolve the module and the symbols of every
+ * symrun.c: itp_symbolize - resolve the module and the symbols of every
  * ip in c->ips and write them with rec_put_symbol; 0 or a negative enum
  * itp_err. Works on a copy of the session holding other ips and writer
  * (snapshots); leaves nothing allocated in c.
@@ -78,7 +78,7 @@ struct itp_symq {
 /* receives the chain of v[i] (n links, valid during the call); 0 or a negative enum itp_err */
 typedef int (*itp_sym_sink)(void *arg, size_t i, const struct rec_sym *chain, size_t n);
 /*
- * itp_sym_batch - read ELF and DWARF for v[0, nv) (sorted by module and
+ * symbolize.c: itp_sym_batch - read ELF and DWARF for v[0, nv) (sorted by module and
  * address) and hand each ip's chain to sink, in order; the ips after a
  * second stop (*stop >= 2) get empty chains. root_fd: the target's root
  * (opt->sysroot) opened by the caller, or -1 to open it here. Returns

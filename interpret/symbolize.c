@@ -1,12 +1,11 @@
-/* interpret/symbolize.c - resolve each distinct ip to its module and symbols, once */
+/* interpret/symbolize.c - read the symbols of a batch of ips, each module opened once */
 /* SPDX-License-Identifier: MIT */
 /*
- * Runs at the end of a session (docs/decisions.md 3), and for snapshots on
- * the addresses they name. Every ip gets its module (modules.c), then the
- * ips are sorted by module and address and each module is opened once: one
- * Dwfl per module, reported with dwfl_report_elf at its load bias. A
- * separate Dwfl per module (rather than one for all) lets two modules that
- * occupied the same addresses at different times both be symbolized.
+ * itp_sym_batch gets the ips sorted by module and address (symrun.c) and
+ * opens each module once: one Dwfl per module, reported with
+ * dwfl_report_elf at its load bias. A separate Dwfl per module (rather than
+ * one for all) lets two modules that occupied the same addresses at
+ * different times both be symbolized.
  *
  * The file is not the path the stream names (the target can rewrite it):
  * it is the fd pinned while the module was mapped (pin.c), else, for a
@@ -27,15 +26,13 @@
  * out-of-line DW_TAG_subprogram. Without DWARF the ELF symbol table gives a
  * function name alone. C++ names are demangled (demangle.cc).
  *
- * With opt->sym_child the reading of ELF and DWARF runs in a child process
- * (symchild.c), dropped to the target's user when asked; here the chains
- * are only written.
+ * With opt->sym_child itp_sym_batch runs in a child process (symchild.c),
+ * dropped to the target's user when asked, and the parent only writes the
+ * chains (itp_sym_put).
  *
  * The ip WIRE_IP_CUT marks a stack the target could not unwind further (code
  * without unwind info, e.g. JIT code): it gets no module and the name
  * "[frames cut: no unwind info]", which report/ recognises by the ip.
- * Foreign frames (bit 63, track/wire.h) are no addresses either: they are
- * named from their definitions (xframe.c), before the module lookup.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <dwarf.h>
@@ -62,17 +59,6 @@ struct symctx {
 	char *to_free[ITP_MAX_INLINE + 1];
 	size_t nfree;
 };
-
-static int sorted_cmp(const void *a, const void *b)
-{
-	const struct itp_symq *x = a, *y = b;
-
-	if (x->mod != y->mod)
-		return x->mod < y->mod ? -1 : 1;
-	if (x->ip != y->ip)
-		return x->ip < y->ip ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
 
 static void close_module(struct symctx *s)
 {
@@ -357,11 +343,6 @@ int itp_sym_batch(struct itp_ctx *c, const struct itp_symq *v, size_t nv, itp_sy
 	return ret;
 }
 
-struct put_arg {
-	struct itp_ctx *c;
-	const struct itp_symq *v;
-};
-
 int itp_sym_put(struct itp_ctx *c, const struct itp_symq *q, const struct rec_sym *chain, size_t n)
 {
 	const struct itp_module *m = q->mod >= 0 && q->ip != WIRE_IP_CUT ? c->mods.v[q->mod] : NULL;
@@ -371,77 +352,4 @@ int itp_sym_put(struct itp_ctx *c, const struct itp_symq *q, const struct rec_sy
 		c->res->warn.unsymbolized_ips++;
 	rc = rec_put_symbol(c->w, q->idx, m ? m->rec_idx : REC_NONE, chain, n);
 	return rc ? itp_out_fail(c, rc, "symbols") : 0;
-}
-
-static int put_sink(void *arg, size_t i, const struct rec_sym *chain, size_t n)
-{
-	struct put_arg *a = arg;
-
-	return itp_sym_put(a->c, &a->v[i], chain, n);
-}
-
-/*
- * each code ip with its module, sorted by (module, address), *nv of them
- * (foreign frames are not code: itp_symbolize names them); NULL when out
- * of memory
- */
-static struct itp_symq *resolve(struct itp_ctx *c, size_t *nv)
-{
-	struct itp_modindex x;
-	struct itp_symq *v = NULL;
-	struct itp_modq *q;
-	size_t i, n = 0;
-
-	q = malloc((c->nips ? c->nips : 1) * sizeof(*q));
-	if (!q)
-		return NULL;
-	for (i = 0; i < c->nips; i++)
-		if (!wire_is_xframe(c->ips[i].ip))
-			q[n++] = (struct itp_modq){.ip = c->ips[i].ip, .seq = c->ips[i].seq,
-						   .idx = (uint32_t)i};
-	if (itp_modindex_build(&x, &c->mods) ||
-	    itp_modindex_resolve(&x, &c->mods, q, n, c->opt->stop))
-		goto out;
-	v = malloc((n ? n : 1) * sizeof(*v));
-	if (!v)
-		goto out;
-	for (i = 0; i < n; i++)
-		v[i] = (struct itp_symq){.mod = q[i].mod, .ip = q[i].ip, .idx = q[i].idx};
-	qsort(v, n, sizeof(*v), sorted_cmp);
-	*nv = n;
-out:
-	itp_modindex_free(&x);
-	free(q);
-	return v;
-}
-
-int itp_symbolize(struct itp_ctx *c)
-{
-	struct itp_symq *v;
-	struct put_arg pa;
-	size_t nv = 0;
-	int ret;
-
-	if (!c->nips)
-		return 0;
-	/* foreign frames: named from their definitions, never looked up in modules */
-	for (size_t i = 0; i < c->nips; i++) {
-		if (wire_is_xframe(c->ips[i].ip)) {
-			ret = itp_xframe_put(c, (uint32_t)i, c->ips[i].ip);
-			if (ret)
-				return ret;
-		}
-	}
-	v = resolve(c, &nv);
-	if (!v)
-		return itp_fail(c, ITP_E_NOMEM, "out of memory symbolizing");
-	pa = (struct put_arg){.c = c, .v = v};
-	if (!nv)
-		ret = 0;
-	else if (c->opt->sym_child && !c->opt->no_symbols)
-		ret = itp_symchild_run(c, v, nv);
-	else
-		ret = itp_sym_batch(c, v, nv, put_sink, &pa, c->opt->stop, -1);
-	free(v);
-	return ret;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "interpret/table_internal.h"
+
 #define ITP_MAX_XFRAMES (1u << 22) /* definitions kept; more end the stream as corrupt */
 
 /* One definition; its strings are NUL-terminated in the arena (offsets, so it can grow). */
