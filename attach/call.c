@@ -268,7 +268,7 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 		if (att_fault(ctx, "mask"))
 			return ATT_E_FAULT;
 	}
-	t0 = att_now_ns();
+	t0 = util_mono_ns();
 	/* trampoline and chained calls with an end signal need no syscall stops */
 	thr->call_req = (stub_sysno == RET_TRAMP && ctx->end_sig) || stub_sysno == RET_CHAIN
 				? PTRACE_CONT : PTRACE_SYSCALL;
@@ -330,7 +330,7 @@ static enum att_reason run(struct att_ctx *ctx, uint64_t fn, const uint64_t *arg
 		thr->state = ATT_TS_CALLING;
 	}
 	thr->interrupting = false;
-	ctx->st.call_ns += att_now_ns() - t0;
+	ctx->st.call_ns += util_mono_ns() - t0;
 	ctx->st.calls++;
 	if (d != ATT_D_DONE)
 		return why;
@@ -614,7 +614,7 @@ static enum att_reason map_scratch_at(struct att_ctx *ctx, uint64_t at, size_t s
 	 */
 	mapped = mapped_exactly(ctx, at, size);
 	if (mapped == -ESRCH)
-		return att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+		return att_gone(ctx);
 	if (mapped < 0)
 		return att_fail(ctx, ATT_E_MEMORY, -mapped, "read %s/maps", ctx->procdir);
 	if (!mapped)

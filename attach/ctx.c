@@ -1,11 +1,7 @@
-/* attach/ctx.c - session context: creation, failure records, stats, clocks */
+/* attach/ctx.c - a session's context: att_new, att_free and what the caller sets and reads */
 /* SPDX-License-Identifier: MIT */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "attach/internal.h"
@@ -45,17 +41,6 @@ void att_free(struct att_ctx *ctx)
 	free(ctx);
 }
 
-enum att_reason att_fail(struct att_ctx *ctx, enum att_reason why, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	ctx->err = err;
-	va_start(ap, fmt);
-	vsnprintf(ctx->detail, sizeof(ctx->detail), fmt, ap);
-	va_end(ap);
-	return why;
-}
-
 void att_prefer_thread(struct att_ctx *ctx, pid_t tid)
 {
 	ctx->prefer_tid = tid;
@@ -82,20 +67,4 @@ const char *att_detail(const struct att_ctx *ctx)
 int att_errno(const struct att_ctx *ctx)
 {
 	return ctx->err;
-}
-
-uint64_t att_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void att_sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }

@@ -194,7 +194,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 	uint64_t scratch = 0, ret = 0, args[6];
 	enum att_reason why;
 	char *buf = NULL;
-	int err, i;
+	int err;
 
 	if (res)
 		memset(res, 0, sizeof(*res));
@@ -271,16 +271,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 
 out_end:
 	att_call_end(ctx, &why);
-	/*
-	 * A ptrace or memory failure because the process is dying (SIGKILL
-	 * mid-call, exit): say so. Its threads take a moment to be gone.
-	 */
-	if (why == ATT_E_PTRACE || why == ATT_E_MEMORY) {
-		for (i = 0; i < 20 && att_process_alive(ctx->pid); i++)
-			att_sleep_ms(10);
-		if (!att_process_alive(ctx->pid))
-			why = att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
-	}
+	why = att_gone_mid_call(ctx, why);
 	/* the mapping keeps the file alive; the name can go (rule 8) */
 	att_unstage(ctx);
 	ctx->prepared_lib[0] = '\0';

@@ -13,6 +13,7 @@
 #include <sys/user.h>
 
 #include "attach/attach.h"
+#include "util/clock.h"
 
 struct elfr_file;
 
@@ -311,11 +312,19 @@ struct att_ctx {
 	unsigned call_timeout_ms;
 };
 
-/* ---- ctx.c ---- */
+/* ---- fail.c ---- */
 /* Record a failure: errno value (0 if none) and printf-style detail. Returns why. */
 enum att_reason att_fail(struct att_ctx *ctx, enum att_reason why, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-uint64_t att_now_ns(void);
+/* ATT_E_EXITED, "process PID is gone". */
+enum att_reason att_gone(struct att_ctx *ctx);
+/*
+ * The rule for a process that died mid-call: a ptrace or memory failure
+ * (ATT_E_PTRACE, ATT_E_MEMORY) while the process is dying (SIGKILL
+ * mid-call, exit) is ATT_E_EXITED. Its threads take a moment to be gone,
+ * so this looks for up to 200 ms. Any other why is returned as it is.
+ */
+enum att_reason att_gone_mid_call(struct att_ctx *ctx, enum att_reason why);
 void att_sleep_ms(unsigned ms);
 
 /* ---- fault.c ---- */

@@ -61,7 +61,7 @@ static uint64_t random_cookie(void)
 
 	if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != (ssize_t)sizeof(c))
 		c = 0;
-	return c ^ att_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x6865617074617021ull;
+	return c ^ util_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x6865617074617021ull;
 }
 
 static void put64(unsigned char *p, size_t off, uint64_t v)
@@ -308,7 +308,7 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 	 * the trampoline for good (only its own two without).
 	 */
 	ctx->scratch_size = PAGE;
-	ctx->ld.t_spawn = ctx->ld.t_ref = att_now_ns();
+	ctx->ld.t_spawn = ctx->ld.t_ref = util_mono_ns();
 	args[0] = data_at;
 	why = att_call_raw(ctx, stub_at, args, 1, &ret);
 	r = att_call_slots(ctx, why == ATT_OK, &stage);
@@ -338,7 +338,6 @@ enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, cons
 {
 	char tpath[PATH_MAX];
 	enum att_reason why;
-	int i;
 
 	memset(&ctx->ld, 0, sizeof(ctx->ld));
 	why = att_inject_check(ctx, lib_path, start_symbol, arg);
@@ -363,12 +362,7 @@ enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, cons
 	}
 	why = spawn(ctx, tpath, start_symbol, arg);
 	att_call_end(ctx, &why);
-	if (why == ATT_E_PTRACE || why == ATT_E_MEMORY) {
-		for (i = 0; i < 20 && att_process_alive(ctx->pid); i++)
-			att_sleep_ms(10);
-		if (!att_process_alive(ctx->pid))
-			why = att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
-	}
+	why = att_gone_mid_call(ctx, why);
 	ctx->prepared_lib[0] = '\0';
 	if (why) {
 		ctx->ld.pending = false;
@@ -400,7 +394,7 @@ static void poke(struct att_ctx *ctx, unsigned off)
 	struct iovec l = { &one, sizeof(one) },
 		     r = { (void *)(uintptr_t)(ctx->ld.data + off), sizeof(one) };
 
-	if (att_now_ns() - ctx->ld.t_ref < (uint64_t)ATT_LD_ACK_MS * 1000000u)
+	if (util_mono_ns() - ctx->ld.t_ref < (uint64_t)ATT_LD_ACK_MS * 1000000u)
 		(void)process_vm_writev(ctx->pid, &l, 1, &r, 1, 0);
 }
 
@@ -440,7 +434,7 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 	uint64_t deadline, now;
 	enum att_reason why;
 	uint32_t state;
-	int got, i;
+	int got;
 
 	if (!ctx->ld.pending)
 		return att_fail(ctx, ATT_E_STATE, 0, "no loader started (att_inject_start first)");
@@ -452,18 +446,15 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 	}
 	ctx->detail[0] = '\0';
 	ctx->err = 0;
-	deadline = att_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	deadline = util_mono_ns() + (uint64_t)timeout_ms * 1000000u;
 	poke(ctx, ATT_LD_GO);	/* t_ref is still t_spawn: the loader has no outcome before go */
 	for (;;) {
-		now = att_now_ns();	/* before the read: t_ref must precede the outcome */
+		now = util_mono_ns();	/* before the read: t_ref must precede the outcome */
 		got = read_page(ctx, page, sizeof(page));
 		if (got < 0) {
-			/* a dying process: its threads take a moment to be gone */
-			for (i = 0; i < 20 && got != -ESRCH && att_process_alive(ctx->pid); i++)
-				att_sleep_ms(10);
-			why = got != -ESRCH && att_process_alive(ctx->pid)
-				      ? att_fail(ctx, ATT_E_MEMORY, -got, "read the loader's page")
-				      : att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+			why = got == -ESRCH ? att_gone(ctx)
+					    : att_gone_mid_call(ctx, att_fail(ctx, ATT_E_MEMORY, -got,
+									"read the loader's page"));
 			break;
 		}
 		if (got == 0) {
@@ -475,7 +466,7 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 			why = att_process_alive(ctx->pid)
 				      ? att_fail(ctx, ATT_E_LOAD_TIMEOUT, 0,
 						 "it ended before its outcome was read")
-				      : att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+				      : att_gone(ctx);
 			break;
 		}
 		memcpy(&state, page + ATT_LD_STATE, sizeof(state));
@@ -493,7 +484,7 @@ enum att_reason att_inject_wait(struct att_ctx *ctx, unsigned timeout_ms, struct
 		}
 		usleep(POLL_US);
 	}
-	ctx->ld.res.load_ns = att_now_ns() - ctx->ld.t_spawn;
+	ctx->ld.res.load_ns = util_mono_ns() - ctx->ld.t_spawn;
 out:
 	ctx->ld.pending = false;
 	att_unstage(ctx);

@@ -423,7 +423,7 @@ void att_reenter_finish(struct att_ctx *ctx, struct att_thread *thr)
 	long v[2];
 
 	if (thr->reent.ts_addr) {
-		el = att_now_ns() - thr->reent.t_stop;
+		el = util_mono_ns() - thr->reent.t_stop;
 		rem = thr->reent.remain_ns > el ? thr->reent.remain_ns - el : 0;
 		v[0] = (long)(rem / 1000000000u);
 		v[1] = (long)(rem % 1000000000u);

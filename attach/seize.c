@@ -81,7 +81,7 @@ void att_release(struct att_ctx *ctx)
 	if (!ctx->have_thr)
 		return;
 	att_thread_detach(ctx, &ctx->thr);
-	ctx->st.pause_ns = att_now_ns() - ctx->thr.t_interrupt;
+	ctx->st.pause_ns = util_mono_ns() - ctx->thr.t_interrupt;
 	ctx->st.hold_stops = ctx->hold.stops;
 	ctx->st.hold_wait_ns = ctx->hold.wait_ns;
 	att_hold_end(ctx, true);
@@ -175,7 +175,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 		goto out_detach_fatal;
 	}
 	att_hold_begin(ctx, c->tid);
-	t0 = att_now_ns();
+	t0 = util_mono_ns();
 	thr->t_interrupt = t0;
 	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0) {
 		err = errno;
@@ -197,7 +197,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 		}
 		goto out_detach_fatal;
 	}
-	t1 = att_now_ns();
+	t1 = util_mono_ns();
 	ctx->st.stop_ns = t1 - t0;
 	att_hang(ctx, "stopped");
 	if (att_fault(ctx, "interrupt")) {
@@ -222,15 +222,15 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 			att_maps_free(&maps);
 		}
 	}
-	ctx->st.unwind_ns = att_now_ns() - t1;
+	ctx->st.unwind_ns = util_mono_ns() - t1;
 	if (rc) {
 		att_thread_detach(ctx, thr);
 		att_hold_end(ctx, false);
 		ctx->have_thr = false;
 		ctx->st.rejected++;
 		snprintf(ctx->st.reject_why, sizeof(ctx->st.reject_why), "%d: %s", (int)c->tid, reason);
-		if (att_now_ns() - t0 > ctx->st.max_reject_ns)
-			ctx->st.max_reject_ns = att_now_ns() - t0;
+		if (util_mono_ns() - t0 > ctx->st.max_reject_ns)
+			ctx->st.max_reject_ns = util_mono_ns() - t0;
 		return TRY_NEXT;
 	}
 	if (att_fault(ctx, "choose")) {
@@ -267,7 +267,7 @@ enum att_reason att_seize(struct att_ctx *ctx)
 		if (round > 0)
 			att_sleep_ms(ATT_ROUND_PAUSE_MS);
 		if (!att_process_alive(ctx->pid))
-			return att_fail(ctx, ATT_E_EXITED, 0, "process %d is gone", (int)ctx->pid);
+			return att_gone(ctx);
 		why = att_choose_thread(ctx);
 		if (why == ATT_E_NO_THREAD || why == ATT_E_THREAD_UNSAFE)
 			continue;	/* states change: look again after a pause */

@@ -69,7 +69,7 @@ static bool is_sync_signal(int sig)
 
 enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned timeout_ms, int *status)
 {
-	uint64_t t0 = att_now_ns(), deadline = t0 + (uint64_t)timeout_ms * 1000000u, now;
+	uint64_t t0 = util_mono_ns(), deadline = t0 + (uint64_t)timeout_ms * 1000000u, now;
 	struct timespec nap = { 0, 20000 };
 	bool held = ctx->hold.active && ctx->hold.tid == thr->tid;
 	bool sleepy = held;
@@ -88,7 +88,7 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 			*status = 0;
 			return ATT_EV_ERROR;
 		}
-		now = att_now_ns();
+		now = util_mono_ns();
 		if (now >= deadline) {
 			if (held)
 				ctx->hold.wait_ns += now - t0;
@@ -117,7 +117,7 @@ enum att_event att_wait(struct att_ctx *ctx, struct att_thread *thr, unsigned ti
 	}
 	*status = st;
 	if (held) {
-		ctx->hold.wait_ns += att_now_ns() - t0;
+		ctx->hold.wait_ns += util_mono_ns() - t0;
 		ctx->hold.stops++;
 	}
 	if (WIFEXITED(st) || WIFSIGNALED(st))
