@@ -28,7 +28,7 @@
  *
  * The mmap and munmap wrappers make exactly one syscall, whose result is the
  * call's; the trampoline stores rax in the frame and puts errno back before
- * its tgkill (att_choose_end_sig; with no ignored signal it sends 0 and the
+ * its tgkill (prepare.c chooses it; with no ignored signal it sends 0 and the
  * call runs under PTRACE_SYSCALL up to the tgkill's exit stop). From those
  * stops the next call's registers or the final ones (orig_rax -1) are set
  * without the kernel running another syscall, so no seccomp filter of the
@@ -118,49 +118,6 @@ static bool is_end_signal(struct att_ctx *ctx, struct att_thread *thr, int sig,
 	    ptrace(PTRACE_GETSIGINFO, thr->tid, 0, &si) < 0)
 		return false;
 	return gp->rip == tramp_end(ctx) && si.si_code == SI_TKILL;
-}
-
-/*
- * The signal the trampoline ends with: one the process ignores, so that it
- * is dropped as it is sent when heaptap is gone (a traced thread gets it
- * anyway: the kernel never drops a traced thread's signals). SIGURG,
- * SIGWINCH, SIGCHLD unless the process catches them, else one it sets to
- * SIG_IGN; never SIGCONT (it continues a stopped process even when
- * ignored). None (a Go program catches them all): 0, and the calls end at
- * the tgkill's syscall stop under PTRACE_SYSCALL, two stops per syscall of
- * the call instead of one stop. With an end signal, the loader's one-stop
- * mmap is prepared here too (att_loader_prepare), before anything stops.
- */
-void att_choose_end_sig(struct att_ctx *ctx)
-{
-	static const int pref[] = { SIGURG, SIGWINCH, SIGCHLD };
-	unsigned long long ign = 0, cgt = 0;
-	char path[96], buf[4096];
-	const char *v;
-	unsigned i;
-	int sig;
-
-	ctx->end_sig = 0;
-	ctx->st.end_sig = 0;
-	ctx->fn_syscall_ret = ctx->fixed_at = 0;
-	snprintf(path, sizeof(path), "%s/status", ctx->procdir);
-	if (att_read_file(path, buf, sizeof(buf)) < 0)
-		return;
-	if (!(v = att_status_field(buf, "SigIgn")) || sscanf(v, "%llx", &ign) != 1 ||
-	    !(v = att_status_field(buf, "SigCgt")) || sscanf(v, "%llx", &cgt) != 1)
-		return;
-	for (i = 0; i < sizeof(pref) / sizeof(pref[0]) && !ctx->end_sig; i++) {
-		if (!(cgt & (1ULL << (pref[i] - 1))))
-			ctx->end_sig = ctx->st.end_sig = pref[i];
-	}
-	for (sig = 1; sig <= 64 && !ctx->end_sig; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCONT || sig == SIGSEGV ||
-		    sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS)
-			continue;
-		if ((ign & (1ULL << (sig - 1))) && !(cgt & (1ULL << (sig - 1))))
-			ctx->end_sig = ctx->st.end_sig = sig;
-	}
-	att_loader_prepare(ctx);
 }
 
 /* Is this signal stop the chained frame's end (att_call_map_at)? */

@@ -94,10 +94,5 @@ enum att_reason att_ident_recheck(struct att_ctx *ctx)
 		    ctx, ATT_E_EXEC, 0,
 		    "it runs another program than the one checked before the stop; it was let "
 		    "go untouched");
-	if (why && ctx->have_thr) {
-		att_thread_detach(ctx, &ctx->thr);
-		att_hold_end(ctx, false);
-		ctx->have_thr = false;
-	}
 	return why;
 }

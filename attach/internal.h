@@ -367,8 +367,8 @@ const struct att_map *att_maps_module(const struct att_maps *m, const char *pref
 enum att_reason att_ident_take(struct att_ctx *ctx);
 /*
  * Once a thread is held: the same process, still running the same program?
- * Otherwise the thread is let go untouched and ATT_E_EXITED (pid reused) or
- * ATT_E_EXEC is returned. HEAPTAP_FAULT=ident makes it see another process.
+ * Otherwise ATT_E_EXITED (pid reused) or ATT_E_EXEC, and the caller lets the
+ * thread go untouched. HEAPTAP_FAULT=ident makes it see another process.
  */
 enum att_reason att_ident_recheck(struct att_ctx *ctx);
 
@@ -559,27 +559,27 @@ enum att_reason att_call_map_at(struct att_ctx *ctx, uint64_t at, size_t size);
  * (crash, timeout), the errno it saved is put back by att_call_end.
  */
 enum att_reason att_call_slots(struct att_ctx *ctx, bool returned, uint32_t *stage);
-/*
- * Pick ctx->end_sig from /proc/PID/status (before anything is stopped),
- * then what the loader's one-stop mmap needs with it (att_loader_prepare).
- */
-void att_choose_end_sig(struct att_ctx *ctx);
 /* Unblock heaptap's own signals deferred by att_call_begin (idempotent). */
 void att_own_signals_restore(struct att_ctx *ctx);
 /* Unmap the scratch page, put errno, mask and registers back. Keeps the first failure in *why. */
 void att_call_end(struct att_ctx *ctx, enum att_reason *why);
 
-/* ---- inject.c ---- */
-/* Resolve mmap, munmap, __errno_location, dlopen, dlsym, dlerror in the target's libc. */
+/* ---- prepare.c ---- */
+/*
+ * Resolve, once, every function called in the target (mmap, munmap,
+ * __errno_location, dlopen, dlsym, dlerror, the loader thread's), and
+ * choose ctx->end_sig (from /proc/PID/status) with what the loader's
+ * one-stop mmap needs. Stops nothing.
+ */
 enum att_reason att_resolve_funcs(struct att_ctx *ctx);
+/* 64 random bits (getrandom, mixed with the clock and our pid). */
+uint64_t att_random64(void);
+
+/* ---- inject.c ---- */
 enum att_reason att_inject_check(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
 				 const char *arg);
 enum att_reason att_inject_tpath(struct att_ctx *ctx, const char *lib_path, char *tpath, size_t cap,
 				 int *staged);
-
-/* ---- loader.c ---- */
-/* libc's "syscall; ret" and a free range for att_call_map_at (needs end_sig); misses leave 0. */
-void att_loader_prepare(struct att_ctx *ctx);
 
 /* ---- stage.c ---- */
 /* Path of lib as the target sees it, staging a copy if needed (tpath out). */

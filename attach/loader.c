@@ -54,16 +54,6 @@
 #define RTLD_NOW_VALUE 2
 #define POLL_US 200
 
-/* getrandom: one system call while the thread is held (was open, read, close of /dev/urandom) */
-static uint64_t random_cookie(void)
-{
-	uint64_t c = 0;
-
-	if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != (ssize_t)sizeof(c))
-		c = 0;
-	return c ^ util_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x6865617074617021ull;
-}
-
 static void put64(unsigned char *p, size_t off, uint64_t v)
 {
 	memcpy(p + off, &v, sizeof(v));
@@ -129,79 +119,6 @@ static enum att_reason inject_sync(struct att_ctx *ctx, const char *lib_path, co
 	ctx->ld.sync_err = ctx->err;
 	snprintf(ctx->ld.sync_detail, sizeof(ctx->ld.sync_detail), "%s", ctx->detail);
 	return why;
-}
-
-/*
- * Where the three pages go (att_call_map_at), or 0: the middle half of
- * the largest free range of the address space above 4 GB and below the
- * top of a 47-bit space, if it is at least 4 GB. The kernel places
- * mappings from the top of such a range down, next to the ones there, so
- * nobody else maps this far inside it between this read and the mmap.
- */
-static uint64_t free_range(struct att_ctx *ctx)
-{
-	const uint64_t floor = 1ULL << 32, top = (1ULL << 47) - (1ULL << 32);
-	uint64_t lo = floor, hi, best_lo = 0, best_len = 0, at;
-	struct att_maps m;
-	size_t i;
-
-	memset(&m, 0, sizeof(m));
-	if (att_maps_read_at(ctx->procdir, &m))
-		return 0;
-	for (i = 0; i <= m.n; i++) {
-		hi = i < m.n && m.v[i].start < top ? m.v[i].start : top;
-		if (hi > lo && hi - lo > best_len) {
-			best_len = hi - lo;
-			best_lo = lo;
-		}
-		if (hi == top)
-			break;
-		if (m.v[i].end > lo)
-			lo = m.v[i].end;
-	}
-	att_maps_free(&m);
-	if (best_len < floor)
-		return 0;
-	/* the middle half of the range, at random */
-	at = best_lo + best_len / 4 + random_cookie() % (best_len / 2);
-	return at & ~(uint64_t)(PAGE - 1);
-}
-
-/* libc's "syscall; ret" (att_call_map_at's mmap), or 0. */
-static uint64_t syscall_ret(struct att_ctx *ctx)
-{
-	const char *task = strstr(ctx->procdir, "/task/");
-	pid_t who = task ? (pid_t)atoi(task + 6) : ctx->pid;	/* a zombie leader has no memory */
-	unsigned char code[16];
-	uint64_t fn;
-	long off;
-
-	if (att_libc_symbol(ctx, "getpid", &fn) != ATT_OK || att_mem_read(who, fn, code, sizeof(code)))
-		return 0;
-	off = att_arch_syscall_ret(code, sizeof(code));
-	return off < 0 ? 0 : fn + (uint64_t)off;
-}
-
-/*
- * What the one-stop mmap needs, found before anything is stopped when
- * att_prepare ran (att_choose_end_sig calls this): libc's "syscall; ret"
- * and a free range. The range is checked again after the mmap.
- */
-void att_loader_prepare(struct att_ctx *ctx)
-{
-	char detail[sizeof(ctx->detail)];
-	int err = ctx->err;
-
-	snprintf(detail, sizeof(detail), "%s", ctx->detail);
-	ctx->fn_syscall_ret = 0;
-	ctx->fixed_at = 0;
-	if (ctx->end_sig) {
-		ctx->fn_syscall_ret = syscall_ret(ctx);
-		if (ctx->fn_syscall_ret)
-			ctx->fixed_at = free_range(ctx);
-	}
-	snprintf(ctx->detail, sizeof(ctx->detail), "%s", detail);	/* a miss is no failure */
-	ctx->err = err;
 }
 
 /*
@@ -287,7 +204,7 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 	if (!strcmp(ctx->fault, "stubcrash"))
 		memcpy(buf, "\x0f\x0b", 2);	/* ud2: the stub dies of SIGILL at once */
 	memcpy(buf + PAGE - ATT_LD_STUB_AT, code, clen);
-	ctx->ld.cookie = random_cookie();
+	ctx->ld.cookie = att_random64();
 	build_data(ctx, buf + 2 * PAGE - ATT_LD_STUB_AT, code_at, data_at, tpath, sym, arg);
 	if (!strcmp(ctx->fault, "stub"))	/* not page-aligned: the stub's mprotect fails */
 		put64(buf + 2 * PAGE - ATT_LD_STUB_AT, ATT_LD_MPROT, data_at + 1);

@@ -248,6 +248,19 @@ out_detach_fatal:
 	return TRY_FATAL;
 }
 
+/* The held thread's process is still the one checked, or the thread is let go untouched. */
+static enum att_reason recheck(struct att_ctx *ctx)
+{
+	enum att_reason why = att_ident_recheck(ctx);
+
+	if (why) {
+		att_thread_detach(ctx, &ctx->thr);
+		att_hold_end(ctx, false);
+		ctx->have_thr = false;
+	}
+	return why;
+}
+
 enum att_reason att_seize(struct att_ctx *ctx)
 {
 	enum att_reason why = ATT_OK;
@@ -278,7 +291,7 @@ enum att_reason att_seize(struct att_ctx *ctx)
 		for (i = 0; i < ctx->ncand; i++) {
 			switch (try_thread(ctx, &ctx->cand[i], &why)) {
 			case TRY_OK:
-				return att_ident_recheck(ctx);	/* still the process checked? */
+				return recheck(ctx);
 			case TRY_FATAL:
 				return why;
 			case TRY_REFUSED:

@@ -216,7 +216,7 @@ static const char *const loader_key_steps[] = {
 
 /*
  * Calls end at syscall stops when the process ignores no signal the
- * trampoline could send itself (attach/call.c, att_choose_end_sig): then
+ * trampoline could send itself (attach/prepare.c, choose_end_sig): then
  * dlopen's and the start function's own syscalls stop too.
  */
 static const char *const catch_steps[] = {
