@@ -42,8 +42,8 @@ static void remote_dlerror(struct att_ctx *ctx, char *buf, size_t cap)
 enum att_reason att_inject_check(struct att_ctx *ctx, const char *lib_path, const char *start_symbol,
 				 const char *arg)
 {
-	if (!ctx->have_thr || ctx->thr.state != ATT_TS_STOPPED)
-		return att_fail(ctx, ATT_E_STATE, 0, "no stopped thread (att_seize first)");
+	if (att_need_stopped(ctx))
+		return ATT_E_STATE;
 	if (!lib_path || !start_symbol || !arg)
 		return att_fail(ctx, ATT_E_STATE, EINVAL, "NULL argument");
 	ctx->detail[0] = '\0';

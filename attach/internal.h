@@ -535,9 +535,27 @@ int att_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
 int att_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap);
 
 /* ---- call.c ---- */
-/* One remote call; regs must be saved. */
+/* How a remote call returns to heaptap, and where heaptap takes the thread back (call.c). */
+enum att_call_kind {
+	ATT_CALL_TRAMP,		/* a function, returning into the trampoline: the end signal's stop */
+	ATT_CALL_MMAP,		/* libc's mmap, returning into libc's sigreturn stub: its exit stop */
+	ATT_CALL_MUNMAP,	/* libc's munmap, the same */
+	ATT_CALL_CHAIN,		/* a bare mmap at a fixed address, through the chained frame */
+};
+/* ATT_OK when a thread is held and stopped, else ATT_E_STATE. */
+enum att_reason att_need_stopped(struct att_ctx *ctx);
+/*
+ * One call of fn(args) (at most 6) from the saved registers on the frame;
+ * kind says how it returns. *ret: the syscall's result (MMAP, MUNMAP), the
+ * function's rax (TRAMP), 0 (CHAIN: the maps tell).
+ */
+enum att_reason att_call_run(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
+			     enum att_call_kind kind, uint64_t *ret);
+/* One call of a function between att_call_begin and att_call_end (ATT_CALL_TRAMP). */
 enum att_reason att_call_raw(struct att_ctx *ctx, uint64_t fn, const uint64_t *args, unsigned nargs,
 			     uint64_t *ret);
+
+/* ---- bracket.c ---- */
 /*
  * Save regs, map the scratch page (data bytes after the trampoline: at
  * ctx->scratch + ATT_TRAMP_SPACE), block the mask, save errno.
