@@ -49,11 +49,13 @@
  *
  * Fault injection: HEAPTAP_FAULT=<step> (read by att_new) makes that step
  * fail right after its action, so its rollback runs (see docs/attach.md for
- * the step names). The failure reason is then ATT_E_FAULT.
+ * the step names). The failure reason is then ATT_E_FAULT. A name that is
+ * no step makes att_new fail (att_env_check).
  */
 #ifndef HEAPTAP_ATTACH_H
 #define HEAPTAP_ATTACH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -158,12 +160,28 @@ struct elfr_file *att_elf_open_fd(int fd);
  */
 int att_sweep(const char *procdir, uid_t uid);
 
+/* The command layer's instants for HEAPTAP_HANG (attach/hang.c lists them all). */
+enum att_hang_env_step {
+	ATT_HANG_SESSION_BOUND,	/* "session-bound" */
+	ATT_HANG_SESSION_OWNED,	/* "session-owned" */
+};
+
 /*
  * att_hang_env - a step of the command layer for HEAPTAP_HANG=<step>[:kill]
  * (tests only): heaptap stops itself with SIGSTOP there (or SIGKILLs itself)
- * when the variable names step. attach/hang.c lists the steps.
+ * when the variable names step.
  */
-void att_hang_env(const char *step);
+void att_hang_env(enum att_hang_env_step step);
+
+/*
+ * att_env_check - the test knobs HEAPTAP_FAULT=<step> and
+ * HEAPTAP_HANG=<step>[@N][:kill], when set, name steps that exist (the
+ * names are in docs/attach.md), N is a count from 1 and ":kill" the only
+ * suffix. 0, or -EINVAL with err holding one line that says what is
+ * wrong, e.g. "HEAPTAP_FAULT=sieze: no such step (seize, interrupt, ...)".
+ * att_new fails on the same, so a misspelt knob never goes unnoticed.
+ */
+int att_env_check(char *err, size_t cap);
 
 /*
  * Open dir ("tmp", "dev/shm") below procdir's root, O_PATH, refusing a
@@ -184,8 +202,9 @@ int att_exit_code(enum att_reason why);
 struct att_ctx;
 
 /*
- * Make a session for process pid. Reads HEAPTAP_FAULT. Touches nothing in
- * the target. Returns NULL with errno ENOMEM on failure.
+ * Make a session for process pid. Reads HEAPTAP_FAULT and HEAPTAP_HANG.
+ * Touches nothing in the target. Returns NULL with errno ENOMEM, or EINVAL
+ * when a knob names no step (att_env_check says which).
  */
 struct att_ctx *att_new(pid_t pid) ATT_MUST_CHECK;
 

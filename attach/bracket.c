@@ -105,7 +105,7 @@ static enum att_reason map_scratch(struct att_ctx *ctx, size_t data)
 	ctx->scratch = ret;
 	ctx->scratch_size = size;
 	ctx->st.scratch = ret;
-	if (att_fault(ctx, "scratch"))
+	if (att_fault(ctx, ATT_F_SCRATCH))
 		return ATT_E_FAULT;
 	code = att_arch_tramp(&len, &marker_end);
 	err = att_mem_write_code(ctx->thr.tid, ctx->scratch, code, len);
@@ -136,7 +136,7 @@ static enum att_reason save_errno(struct att_ctx *ctx, struct att_thread *thr)
 	err = att_mem_write(thr->tid, thr->frame.addr + ATT_FRAME_ERRNO_ADDR, slot, sizeof(slot));
 	if (err)
 		return att_fail(ctx, ATT_E_MEMORY, -err, "write errno slots of the frame");
-	att_hang(ctx, "errno");
+	att_hang(ctx, ATT_H_ERRNO);
 	return ATT_OK;
 }
 
@@ -155,7 +155,7 @@ static enum att_reason save_thread(struct att_ctx *ctx, struct att_thread *thr)
 			return why;
 	}
 	defer_own_signals(ctx);
-	if (att_fault(ctx, "regs"))
+	if (att_fault(ctx, ATT_F_REGS))
 		return ATT_E_FAULT;
 	why = att_resolve_funcs(ctx);
 	if (why)
@@ -165,7 +165,7 @@ static enum att_reason save_thread(struct att_ctx *ctx, struct att_thread *thr)
 		if (why)
 			return why;
 	}
-	att_hang(ctx, "saved");
+	att_hang(ctx, ATT_H_SAVED);
 	return ATT_OK;
 }
 
@@ -296,7 +296,7 @@ static enum att_reason map_scratch_at(struct att_ctx *ctx, uint64_t at, size_t s
 	ctx->scratch = at;
 	ctx->scratch_size = size;
 	ctx->st.scratch = at;
-	if (att_fault(ctx, "scratch"))
+	if (att_fault(ctx, ATT_F_SCRATCH))
 		return ATT_E_FAULT;
 	code = att_arch_tramp(&len, &marker_end);
 	err = att_mem_write_code(thr->tid, ctx->scratch, code, len);
@@ -332,7 +332,7 @@ enum att_reason att_call_begin(struct att_ctx *ctx, size_t data)
 	why = save_errno(ctx, thr);
 	if (why)
 		return why;
-	if (att_fault(ctx, "errno"))
+	if (att_fault(ctx, ATT_F_ERRNO))
 		return ATT_E_FAULT;
 	return ATT_OK;
 }

@@ -146,15 +146,15 @@ static enum att_reason chain_signal(struct att_ctx *ctx, struct att_thread *thr)
 		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETSIGMASK thread %d", (int)thr->tid);
 	}
 	thr->mask_changed = true;
-	att_hang(ctx, "masked");
-	if (att_fault(ctx, "mask"))
+	att_hang(ctx, ATT_H_MASKED);
+	if (att_fault(ctx, ATT_F_MASK))
 		return ATT_E_FAULT;
 	if (syscall(SYS_tgkill, ctx->pid, thr->tid, ctx->end_sig) < 0) {
 		err = errno;
 		return att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
 				"tgkill thread %d", (int)thr->tid);
 	}
-	att_hang(ctx, "sent");
+	att_hang(ctx, ATT_H_SENT);
 	return ATT_OK;
 }
 
@@ -196,7 +196,7 @@ static enum att_reason set_call_regs(struct att_ctx *ctx, struct att_thread *thr
 		err = errno;
 		return att_fail(ctx, ATT_E_PTRACE, err, "PTRACE_SETREGS thread %d", (int)thr->tid);
 	}
-	att_hang(ctx, "callregs");
+	att_hang(ctx, ATT_H_CALLREGS);
 	if (kind == ATT_CALL_CHAIN)
 		/* after the call's registers: both frames' rt_sigreturns set a mask */
 		return chain_signal(ctx, thr);
@@ -205,8 +205,8 @@ static enum att_reason set_call_regs(struct att_ctx *ctx, struct att_thread *thr
 		why = att_mask_block(ctx, thr);
 		if (why)
 			return why;
-		att_hang(ctx, "masked");
-		if (att_fault(ctx, "mask"))
+		att_hang(ctx, ATT_H_MASKED);
+		if (att_fault(ctx, ATT_F_MASK))
 			return ATT_E_FAULT;
 	}
 	return ATT_OK;
@@ -228,7 +228,7 @@ static enum att_reason resume_call(struct att_ctx *ctx, struct att_thread *thr,
 	}
 	thr->state = ATT_TS_CALLING;
 	thr->at_signal_stop = false;
-	att_hang(ctx, "resumed");
+	att_hang(ctx, ATT_H_RESUMED);
 	return ATT_OK;
 }
 
@@ -284,7 +284,7 @@ static enum att_disp await_end(struct att_ctx *ctx, struct att_thread *thr, enum
 			return ATT_D_FAIL;
 		}
 		ctx->st.syscall_stops++;
-		att_hang(ctx, "sysstop");
+		att_hang(ctx, ATT_H_SYSSTOP);
 		if (ptrace(thr->call_req, thr->tid, 0, 0) < 0) {
 			err = errno;
 			*why = att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
@@ -345,7 +345,7 @@ enum att_reason att_call_run(struct att_ctx *ctx, uint64_t fn, const uint64_t *a
 	ctx->st.calls++;
 	if (d != ATT_D_DONE)
 		return why;
-	att_hang(ctx, "end");
+	att_hang(ctx, ATT_H_END);
 	return call_result(ctx, thr, kind, &gp, ret);
 }
 

@@ -6,13 +6,14 @@
  * step is reached (N defaults to 1) heaptap stops itself with SIGSTOP (the
  * test then SIGKILLs it while the target's thread is in that state) or,
  * with ":kill", kills itself at once (the thread is then mid-call, running).
- * Steps: preflighted (preflight.c: the process checked, nothing touched),
- * stopped, saved, callregs, masked, resumed, sysstop, end, errno,
- * restore-fp, restored (see call.c and seize.c). Read once by att_new.
- * The command layer's steps use att_hang_env: session-bound (the session
- * socket bound, its directory still heaptap's) and session-owned (handed
- * over to the target's user, before its path is used; cli/attach_session.c).
+ * The steps are an enum (internal.h), named below; att_new refuses a
+ * variable that names none of them (att_env_check). The command layer's
+ * steps, reached through att_hang_env, are in the same table:
+ * session-bound (the session socket bound, its directory still
+ * heaptap's) and session-owned (handed over to the target's user, before
+ * its path is used; cli/attach_session.c).
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,56 +21,94 @@
 
 #include "attach/internal.h"
 
-/* Does spec ("step[@N][:kill]") name step at its seen-th time? *kill_self: ":kill". */
-static bool hang_match(const char *spec, const char *step, unsigned seen, bool *kill_self)
-{
-	char name[48];
-	const char *at, *end;
-	size_t n;
-	unsigned want = 1;
+static const char *const hang_names[ATT_H_COUNT] = {
+	[ATT_H_PREFLIGHTED] = "preflighted",	/* preflight.c: the process checked, nothing touched */
+	[ATT_H_STOPPED] = "stopped",		/* seize.c: the interrupt stop */
+	[ATT_H_SAVED] = "saved",		/* bracket.c: the frame written */
+	[ATT_H_CALLREGS] = "callregs",		/* call.c: a call's registers set */
+	[ATT_H_MASKED] = "masked",		/* call.c: the mask blocked */
+	[ATT_H_SENT] = "sent",			/* call.c: the fixed-address mmap's end signal queued */
+	[ATT_H_RESUMED] = "resumed",		/* call.c: a call running */
+	[ATT_H_SYSSTOP] = "sysstop",		/* call.c: a syscall stop inside a call */
+	[ATT_H_END] = "end",			/* call.c: a call's end stop */
+	[ATT_H_ERRNO] = "errno",		/* bracket.c: errno saved */
+	[ATT_H_RESTORE_FP] = "restore-fp",	/* regs.c: XSAVE area and mask back, registers not yet */
+	[ATT_H_RESTORED] = "restored",		/* regs.c: the registers back */
+	[ATT_H_SESSION_BOUND] = "session-bound",
+	[ATT_H_SESSION_OWNED] = "session-owned",
+};
 
-	end = strchr(spec, ':');
-	*kill_self = end && strcmp(end, ":kill") == 0;
-	n = end ? (size_t)(end - spec) : strlen(spec);
-	if (n >= sizeof(name))
-		return false;
-	memcpy(name, spec, n);
-	name[n] = '\0';
-	at = strchr(name, '@');
-	if (at) {
-		want = (unsigned)strtoul(at + 1, NULL, 10);
-		name[at - name] = '\0';
-	}
-	return strcmp(name, step) == 0 && seen == want;
+const char *att_hang_name(enum att_hang_step step)
+{
+	return step > ATT_H_NONE && step < ATT_H_COUNT ? hang_names[step] : NULL;
 }
 
-void att_hang(struct att_ctx *ctx, const char *step)
+/* The names, ", "-separated, after err's first used bytes. */
+static void list_names(char *err, size_t cap, size_t used)
 {
-	bool kill_self;
-	char name[48];
-	const char *end;
-	size_t n;
+	int i;
 
-	if (!ctx->hang[0])
+	for (i = ATT_H_NONE + 1; i < ATT_H_COUNT && used < cap; i++)
+		used += (size_t)snprintf(err + used, cap - used, "%s%s", hang_names[i],
+					 i + 1 < ATT_H_COUNT ? ", " : ")");
+}
+
+int att_hang_parse(const char *spec, struct att_hang_spec *h, char *err, size_t cap)
+{
+	const char *end = spec ? spec + strcspn(spec, "@:") : NULL;
+	unsigned long n = 1;
+	char *num_end;
+	int i;
+
+	memset(h, 0, sizeof(*h));
+	if (!spec || !spec[0])
+		return 0;
+	if (*end == '@') {
+		if (end[1] < '0' || end[1] > '9')
+			goto bad_count;
+		errno = 0;
+		n = strtoul(end + 1, &num_end, 10);
+		if (errno || n < 1 || n > 1000000)
+			goto bad_count;
+	} else {
+		num_end = (char *)end;
+	}
+	if (*num_end && strcmp(num_end, ":kill") != 0) {
+		snprintf(err, cap, "HEAPTAP_HANG=%.40s: '%.20s' is not ':kill'", spec, num_end);
+		return -EINVAL;
+	}
+	for (i = ATT_H_NONE + 1; i < ATT_H_COUNT; i++)
+		if (strlen(hang_names[i]) == (size_t)(end - spec) &&
+		    !strncmp(spec, hang_names[i], (size_t)(end - spec))) {
+			h->step = (enum att_hang_step)i;
+			h->nth = (unsigned)n;
+			h->kill_self = *num_end != '\0';
+			return 0;
+		}
+	list_names(err, cap, (size_t)snprintf(err, cap, "HEAPTAP_HANG=%.40s: no such step (", spec));
+	return -EINVAL;
+bad_count:
+	snprintf(err, cap, "HEAPTAP_HANG=%.40s: @N wants a count from 1", spec);
+	return -EINVAL;
+}
+
+void att_hang(struct att_ctx *ctx, enum att_hang_step step)
+{
+	if (ctx->hang.step == ATT_H_NONE || ctx->hang.step != step)
 		return;
 	/* count only this step's visits */
-	end = strpbrk(ctx->hang, "@:");
-	n = end ? (size_t)(end - ctx->hang) : strlen(ctx->hang);
-	if (n >= sizeof(name))
-		return;
-	memcpy(name, ctx->hang, n);
-	name[n] = '\0';
-	if (strcmp(name, step) != 0)
-		return;
-	if (hang_match(ctx->hang, step, ++ctx->hang_seen, &kill_self))
-		raise(kill_self ? SIGKILL : SIGSTOP);
+	if (++ctx->hang_seen == ctx->hang.nth)
+		raise(ctx->hang.kill_self ? SIGKILL : SIGSTOP);
 }
 
-void att_hang_env(const char *step)
+void att_hang_env(enum att_hang_env_step step)
 {
-	const char *spec = getenv("HEAPTAP_HANG");
-	bool kill_self;
+	struct att_hang_spec h;
+	char err[8];
 
-	if (spec && hang_match(spec, step, 1, &kill_self))
-		raise(kill_self ? SIGKILL : SIGSTOP);
+	if (att_hang_parse(getenv("HEAPTAP_HANG"), &h, err, sizeof(err)) < 0 || h.nth != 1)
+		return;
+	if ((step == ATT_HANG_SESSION_BOUND && h.step == ATT_H_SESSION_BOUND) ||
+	    (step == ATT_HANG_SESSION_OWNED && h.step == ATT_H_SESSION_OWNED))
+		raise(h.kill_self ? SIGKILL : SIGSTOP);
 }

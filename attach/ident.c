@@ -82,7 +82,7 @@ enum att_reason att_ident_recheck(struct att_ctx *ctx)
 	if (!ctx->ident)
 		return ATT_OK;
 	snprintf(path, sizeof(path), "%s/exe", ctx->procdir);
-	if (att_fault(ctx, "ident") || !pidfd_alive(ctx->pidfd) ||
+	if (att_fault(ctx, ATT_F_IDENT) || !pidfd_alive(ctx->pidfd) ||
 	    start_time(ctx->procdir, &now) < 0 || now != ctx->start_time)
 		why = att_fail(
 		    ctx, ATT_E_EXITED, 0,

@@ -104,7 +104,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 		why = att_fail(ctx, ATT_E_MEMORY, -err, "write scratch page at %#" PRIx64, scratch);
 		goto out_end;
 	}
-	if (att_fault(ctx, "write")) {
+	if (att_fault(ctx, ATT_F_WRITE)) {
 		why = ATT_E_FAULT;
 		goto out_end;
 	}
@@ -119,7 +119,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 		why = att_fail(ctx, ATT_E_DLOPEN, 0, "%s", err_text[0] ? err_text : tpath);
 		goto out_end;
 	}
-	if (att_fault(ctx, "dlopen")) {
+	if (att_fault(ctx, ATT_F_DLOPEN)) {
 		why = ATT_E_FAULT;
 		goto out_end;
 	}
@@ -134,7 +134,7 @@ enum att_reason att_inject(struct att_ctx *ctx, const char *lib_path, const char
 		why = att_fail(ctx, ATT_E_DLSYM, 0, "%s", err_text[0] ? err_text : start_symbol);
 		goto out_end;
 	}
-	if (att_fault(ctx, "dlsym") || att_fault(ctx, "start")) {
+	if (att_fault(ctx, ATT_F_DLSYM) || att_fault(ctx, ATT_F_START)) {
 		why = ATT_E_FAULT;
 		goto out_end;
 	}

@@ -94,6 +94,56 @@ struct elfr_file;
 #define ATT_LD_GO_NS 100000	/* the loader polls the go word every 0.1 ms ... */
 #define ATT_LD_GO_POLLS 1000	/* ... 100 ms at least, then starts anyway */
 
+/* The steps HEAPTAP_FAULT can make fail (fault.c names them). */
+enum att_fault_step {
+	ATT_F_NONE = 0,
+	ATT_F_SEIZE,
+	ATT_F_INTERRUPT,
+	ATT_F_CHOOSE,
+	ATT_F_IDENT,
+	ATT_F_REGS,
+	ATT_F_MASK,
+	ATT_F_ERRNO,
+	ATT_F_SCRATCH,
+	ATT_F_WRITE,
+	ATT_F_STAGE,
+	ATT_F_DLOPEN,
+	ATT_F_DLSYM,
+	ATT_F_START,
+	ATT_F_FIXED,
+	ATT_F_STUB,
+	ATT_F_STUBCRASH,
+	ATT_F_SYMBOLIZER,	/* interpret/'s: attach/ only accepts the name */
+	ATT_F_COUNT
+};
+
+/* The instants HEAPTAP_HANG can stop heaptap at (hang.c names them). */
+enum att_hang_step {
+	ATT_H_NONE = 0,
+	ATT_H_PREFLIGHTED,
+	ATT_H_STOPPED,
+	ATT_H_SAVED,
+	ATT_H_CALLREGS,
+	ATT_H_MASKED,
+	ATT_H_SENT,
+	ATT_H_RESUMED,
+	ATT_H_SYSSTOP,
+	ATT_H_END,
+	ATT_H_ERRNO,
+	ATT_H_RESTORE_FP,
+	ATT_H_RESTORED,
+	ATT_H_SESSION_BOUND,	/* the command layer's (att_hang_env) */
+	ATT_H_SESSION_OWNED,
+	ATT_H_COUNT
+};
+
+/* HEAPTAP_HANG=<step>[@N][:kill], parsed. */
+struct att_hang_spec {
+	enum att_hang_step step;	/* ATT_H_NONE: not set */
+	unsigned nth;			/* the Nth visit of step, from 1 */
+	bool kill_self;			/* ":kill": SIGKILL instead of SIGSTOP */
+};
+
 /* What we know of one thread's ptrace state. */
 enum att_state {
 	ATT_TS_UNTRACED = 0,	/* not seized by us */
@@ -238,8 +288,8 @@ struct att_ctx {
 	/* last failure */
 	int err;
 	char detail[512];
-	/* HEAPTAP_FAULT */
-	char fault[32];
+	/* HEAPTAP_FAULT (fault.c) */
+	enum att_fault_step fault;
 	bool preflight_ok;
 	pid_t prefer_tid;
 	/* who the preflight checked (ident.c): re-checked once a thread is held */
@@ -284,8 +334,8 @@ struct att_ctx {
 	uint64_t scratch;
 	size_t scratch_size;
 	/* HEAPTAP_HANG=<step>[@N][:kill] (hang.c) */
-	char hang[48];
-	unsigned hang_seen;
+	struct att_hang_spec hang;
+	unsigned hang_seen;		/* visits of hang.step so far */
 	/* library staged by att_prepare */
 	char prepared_lib[PATH_MAX];
 	char prepared_tpath[PATH_MAX];
@@ -329,11 +379,23 @@ void att_sleep_ms(unsigned ms);
 
 /* ---- fault.c ---- */
 /* True when HEAPTAP_FAULT names step; records ATT_E_FAULT's detail. */
-bool att_fault(struct att_ctx *ctx, const char *step);
+bool att_fault(struct att_ctx *ctx, enum att_fault_step step);
+/* The step's name in HEAPTAP_FAULT, NULL for ATT_F_NONE or past the last. */
+const char *att_fault_name(enum att_fault_step step);
+/* spec (NULL or "": none) into *step; -EINVAL with err naming the steps when it names none. */
+int att_fault_parse(const char *spec, enum att_fault_step *step, char *err, size_t cap);
 
 /* ---- hang.c ---- */
 /* HEAPTAP_HANG names step (its Nth time): stop (or kill) heaptap itself here. */
-void att_hang(struct att_ctx *ctx, const char *step);
+void att_hang(struct att_ctx *ctx, enum att_hang_step step);
+/* The step's name in HEAPTAP_HANG, NULL for ATT_H_NONE or past the last. */
+const char *att_hang_name(enum att_hang_step step);
+/*
+ * spec ("step[@N][:kill]"; NULL or "": none) into *h; -EINVAL with err
+ * saying what is wrong: no such step (the steps named), N not a count
+ * from 1, a suffix other than ":kill".
+ */
+int att_hang_parse(const char *spec, struct att_hang_spec *h, char *err, size_t cap);
 
 /* ---- procfs.c ---- */
 /* Read a small /proc file into buf (NUL-terminated). Returns length or -errno. */

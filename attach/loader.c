@@ -141,7 +141,7 @@ static enum att_reason map_pages(struct att_ctx *ctx)
 	}
 	if (!att_arch_stopped_in_restart_block(&ctx->thr.saved.gp) && ctx->fn_syscall_ret)
 		at = ctx->fixed_at;
-	if (at && !strcmp(ctx->fault, "fixed"))
+	if (at && ctx->fault == ATT_F_FIXED)
 		at = ctx->fn_syscall_ret & ~(uint64_t)(PAGE - 1);	/* libc's code: EEXIST */
 	ctx->fixed_at = 0;	/* once: a second injection of this ctx would find it taken */
 	if (at)
@@ -154,7 +154,7 @@ static enum att_reason stub_result(struct att_ctx *ctx, uint64_t ret)
 {
 	if ((int64_t)ret < 0) {
 		ctx->scratch_size = ATT_LD_PAGES * PAGE;
-		if (!strcmp(ctx->fault, "stub"))
+		if (ctx->fault == ATT_F_STUB)
 			return att_fail(ctx, ATT_E_FAULT, (int)-(int64_t)ret,
 					"step stub: its mprotect failed as asked");
 		return att_fail(ctx, ATT_E_REMOTE_MMAP, (int)-(int64_t)ret,
@@ -187,7 +187,7 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 	int err;
 
 	why = map_pages(ctx);
-	if (why == ATT_E_REMOTE_MMAP && !strcmp(ctx->fault, "fixed"))
+	if (why == ATT_E_REMOTE_MMAP && ctx->fault == ATT_F_FIXED)
 		return att_fail(ctx, ATT_E_FAULT, 0, "step fixed: the mmap at a taken address failed");
 	if (why)
 		return why;
@@ -201,19 +201,19 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 		return att_fail(ctx, ATT_E_NOMEM, ENOMEM, "loader pages");
 	/* one write from the stub to the end of the data page (r-x: /proc/TID/mem) */
 	memcpy(buf, stub, slen);
-	if (!strcmp(ctx->fault, "stubcrash"))
+	if (ctx->fault == ATT_F_STUBCRASH)
 		memcpy(buf, "\x0f\x0b", 2);	/* ud2: the stub dies of SIGILL at once */
 	memcpy(buf + PAGE - ATT_LD_STUB_AT, code, clen);
 	ctx->ld.cookie = att_random64();
 	build_data(ctx, buf + 2 * PAGE - ATT_LD_STUB_AT, code_at, data_at, tpath, sym, arg);
-	if (!strcmp(ctx->fault, "stub"))	/* not page-aligned: the stub's mprotect fails */
+	if (ctx->fault == ATT_F_STUB)	/* not page-aligned: the stub's mprotect fails */
 		put64(buf + 2 * PAGE - ATT_LD_STUB_AT, ATT_LD_MPROT, data_at + 1);
 	err = att_mem_write_code(ctx->thr.tid, stub_at, buf, len);
 	free(buf);
 	if (err)
 		return att_fail(ctx, ATT_E_MEMORY, -err, "write the loader's pages at %#" PRIx64,
 				stub_at);
-	if (att_fault(ctx, "write"))
+	if (att_fault(ctx, ATT_F_WRITE))
 		return ATT_E_FAULT;
 
 	/*
@@ -232,7 +232,7 @@ static enum att_reason spawn(struct att_ctx *ctx, const char *tpath, const char 
 	if (why) {
 		if (r == ATT_OK && stage == 0)	/* stopped before pthread_create: nothing made */
 			ctx->scratch_size = ATT_LD_PAGES * PAGE;
-		if (why == ATT_E_CALL_FAULT && !strcmp(ctx->fault, "stubcrash")) {
+		if (why == ATT_E_CALL_FAULT && ctx->fault == ATT_F_STUBCRASH) {
 			char crash[sizeof(ctx->detail)];
 
 			snprintf(crash, sizeof(crash), "%s", ctx->detail);
@@ -265,9 +265,9 @@ enum att_reason att_inject_start(struct att_ctx *ctx, const char *lib_path, cons
 	 * (a loader thread cannot be rolled back after its dlopen), and so is
 	 * errno (the stub saves errno here, heaptap does not): take it.
 	 */
-	if (!ctx->fn_pthread_create || !strcmp(ctx->fault, "dlopen") ||
-	    !strcmp(ctx->fault, "dlsym") || !strcmp(ctx->fault, "start") ||
-	    !strcmp(ctx->fault, "errno"))
+	if (!ctx->fn_pthread_create || ctx->fault == ATT_F_DLOPEN ||
+	    ctx->fault == ATT_F_DLSYM || ctx->fault == ATT_F_START ||
+	    ctx->fault == ATT_F_ERRNO)
 		return inject_sync(ctx, lib_path, start_symbol, arg);
 	why = att_inject_tpath(ctx, lib_path, tpath, sizeof(tpath), &ctx->ld.res.staged);
 	if (why)

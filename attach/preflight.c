@@ -279,7 +279,7 @@ enum att_reason att_preflight(struct att_ctx *ctx)
 	why = att_ident_take(ctx);
 	if (why)
 		return why;
-	att_hang(ctx, "preflighted");
+	att_hang(ctx, ATT_H_PREFLIGHTED);
 	ctx->preflight_ok = true;
 	return ATT_OK;
 }

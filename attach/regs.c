@@ -89,14 +89,14 @@ enum att_reason att_regs_restore(struct att_ctx *ctx, struct att_thread *thr)
 	}
 	if (!thr->regs_saved)
 		return why;
-	att_hang(ctx, "restore-fp");
+	att_hang(ctx, ATT_H_RESTORE_FP);
 	att_arch_resume_regs(&thr->saved.gp, &gp, false);
 	if (ptrace(PTRACE_SETREGS, thr->tid, 0, &gp) < 0) {
 		err = errno;
 		return att_fail(ctx, err == ESRCH ? ATT_E_EXITED : ATT_E_PTRACE, err,
 				"PTRACE_SETREGS thread %d", (int)thr->tid);
 	}
-	att_hang(ctx, "restored");
+	att_hang(ctx, ATT_H_RESTORED);
 	return why;
 }
 

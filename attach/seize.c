@@ -170,7 +170,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 	}
 	thr->state = ATT_TS_SEIZED;
 	ctx->have_thr = true;
-	if (att_fault(ctx, "seize")) {
+	if (att_fault(ctx, ATT_F_SEIZE)) {
 		*why = ATT_E_FAULT;
 		goto out_detach_fatal;
 	}
@@ -199,8 +199,8 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 	}
 	t1 = util_mono_ns();
 	ctx->st.stop_ns = t1 - t0;
-	att_hang(ctx, "stopped");
-	if (att_fault(ctx, "interrupt")) {
+	att_hang(ctx, ATT_H_STOPPED);
+	if (att_fault(ctx, ATT_F_INTERRUPT)) {
 		*why = ATT_E_FAULT;
 		goto out_detach_fatal;
 	}
@@ -233,7 +233,7 @@ static enum try_result try_thread(struct att_ctx *ctx, const struct att_cand *c,
 			ctx->st.max_reject_ns = util_mono_ns() - t0;
 		return TRY_NEXT;
 	}
-	if (att_fault(ctx, "choose")) {
+	if (att_fault(ctx, ATT_F_CHOOSE)) {
 		*why = ATT_E_FAULT;
 		goto out_detach_fatal;
 	}

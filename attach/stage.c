@@ -376,7 +376,7 @@ enum att_reason att_stage(struct att_ctx *ctx, const char *lib, char *tpath, siz
 		goto out_unstage;
 	}
 	*staged = 1;
-	if (att_fault(ctx, "stage")) {
+	if (att_fault(ctx, ATT_F_STAGE)) {
 		ret = ATT_E_FAULT;
 		goto out_unstage;
 	}

@@ -154,7 +154,7 @@ static int hand_over(struct cli_attach_dir *d, uid_t uid, gid_t gid)
 
 	if (fchown(d->dir_fd, uid, gid) < 0 && !(errno == EPERM && getuid() == uid))
 		return -errno;
-	att_hang_env("session-owned");
+	att_hang_env(ATT_HANG_SESSION_OWNED);
 	dir = !still(d->parent_fd, d->name, &d->dir_st);
 	if (!dir && still(d->dir_fd, "sock", &d->sock_st))
 		return 0;
@@ -209,7 +209,7 @@ static int open_in(struct cli_attach_dir *d, int parent_fd, const char *where, u
 	ret = own_socket(d, uid, gid);
 	if (ret < 0)
 		goto out_unlink;
-	att_hang_env("session-bound");
+	att_hang_env(ATT_HANG_SESSION_BOUND);
 	if (listen(d->listen_fd, 4) < 0) {
 		ret = -errno;
 		goto out_unlink;

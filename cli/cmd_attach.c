@@ -539,8 +539,13 @@ int cli_attach_session(const struct cli_attach_args *ap, const struct cli_live *
 {
 	struct attach_run run, *r = &run;
 	struct cli_signals old;
+	char err[512];
 	int code;
 
+	if (att_env_check(err, sizeof(err)) < 0) {
+		cli_msg("attach %d: %s", (int)ap->pid, err);
+		return CLI_EXIT_USAGE;
+	}
 	code = check_outputs(ap);
 	if (code)
 		return code;

@@ -413,6 +413,97 @@ START_TEST(remote_call_in_child)
 }
 END_TEST
 
+/*
+ * HEAPTAP_FAULT and HEAPTAP_HANG: every step of the tables has a name, the
+ * names docs/attach.md lists parse, and a misspelt one is refused with a
+ * line naming the variable and the steps, by att_env_check and att_new.
+ */
+START_TEST(test_knob_names)
+{
+	static const char *const faults[] = { "seize", "interrupt", "choose", "ident", "regs",
+					      "mask", "errno", "scratch", "write", "stage",
+					      "dlopen", "dlsym", "start", "fixed", "stub",
+					      "stubcrash", "symbolizer" };
+	static const char *const hangs[] = { "preflighted", "stopped", "saved", "callregs",
+					     "masked", "sent", "resumed", "sysstop", "end",
+					     "errno", "restore-fp", "restored", "session-bound",
+					     "session-owned" };
+	struct att_hang_spec h;
+	enum att_fault_step f;
+	struct att_ctx *ctx;
+	char err[512];
+	size_t i;
+	int k;
+
+	for (k = ATT_F_NONE + 1; k < ATT_F_COUNT; k++)
+		ck_assert_ptr_nonnull(att_fault_name((enum att_fault_step)k));
+	for (k = ATT_H_NONE + 1; k < ATT_H_COUNT; k++)
+		ck_assert_ptr_nonnull(att_hang_name((enum att_hang_step)k));
+	ck_assert_int_eq(ATT_F_COUNT - 1, sizeof(faults) / sizeof(faults[0]));
+	ck_assert_int_eq(ATT_H_COUNT - 1, sizeof(hangs) / sizeof(hangs[0]));
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		ck_assert_int_eq(att_fault_parse(faults[i], &f, err, sizeof(err)), 0);
+		ck_assert_str_eq(att_fault_name(f), faults[i]);
+	}
+	for (i = 0; i < sizeof(hangs) / sizeof(hangs[0]); i++) {
+		ck_assert_int_eq(att_hang_parse(hangs[i], &h, err, sizeof(err)), 0);
+		ck_assert_str_eq(att_hang_name(h.step), hangs[i]);
+		ck_assert_uint_eq(h.nth, 1);
+		ck_assert(!h.kill_self);
+	}
+	ck_assert_int_eq(att_fault_parse(NULL, &f, err, sizeof(err)), 0);
+	ck_assert_int_eq(f, ATT_F_NONE);
+	ck_assert_int_eq(att_hang_parse("", &h, err, sizeof(err)), 0);
+	ck_assert_int_eq(h.step, ATT_H_NONE);
+	ck_assert_int_eq(att_hang_parse("resumed@12:kill", &h, err, sizeof(err)), 0);
+	ck_assert_int_eq(h.step, ATT_H_RESUMED);
+	ck_assert_uint_eq(h.nth, 12);
+	ck_assert(h.kill_self);
+
+	/* misspelt: refused, the line names the variable, the value and the steps */
+	ck_assert_int_eq(att_fault_parse("sieze", &f, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "HEAPTAP_FAULT=sieze: no such step (seize, interrupt, choose, ident, "
+			      "regs, mask, errno, scratch, write, stage, dlopen, dlsym, start, "
+			      "fixed, stub, stubcrash, symbolizer)");
+	ck_assert_int_eq(att_hang_parse("stoped", &h, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(!strncmp(err, "HEAPTAP_HANG=stoped: no such step (preflighted, stopped, ",
+			       strlen("HEAPTAP_HANG=stoped: no such step (preflighted, stopped, ")),
+		      "%s", err);
+	ck_assert_msg(strstr(err, ", session-owned)"), "%s", err);
+	ck_assert_int_eq(att_hang_parse("end@0", &h, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "HEAPTAP_HANG=end@0: @N wants a count from 1");
+	ck_assert_int_eq(att_hang_parse("end@", &h, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(att_hang_parse("end@2x", &h, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(att_hang_parse("end:kil", &h, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "HEAPTAP_HANG=end:kil: ':kil' is not ':kill'");
+	ck_assert_int_eq(att_hang_parse("stopped@2:kill:kill", &h, err, sizeof(err)), -EINVAL);
+	/* a short buffer gets a truncated line, never an overrun */
+	ck_assert_int_eq(att_fault_parse("sieze", &f, err, 20), -EINVAL);
+	ck_assert_uint_eq(strlen(err), 19);
+
+	/* att_env_check and att_new refuse the same */
+	setenv("HEAPTAP_FAULT", "sieze", 1);
+	ck_assert_int_eq(att_env_check(err, sizeof(err)), -EINVAL);
+	errno = 0;
+	ctx = att_new(getpid());
+	ck_assert_ptr_null(ctx);
+	ck_assert_int_eq(errno, EINVAL);
+	unsetenv("HEAPTAP_FAULT");
+	setenv("HEAPTAP_HANG", "end@x", 1);
+	ck_assert_int_eq(att_env_check(err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "HEAPTAP_HANG=end@x: @N wants a count from 1");
+	ck_assert_ptr_null(att_new(getpid()));
+	setenv("HEAPTAP_HANG", "end@2:kill", 1);
+	setenv("HEAPTAP_FAULT", "stubcrash", 1);
+	ck_assert_int_eq(att_env_check(err, sizeof(err)), 0);
+	ctx = att_new(getpid());
+	ck_assert_ptr_nonnull(ctx);
+	att_free(ctx);
+	unsetenv("HEAPTAP_HANG");
+	unsetenv("HEAPTAP_FAULT");
+}
+END_TEST
+
 static Suite *attach_suite(void)
 {
 	Suite *s = suite_create("attach");
@@ -427,6 +518,7 @@ static Suite *attach_suite(void)
 	tcase_add_test(t, exe_check);
 	tcase_add_test(t, maps_of_self);
 	tcase_add_test(t, libc_symbol_matches_dlsym);
+	tcase_add_test(t, test_knob_names);
 	suite_add_tcase(s, t);
 	t = tcase_create("process");
 	tcase_add_test(t, preflight_refusals);
