@@ -314,7 +314,7 @@ struct att_ctx {
 	char stage_file[PATH_MAX];
 	bool stage_fds;			/* stage_fd and stage_parent_fd are open (stage.c) */
 	int stage_fd, stage_parent_fd;	/* the staging directory and its parent */
-	/* forbidden ranges (symcache.c), built before the first stop */
+	/* forbidden ranges (forbidden.c), built before the first stop */
 	struct att_range *forb;
 	size_t nforb, capforb;
 	struct att_scanned *scanned;
@@ -456,7 +456,7 @@ enum att_reason att_module_symbols(struct att_ctx *ctx, const char *prefix, cons
 /* Is the ELF file at path native? ATT_OK, ATT_E_EXE or ATT_E_ARCH; what gets text. */
 enum att_reason att_check_exe(const char *path, char *what, size_t cap, int *err);
 
-/* ---- symcache.c ---- */
+/* ---- forbidden.c ---- */
 /* Address ranges of functions a hijacked thread must not be inside (see unwind.c). */
 struct att_range {
 	uint64_t lo, hi;

@@ -5,7 +5,7 @@
  * the target runs on, stopping nothing: the functions heaptap calls in it
  * (libc's, or libdl's and libpthread's on glibc < 2.34), the signal its
  * calls end with and what the loader's one-stop mmap needs, the forbidden
- * ranges and unwind tables of its modules (symcache.c), the library's
+ * ranges and unwind tables of its modules (forbidden.c), the library's
  * glibc versions against its libc, and the library staged where the
  * target sees it (stage.c). att_seize runs it (without the library) if
  * the caller did not; the first remote call runs att_resolve_funcs if

@@ -14,7 +14,7 @@
  *   - thread creation or fork (pthread_create, fork, _Fork),
  *     dl_iterate_phdr and the libc dl* entry points (they take the
  *     loader's locks), exit (exit handlers).
- * Names come from ranges learnt before the stop (symcache.c).
+ * Names come from ranges learnt before the stop (forbidden.c).
  * An incomplete unwind is treated as unsafe: a frame we cannot see may be
  * one of those.
  *

@@ -1,4 +1,4 @@
-/* attach/symcache.c - where the forbidden functions are in the target, learnt before stopping it */
+/* attach/forbidden.c - where the forbidden functions are in the target, learnt before stopping it */
 /* SPDX-License-Identifier: MIT */
 /*
  * Looking names up while a thread is stopped (unw_get_proc_name opens and
