@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "attach/internal.h"
+#include "attach/loader_internal.h"
 
 #define PAGE 4096u
 #define RTLD_NOW_VALUE 2

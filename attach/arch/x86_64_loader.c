@@ -32,6 +32,7 @@
  * never executes it, it only copies the bytes between the two labels.
  */
 #include "attach/internal.h"
+#include "attach/loader_internal.h"
 
 #define S_(x) #x
 #define S(x) S_(x)
