@@ -1,4 +1,4 @@
-/* cli/attach_int.h - what cmd_attach.c, attach_thread.c and attach_timing.c share */
+/* cli/attach_int.h - what cmd_attach.c and its helper files (attach_*.c) share */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPTAP_CLI_ATTACH_INT_H
 #define HEAPTAP_CLI_ATTACH_INT_H
@@ -18,13 +18,20 @@
 
 /*
  * The stop flag (itp_options.stop) and the signal that set it (0 = none),
- * set by the stop signals' handler (cmd_attach.c).
+ * set by the stop signals' handler (attach_stop.c).
  */
 extern volatile sig_atomic_t cli_attach_stop;
 extern volatile sig_atomic_t cli_attach_stop_sig;
 
-/* cli_attach_stop_set - the set of the stop signals (cmd_attach.c). */
+/* cli_attach_stop_set - the set of the stop signals. */
 void cli_attach_stop_set(sigset_t *set);
+
+struct cli_signals;
+/*
+ * cli_attach_stop_install - clear the flags and catch the stop signals
+ * (SIGPIPE ignored); cli_signals_restore(old) undoes it.
+ */
+void cli_attach_stop_install(struct cli_signals *old);
 
 /*
  * --duration counts from the start of the library's session (its stream

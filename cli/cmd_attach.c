@@ -29,7 +29,7 @@
  * before the seize ends the command with nothing changed; a stop after
  * the injection is handed to itp_run, which sends WIRE_CTL_STOP at once,
  * so the library restores its slots and ends cleanly. SIGPIPE is ignored.
- * Globals here: the signal flags (docs/design.md "Globals").
+ * The flags and their handler: attach_stop.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,30 +50,6 @@
 #include "recfile/recfile.h"
 #include "track/wire.h"
 #include "util/clock.h"
-
-volatile sig_atomic_t cli_attach_stop;	    /* itp_options.stop */
-volatile sig_atomic_t cli_attach_stop_sig; /* the signal that set it (0 = none) */
-
-static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM };
-#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	/* cli_attach_thread_join's wake-up of the session thread is not a second stop */
-	if (si->si_code == SI_TKILL && si->si_pid == getpid())
-		return;
-	/* a second stop: the interpreter ends at once, the recording cut short */
-	cli_attach_stop = cli_attach_stop ? 2 : 1;
-	if (!cli_attach_stop_sig)
-		cli_attach_stop_sig = sig;
-}
-
-/* cli_attach_stop_set - the set of stop_signals. */
-void cli_attach_stop_set(sigset_t *set)
-{
-	cli_signals_set(set, stop_signals, NSTOP);
-}
 
 /*
  * 1 when pid sees the file system as we do: same mount namespace and same
@@ -562,9 +538,7 @@ int cli_attach_session(const struct cli_attach_args *ap, const struct cli_live *
 		r->a.duration = 0;
 	r->pid = r->a.pid;
 
-	cli_attach_stop = 0;
-	cli_attach_stop_sig = 0;
-	cli_signals_install(&old, stop_signals, NSTOP, on_signal, NULL);
+	cli_attach_stop_install(&old);
 	r->t[0] = util_mono_ns();
 
 	r->ctx = att_new(r->pid);
