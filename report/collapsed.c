@@ -12,6 +12,12 @@
  * (the separator) becomes ':' and a newline a space. The readers merge
  * equal lines, so two traces that name the same functions may both appear.
  *
+ * Foreign frames follow the flame-graph tools' conventions: a Java frame
+ * gets the annotation flamegraph.pl --colors=java colours by, "_[i]" for
+ * an inlined one and "_[j]" for every other (JIT-compiled, interpreted,
+ * native: all Java, one colour); a Python frame is "name (file:line)" as
+ * py-spy writes it; another language's frame is its name.
+ *
  * The name of each ip is built once (on first use) and reused by every
  * trace that passes through it.
  */
@@ -63,6 +69,39 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* The folded name of a foreign frame (see the file's head); NULL on -ENOMEM. */
+static char *xframe_name(const struct rpt_data *d, const struct rec_ip *ip)
+{
+	const struct rec_frame *fr = ip->frame < d->nframes ? &d->frames[ip->frame] : NULL;
+	const char *fn = fr ? rec_string(d->r, fr->function) : "";
+	const char *file = fr ? rec_string(d->r, fr->file) : "";
+	size_t len = 0, cap = 0;
+	char *buf = NULL, tmp[32];
+	int err = 0;
+
+	if (!fn[0])
+		fn = "[unknown]";
+	append(&buf, &len, &cap, fn, strlen(fn), 0, &err);
+	if (ip->lang == WIRE_LANG_JAVA) {
+		const char *a = ip->xkind == WIRE_XKIND_INLINED ? "_[i]" : "_[j]";
+
+		append(&buf, &len, &cap, a, strlen(a), 0, &err);
+	} else if (ip->lang == WIRE_LANG_PYTHON && file[0]) {
+		append(&buf, &len, &cap, " (", 2, 0, &err);
+		append(&buf, &len, &cap, file, strlen(file), 0, &err);
+		if (fr->line)
+			snprintf(tmp, sizeof(tmp), ":%u)", fr->line);
+		else
+			snprintf(tmp, sizeof(tmp), ")");
+		append(&buf, &len, &cap, tmp, strlen(tmp), 0, &err);
+	}
+	if (err) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 /* The folded name of ip i (NULL on -ENOMEM). */
 static const char *ip_name(struct names *nm, const struct rpt_data *d, uint32_t i)
 {
@@ -73,6 +112,8 @@ static const char *ip_name(struct names *nm, const struct rpt_data *d, uint32_t 
 
 	if (nm->of_ip[i])
 		return nm->of_ip[i];
+	if (d->ips[i].xframe)
+		return nm->of_ip[i] = xframe_name(d, &d->ips[i]);
 	for (uint32_t k = d->ips[i].frame; k != REC_NONE && k < d->nframes && n < 64;
 	     k = d->frames[k].outer)
 		if (d->frames[k].function)

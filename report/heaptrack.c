@@ -30,6 +30,9 @@
  * their event index. Strings are written on first use. A newline inside a
  * string (the reader splits lines) becomes a space.
  *
+ * A foreign (Java, Python) frame is an ip like the others, with its name,
+ * file and line, and its language and kind where the module goes.
+ *
  * What cannot be carried over: the allocation function (heaptrack has none)
  * and the total memory of the machine (I gives 0 pages). A sampled recording
  * writes each sample as one allocation of its info's mean weight, so bytes,
@@ -64,6 +67,7 @@ struct htw {
 	size_t nstr;
 	uint32_t *mod_str; /* module -> heaptrack string of its path */
 	uint32_t next_str; /* heaptrack index of the next string written */
+	uint32_t xmark[3][5]; /* foreign frames' module string by (lang, kind), 0: not written */
 };
 
 /* Compress the buffered text (mode ZSTD_e_end also finishes the frame). */
@@ -185,6 +189,23 @@ static uint32_t module_of(struct htw *w, const struct rpt_data *d, uint32_t m)
 	return w->mod_str[m];
 }
 
+/*
+ * A foreign (Java, Python) frame has no module: its module column says
+ * what it is instead, "[java, compiled]", "[python]".
+ */
+static uint32_t marker_of(struct htw *w, const struct rec_ip *ip)
+{
+	unsigned lang = ip->lang < 3 ? ip->lang : 0, kind = ip->xkind < 5 ? ip->xkind : 0;
+	const char *k = rpt_xkind_name(kind);
+	char buf[48];
+
+	if (!w->xmark[lang][kind]) {
+		snprintf(buf, sizeof(buf), "[%s%s%s]", rpt_lang_name(lang), k ? ", " : "", k ? k : "");
+		w->xmark[lang][kind] = put_string(w, buf);
+	}
+	return w->xmark[lang][kind];
+}
+
 static void put_header(struct htw *w, const struct rpt_data *d)
 {
 	const char *ps = rec_meta(d->r, "page_size");
@@ -208,7 +229,7 @@ static void put_tables(struct htw *w, const struct rpt_data *d)
 
 	for (i = 0; i < d->nips; i++) {
 		const struct rec_ip *ip = &d->ips[i];
-		uint32_t fr[3 * 64], mod = module_of(w, d, ip->module);
+		uint32_t fr[3 * 64], mod = ip->xframe ? marker_of(w, ip) : module_of(w, d, ip->module);
 		size_t n = 0, hops = 0;
 
 		/* strings first: they must precede the line that names them */

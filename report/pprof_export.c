@@ -7,6 +7,10 @@
  *   ip i          -> location (address, mapping, one line per symbol chain
  *                    link, innermost first: the inlined functions, then the
  *                    real one), made on first use
+ *   foreign ip i  -> location without mapping or address, one line: the
+ *                    frame's name, file and line; the function's
+ *                    system_name is the name with its marker ("name
+ *                    [java, compiled]", "name [python]")
  *   trace t       -> sample: its ip and its callers' ips, leaf first;
  *                    values alloc_objects = calls, alloc_space = bytes,
  *                    inuse_objects = leaked_calls, inuse_space = leaked
@@ -33,6 +37,7 @@ struct export {
 	struct rpt_pprof_line *lines;
 	size_t caplines;
 	uint64_t *stack;
+	char marked[WIRE_XFRAME_MAX_NAME + 64]; /* a foreign frame's system_name */
 };
 
 static const char *nonempty(const char *s)
@@ -127,6 +132,18 @@ static uint64_t location(struct export *x, uint32_t ipi)
 			.file = nonempty(rec_string(d->r, fr->file)),
 			.line = fr->line,
 		};
+	}
+	if (ip->xframe) {
+		/* not an address: no mapping, address 0; the marker in the system name */
+		const char *k = rpt_xkind_name(ip->xkind);
+
+		if (n && x->lines[0].function) {
+			snprintf(x->marked, sizeof(x->marked), "%.*s [%s%s%s]", WIRE_XFRAME_MAX_NAME,
+				 x->lines[0].function, rpt_lang_name(ip->lang), k ? ", " : "", k ? k : "");
+			x->lines[0].system_name = x->marked;
+		}
+		x->loc_of[ipi] = rpt_pprof_location(x->p, 0, 0, x->lines, n);
+		return x->loc_of[ipi];
 	}
 	/* an unsymbolized ip gets no line: pprof shows its address */
 	x->loc_of[ipi] = rpt_pprof_location(x->p, ip->module < d->nmodules ? x->map_of[ip->module] : 0,
