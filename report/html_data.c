@@ -9,7 +9,8 @@
  *     "heap": { "t": [ns...] or null, "e": [event...], "v": [bytes...],
  *               "peak_t": ns or null },
  *     "rss":  { "t": [ns...], "v": [bytes...] },
- *     "flame": { "names": [...], "nodes": [parent, name, calls, bytes, peak, leaked, ...] },
+ *     "flame": { "names": [...], "nodes": [parent, name, calls, bytes, peak, leaked, ...],
+ *                "langs": [node, "java" | "python" | "foreign", ...] (foreign frames only) },
  *     "top": { "calls": [site...], "peak": [...], "leaked": [...], "temporary": [...] },
  *     "leaks": [site + "backtrace": [[function, location, module, inlined], ...], ...] }
  *
@@ -173,7 +174,7 @@ static void timeline(FILE *f, const struct rpt_data *d)
 
 static void flame(FILE *f, const struct html_flame *fl)
 {
-	size_t i;
+	size_t i, n = 0;
 
 	fputs("\"flame\": {\"names\": [", f);
 	for (i = 0; i < fl->nnames; i++) {
@@ -187,6 +188,13 @@ static void flame(FILE *f, const struct html_flame *fl)
 
 		fprintf(f, "%s%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 			i ? "," : "", v->parent, v->name, v->calls, v->bytes, v->peak, v->leaked);
+	}
+	/* foreign frames: node, language ("java", "python", "foreign") pairs, for their colours */
+	fputs("],\n\"langs\": [", f);
+	for (i = 0; i < fl->n; i++) {
+		if (fl->nodes[i].xframe) {
+			fprintf(f, "%s%zu,\"%s\"", n++ ? "," : "", i, rpt_lang_name(fl->nodes[i].lang));
+		}
 	}
 	fputs("]},\n", f);
 }
@@ -226,6 +234,18 @@ static const char *function(const struct rpt_frame *fr, char *buf, size_t len)
 	return buf;
 }
 
+/* The module of a frame (its file name), a foreign frame's marker ("[java, compiled]"), or "". */
+static const char *module_word(const struct rpt_frame *fr, char *buf, size_t len)
+{
+	const char *k;
+
+	if (!fr->xframe)
+		return fr->module ? base_name(fr->module) : "";
+	k = rpt_xkind_name(fr->xkind);
+	snprintf(buf, len, "[%s%s%s]", rpt_lang_name(fr->lang), k ? ", " : "", k ? k : "");
+	return buf;
+}
+
 /* Frames of trace t into a malloc'd array; *n gets how many (0 for the empty stack). */
 static struct rpt_frame *frames_of(const struct rpt_data *d, uint32_t t, size_t *n)
 {
@@ -245,7 +265,7 @@ static int site(FILE *f, const struct rpt_data *d, const struct rpt_site *s, enu
 {
 	const struct rpt_costs *k = &s->cost;
 	struct rpt_frame *fr, none;
-	char fb[64], lb[4096];
+	char fb[64], lb[4096], mb[48];
 	uint32_t t = 0;
 	size_t n = 0, i;
 
@@ -259,7 +279,7 @@ static int site(FILE *f, const struct rpt_data *d, const struct rpt_site *s, enu
 	fputs(", \"location\": ", f);
 	rpt_json_string(f, location(n ? &fr[0] : &none, lb, sizeof(lb)));
 	fputs(", \"module\": ", f);
-	rpt_json_string(f, n && fr[0].module ? base_name(fr[0].module) : "");
+	rpt_json_string(f, n ? module_word(&fr[0], mb, sizeof(mb)) : "");
 	fprintf(f,
 		", \"calls\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"peak\": %" PRIu64
 		", \"leaked\": %" PRIu64 ", \"leaked_calls\": %" PRIu64 ", \"temporary\": %" PRIu64
@@ -273,7 +293,7 @@ static int site(FILE *f, const struct rpt_data *d, const struct rpt_site *s, enu
 			fputc(',', f);
 			rpt_json_string(f, location(&fr[i], lb, sizeof(lb)));
 			fputc(',', f);
-			rpt_json_string(f, fr[i].module ? base_name(fr[i].module) : "");
+			rpt_json_string(f, module_word(&fr[i], mb, sizeof(mb)));
 			fprintf(f, ", %d]", fr[i].inlined ? 1 : 0);
 		}
 		fprintf(f, "], \"more_frames\": %zu", n > LEAK_FRAMES ? n - LEAK_FRAMES : 0);

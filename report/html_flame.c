@@ -6,7 +6,10 @@
  * node: starting at its parent trace's node, the ip's symbol chain is walked
  * from the real (outermost) function to the most inlined one, each link a
  * child found or made by (parent node, function). An ip without symbols is
- * one link named after its module ("[libfoo.so]"), or "[unknown]".
+ * one link named after its module ("[libfoo.so]"), or "[unknown]". A
+ * foreign (Java, Python) frame is a node of its own language: it never
+ * merges with a native function of the same name, and carries its
+ * language for the page to colour.
  *
  * Finding a child: most nodes have a few children, and a node's parent was
  * usually made just before it, so each node keeps its children as a chain
@@ -33,6 +36,7 @@
 #define KEY_NOSYM (1ull << 32)	/* | module index: an ip without symbols */
 #define KEY_UNKNOWN (2ull << 32) /* no module either */
 #define KEY_ROOT (3ull << 32)	 /* the root's name */
+#define KEY_XFRAME (1ull << 48)	 /* | lang << 40 | string: a foreign frame (its own colour) */
 #define CHAIN_MAX 8		 /* children searched along a chain at most */
 #define NONE UINT32_MAX		 /* no node */
 #define HASHED (UINT32_MAX - 1)	 /* link.first: the children are in build.children */
@@ -124,7 +128,7 @@ static uint32_t name_of(struct build *b, uint64_t key)
 		return UINT32_MAX;
 	if (s->value != UINT32_MAX)
 		return s->value;
-	if (key < KEY_NOSYM) {
+	if (key < KEY_NOSYM || (key & KEY_XFRAME)) {
 		text = rec_string(b->d->r, (uint32_t)key);
 		copy = strdup(text);
 	} else if (key == KEY_UNKNOWN) {
@@ -187,6 +191,8 @@ static uint32_t new_node(struct build *b, uint32_t parent, uint64_t key)
 	memset(&fl->nodes[fl->n], 0, sizeof(fl->nodes[0]));
 	fl->nodes[fl->n].parent = parent;
 	fl->nodes[fl->n].name = name;
+	fl->nodes[fl->n].lang = key & KEY_XFRAME ? (uint8_t)(key >> 40) : 0;
+	fl->nodes[fl->n].xframe = !!(key & KEY_XFRAME);
 	b->links[fl->n].key = key;
 	b->links[fl->n].first = NONE;
 	b->links[fl->n].next = NONE;
@@ -267,6 +273,8 @@ static uint32_t trace_node(struct build *b, uint32_t t, uint32_t at)
 		keys[n++] = d->frames[link].function ? d->frames[link].function : nosym;
 		link = d->frames[link].outer;
 	}
+	if (d->ips[ipi].xframe && n == 1 && keys[0] < KEY_NOSYM)
+		keys[0] |= KEY_XFRAME | (uint64_t)d->ips[ipi].lang << 40; /* not merged with native code */
 	if (!n)
 		keys[n++] = nosym;
 	while (n-- && at != UINT32_MAX)

@@ -29,6 +29,8 @@ extern const char rpt_html_js[];
 struct html_flame_node {
 	uint32_t parent; /* node index; the root (0) has parent 0 */
 	uint32_t name;	 /* index into html_flame.names */
+	uint8_t lang;	 /* a foreign frame: enum wire_lang (0 also for native code) */
+	uint8_t xframe;	 /* 1: a foreign frame */
 	uint64_t calls, bytes, peak, leaked; /* inclusive: itself and everything it called */
 };
 

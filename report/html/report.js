@@ -390,6 +390,21 @@
 			}
 		}
 		fl.n = n;
+		/* foreign (Java, Python) frames: their own colours, and a legend when there are any */
+		fl.lang = [];
+		var LG = F.langs || [], seen = {};
+		for (i = 0; i + 1 < LG.length; i += 2) {
+			fl.lang[LG[i]] = LG[i + 1];
+			seen[LG[i + 1]] = true;
+		}
+		var leg = $('flame-legend');
+		if (leg && Object.keys(seen).length) {
+			leg.hidden = false;
+			['java', 'python', 'foreign'].forEach(function (k) {
+				if (seen[k])
+					leg.appendChild(el('span', {}, [el('span', { cls: 'key', style: 'background:' + LANG_COLOR[k] }), k + ' frames']));
+			});
+		}
 		var c = $('flame'), tip = $('flame-tip');
 		/* for the tests: the root holds every allocation */
 		c.setAttribute('data-nodes', String(n));
@@ -459,10 +474,18 @@
 			h = (h * 31 + s.charCodeAt(i)) | 0;
 		return Math.abs(h);
 	}
+	/* Java green as flamegraph.pl's java palette has it, Python blue, another language purple */
+	var LANG_COLOR = { java: 'hsl(120, 55%, 55%)', python: 'hsl(212, 70%, 62%)', foreign: 'hsl(280, 45%, 65%)' };
 	function color(v) {
-		var name = fl.names[fl.name[v]], h = hue(name);
+		var name = fl.names[fl.name[v]], h = hue(name), lg = fl.lang[v];
 		if (v === 0)
 			return '#adb5bd';
+		if (lg === 'java')
+			return 'hsl(' + (110 + h % 20) + ', ' + (45 + h % 20) + '%, ' + (50 + (h >> 3) % 10) + '%)';
+		if (lg === 'python')
+			return 'hsl(' + (202 + h % 20) + ', ' + (60 + h % 20) + '%, ' + (57 + (h >> 3) % 10) + '%)';
+		if (lg)
+			return 'hsl(' + (270 + h % 20) + ', 45%, ' + (60 + (h >> 3) % 10) + '%)';
 		if (name.charAt(0) === '[')
 			return 'hsl(' + (200 + h % 30) + ', 30%, ' + (70 + h % 10) + '%)';
 		return 'hsl(' + (h % 50) + ', ' + (70 + h % 20) + '%, ' + (58 + (h >> 3) % 12) + '%)';
@@ -579,7 +602,7 @@
 					return el('tr', { id: 'top-' + key + '-' + i, cls: 'sorted' }, [
 						el('td', { cls: 'n', text: String(i + 1) }),
 						el('td', { cls: 'fn', text: s.function }),
-						el('td', { cls: 'loc', text: s.location + (s.module && s.location.indexOf(s.module) < 0 ? '  (' + s.module + ')' : '') }),
+						el('td', { cls: 'loc', text: s.location + (s.module.charAt(0) === '[' ? ' ' + s.module : s.module && s.location.indexOf(s.module) < 0 ? '  (' + s.module + ')' : '') }),
 						numCell(s.calls, false, key === 'calls'), numCell(s.bytes, true, false),
 						numCell(s.peak, true, key === 'peak'), numCell(s.leaked, true, key === 'leaked'),
 						numCell(s.temporary, false, key === 'temporary'), numCell(s.traces, false, false)
@@ -613,7 +636,8 @@
 		}
 		D.leaks.forEach(function (s, i) {
 			var frames = s.backtrace.map(function (f) {
-				return el('li', { cls: f[3] ? 'inl' : '' }, [f[0], f[1] ? el('span', { cls: 'loc', text: '  ' + f[1] }) : null, f[3] ? ' (inlined)' : null]);
+				return el('li', { cls: f[3] ? 'inl' : '' }, [f[0], f[1] ? el('span', { cls: 'loc', text: '  ' + f[1] }) : null,
+					f[2].charAt(0) === '[' ? el('span', { cls: 'xf', text: ' ' + f[2] }) : null, f[3] ? ' (inlined)' : null]);
 			});
 			if (s.more_frames)
 				frames.push(el('li', { cls: 'inl', text: '\u2026 ' + s.more_frames + ' more frames' }));
