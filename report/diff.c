@@ -7,6 +7,8 @@
  *                 (one part per link of the symbol chain, inlined first)
  *   no symbol     "<module file name>|+0x<offset>"
  *   no module     "0x<ip>"      (only matches when nothing moved)
+ *   foreign frame "[<lang>]|<function>@<file>:<line>" (its id is the
+ *                 producer's, different in each process)
  *   empty stack   "(no stack)"
  *
  * Every site of both recordings goes into one array of (key, side, site),
@@ -65,7 +67,9 @@ static char *site_key(const struct rpt_data *d, const struct rpt_site *s)
 	if (!f)
 		return NULL;
 	ip = &d->ips[s->ip];
-	if (ip->module >= d->nmodules) {
+	if (ip->xframe) {
+		fprintf(f, "[%s]", rpt_lang_name(ip->lang));
+	} else if (ip->module >= d->nmodules) {
 		fprintf(f, "0x%" PRIx64, ip->ip);
 	} else {
 		fputs(base_name(d->modules[ip->module].path), f);
@@ -102,7 +106,10 @@ static void describe(struct rpt_diff_site *ds, const struct rpt_data *d, const s
 	if (ds->function || ds->module || s->ip >= d->nips)
 		return;
 	ip = &d->ips[s->ip];
-	if (ip->module < d->nmodules) {
+	ds->xframe = ip->xframe;
+	ds->lang = ip->lang;
+	ds->xkind = ip->xkind;
+	if (ip->module < d->nmodules && !ip->xframe) {
 		ds->module = nonempty(d->modules[ip->module].path);
 		ds->offset = ip->ip - d->modules[ip->module].base;
 	}

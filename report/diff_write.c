@@ -13,7 +13,8 @@
  *   { "format": "heaptap-diff", "version": 1, "old": path, "new": path,
  *     "sorted_by": "bytes", "summary": {"old": {...}, "new": {...}, "change": {...}},
  *     "grew": [site...], "grew_total": N, "shrank": [site...], "shrank_total": N }
- *   site: function file line module offset key in_old in_new old new change
+ *   site: function file line module offset key [lang kind] in_old in_new old new change
+ *         (lang, kind: a foreign frame's, as in the report's frames)
  *
  * Changes are signed integers (new - old); sizes in bytes, times in ns.
  */
@@ -136,6 +137,11 @@ static void text_site(FILE *f, const struct rpt_diff_site *s)
 		fputs(" in ", f);
 		rpt_fputs_escaped(base_name(s->module), f);
 	}
+	if (s->xframe) {
+		const char *k = rpt_xkind_name(s->xkind);
+
+		fprintf(f, " [%s%s%s]", rpt_lang_name(s->lang), k ? ", " : "", k ? k : "");
+	}
 	if (!s->in_old)
 		fputs(" [new]", f);
 	else if (!s->in_new)
@@ -211,6 +217,10 @@ static void json_site(FILE *f, const struct rpt_diff_site *s)
 	rpt_json_string(f, s->module);
 	fprintf(f, ", \"offset\": %" PRIu64 ", \"key\": ", s->module ? s->offset : 0);
 	rpt_json_string(f, s->key);
+	if (s->xframe) {
+		fprintf(f, ", \"lang\": \"%s\", \"kind\": ", rpt_lang_name(s->lang));
+		rpt_json_string(f, rpt_xkind_name(s->xkind));
+	}
 	fprintf(f, ", \"in_old\": %s, \"in_new\": %s,\n      \"old\": ", s->in_old ? "true" : "false",
 		s->in_new ? "true" : "false");
 	json_costs(f, &s->old);

@@ -384,6 +384,8 @@ struct rpt_diff_site {
 	uint32_t line;
 	const char *module;   /* module path, NULL if unknown */
 	uint64_t offset;      /* ip - module base, valid with module */
+	int xframe;	      /* 1: a foreign (Java, Python) frame */
+	unsigned lang, xkind; /* foreign: enum wire_lang, enum wire_xkind */
 	int in_old, in_new;   /* the site exists in that recording */
 	struct rpt_costs old, new;
 };
