@@ -154,8 +154,12 @@ static uint64_t location(struct rpt_pprof *p, const struct itp_snapshot *s, cons
 							    .line = fr->v[n].line };
 	}
 	/* unnamed: the mapping and the address, for a reader to name or show as module+offset */
-	loc[ip] = rpt_pprof_location(p, s->ips[ip] == WIRE_IP_CUT ? 0 : map_of(s, map_ids, s->ips[ip]),
-				     s->ips[ip], lines, n);
+	/* a foreign (Java, Python) frame is no address: no mapping, address 0, its lines */
+	if (wire_is_xframe(s->ips[ip]))
+		loc[ip] = rpt_pprof_location(p, 0, 0, lines, n);
+	else
+		loc[ip] = rpt_pprof_location(p, s->ips[ip] == WIRE_IP_CUT ? 0 : map_of(s, map_ids, s->ips[ip]),
+					     s->ips[ip], lines, n);
 	return loc[ip];
 }
 

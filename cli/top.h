@@ -65,6 +65,7 @@ struct top_fsym {
 	char *function; /* NULL if unknown */
 	char *file;	/* NULL if unknown */
 	uint32_t line;
+	uint8_t xframe, lang, xkind; /* a foreign (Java, Python) frame: its language and kind */
 };
 
 /* One refresh: what a snapshot said, folded per call site. */

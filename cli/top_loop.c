@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 #include "cli/top.h"
+#include "report/report.h"
+#include "track/wire.h"
 
 #define KEY_WAIT_MS 200
 #define SYM_MAX (1u << 16) /* symbols kept; the cache starts over past it */
@@ -66,14 +68,25 @@ static void resolve(struct top_ui *u, uint64_t ip, struct top_sym *s)
 			snprintf(s->where, sizeof(s->where), "%.290s", file);
 			snprintf(s->base, sizeof(s->base), "%.110s", base_name(file));
 		}
-	} else if (m) {
+	} else if (m && !(fs && fs->xframe)) {
 		top_clean(mod, sizeof(mod), m->path, strlen(m->path));
 		snprintf(s->where, sizeof(s->where), "%.180s+0x%" PRIx64, mod, ip - m->base);
 		snprintf(s->base, sizeof(s->base), "%.90s+0x%" PRIx64, base_name(mod),
 			 ip - m->base);
-	} else {
+	} else if (!(fs && fs->xframe)) {
 		snprintf(s->where, sizeof(s->where), "0x%" PRIx64, ip);
 		snprintf(s->base, sizeof(s->base), "0x%" PRIx64, ip);
+	}
+	if (fs && fs->xframe) {
+		/* a Java or Python frame: marked after where it is, "views.py:142 [python]" */
+		const char *k = rpt_xkind_name(fs->xkind);
+		char mark[40];
+		size_t w = strlen(s->where), b = strlen(s->base);
+
+		snprintf(mark, sizeof(mark), "[%s%s%s]", rpt_lang_name(fs->lang), k ? ", " : "",
+			 k ? k : "");
+		snprintf(s->where + w, sizeof(s->where) - w, "%s%s", w ? " " : "", mark);
+		snprintf(s->base + b, sizeof(s->base) - b, "%s%s", b ? " " : "", mark);
 	}
 }
 
@@ -108,9 +121,14 @@ const struct top_sym *top_sym(struct top_ui *u, uint64_t ip)
 		resolve(u, ip, &none); /* out of memory: no cache */
 		return &none;
 	}
-	for (i = sym_slot(ip, u->cap_syms); u->syms[i].ip; i = (i + 1) & (u->cap_syms - 1))
-		if (u->syms[i].ip == ip)
+	for (i = sym_slot(ip, u->cap_syms); u->syms[i].ip; i = (i + 1) & (u->cap_syms - 1)) {
+		if (u->syms[i].ip == ip) {
+			/* a foreign frame's definition may have come since: named again */
+			if (wire_is_xframe(ip))
+				resolve(u, ip, &u->syms[i]);
 			return &u->syms[i];
+		}
+	}
 	resolve(u, ip, &u->syms[i]);
 	u->nsyms++;
 	return &u->syms[i];

@@ -171,6 +171,9 @@ static int add_sym(const struct itp_snapshot *s, uint32_t i, struct top_frame *f
 	e = &f->syms[f->nsyms];
 	e->ip = s->ips[i];
 	e->line = fr->v[0].line;
+	e->xframe = s->xframes ? s->xframes[i].xframe : 0;
+	e->lang = s->xframes ? s->xframes[i].lang : 0;
+	e->xkind = s->xframes ? s->xframes[i].xkind : 0;
 	e->function = fr->v[0].function ? strdup(fr->v[0].function) : NULL;
 	e->file = fr->v[0].file ? strdup(fr->v[0].file) : NULL;
 	f->nsyms++;

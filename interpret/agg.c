@@ -418,6 +418,7 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 	struct itp_snapshot s;
 	struct itp_snap_module *mods = NULL;
 	struct itp_snap_frames *frames = NULL;
+	struct itp_snap_xframe *xframes = NULL;
 	struct calib cal;
 	size_t i, n = 0;
 
@@ -466,9 +467,12 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 		g->nsite_last = c->sites.n;
 	}
 	/* out of memory for the names: the profile has addresses only */
-	if (itp_snapsym_view(c, s.ips, s.nips, &frames))
+	if (itp_snapsym_view(c, s.ips, s.nips, &frames, &xframes)) {
 		frames = NULL;
+		xframes = NULL;
+	}
 	s.frames = frames;
+	s.xframes = xframes;
 	c->opt->snapshot(&s, c->opt->snapshot_arg);
 	free(frames);
 	free(cal.t);

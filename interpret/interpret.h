@@ -77,6 +77,12 @@ struct itp_snap_line {
 	uint32_t line;	      /* 0 if unknown */
 };
 
+/* What an ip of a snapshot is when it is a foreign (Java, Python) frame. */
+struct itp_snap_xframe {
+	uint8_t xframe;	     /* 1: a foreign frame, named from its definition */
+	uint8_t lang, xkind; /* enum wire_lang, enum wire_xkind */
+};
+
 /* An ip's symbol chain: innermost (inlined) first, the real function last; n = 0: not named. */
 struct itp_snap_frames {
 	const struct itp_snap_line *v;
@@ -99,6 +105,8 @@ struct itp_snapshot {
 	 * the session. NULL when the session does not symbolize (no_symbols).
 	 */
 	const struct itp_snap_frames *frames;
+	/* per ips[] entry: foreign frames marked; NULL when frames is */
+	const struct itp_snap_xframe *xframes;
 	const struct itp_snap_module *mods; /* loaded now */
 	size_t nmods;
 };

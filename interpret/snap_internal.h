@@ -101,13 +101,14 @@ struct itp_snapsym {
 /*
  * itp_snapsym_view - the symbol chain of each of ips[0, n) into *out (n
  * entries, malloc'd, to free after the snapshot callback; NULL with
- * no_symbols). Addresses not seen before are named first, all in one call
+ * no_symbols), and *xout (inside the same allocation) the foreign-frame
+ * marks of each. Addresses not seen before are named first, all in one call
  * of itp_symbolize with the session's ip table swapped for them; the names
  * are kept for the session, so each address costs one lookup once. An
  * address that cannot be named is kept unnamed. 0 or -ENOMEM.
  */
 int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n,
-		     struct itp_snap_frames **out);
+		     struct itp_snap_frames **out, struct itp_snap_xframe **xout);
 /* itp_snapsym_bytes - the memory the cache holds. */
 uint64_t itp_snapsym_bytes(const struct itp_snapsym *s);
 void itp_snapsym_free(struct itp_snapsym *s);

@@ -16,6 +16,11 @@
  * Addresses that cannot be named (no module, a stripped module without
  * symbols, a file that is gone) are kept with no lines, so they are not
  * looked up again.
+ *
+ * Foreign frames (Java, Python: track/wire.h) are not cached: their
+ * definition may arrive after a snapshot named them, so each view names
+ * them afresh from the session's definitions (one hash lookup), marked
+ * with their language and kind.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -170,25 +175,61 @@ static int name(struct itp_ctx *c, struct itp_ipinfo *ips, const uint32_t *ent, 
 	return r.err;
 }
 
-int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, struct itp_snap_frames **out)
+/*
+ * foreign - the foreign frames of ips[0, n) named into v and marked in xf
+ * (n entries): their lines and the text of undefined ones live in the same
+ * allocation, after xf (room for nx of each).
+ */
+static void foreign(struct itp_ctx *c, const uint64_t *ips, size_t n, struct itp_snap_frames *v,
+		    struct itp_snap_xframe *xf, size_t nx)
+{
+	struct itp_snap_line *line = (struct itp_snap_line *)(v + n + 1);
+	char (*text)[64] = (char (*)[64])(line + nx);
+	struct rec_sym sym;
+	unsigned lang, kind;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!wire_is_xframe(ips[i]))
+			continue;
+		itp_xframe_chain(&c->xf, ips[i], &sym, *text, &lang, &kind);
+		*line = (struct itp_snap_line){ .function = sym.function, .file = sym.file,
+						.line = sym.line };
+		xf[i] = (struct itp_snap_xframe){ .xframe = 1, .lang = (uint8_t)lang,
+						  .xkind = (uint8_t)kind };
+		v[i].v = line++;
+		v[i].n = 1;
+		text++;
+	}
+}
+
+int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, struct itp_snap_frames **out,
+		     struct itp_snap_xframe **xout)
 {
 	struct itp_snapsym *s = &c->snapsym;
 	struct itp_ipinfo *fresh = NULL;
 	struct itp_snap_frames *v;
+	struct itp_snap_xframe *xf;
 	uint32_t *ent = NULL, e, idx;
-	size_t i, nfresh = 0, cap_fresh = 0, cap_ent = 0;
+	size_t i, nfresh = 0, cap_fresh = 0, cap_ent = 0, nx = 0;
 	uint64_t t0;
 	int rc = 0;
 
 	*out = NULL;
+	*xout = NULL;
 	if (c->opt->no_symbols)
 		return 0;
-	v = calloc(n + 1, sizeof(*v));
+	for (i = 0; i < n; i++)
+		nx += wire_is_xframe(ips[i]);
+	/* frames, then the foreign frames' lines and texts, then the marks (the smallest alignment last) */
+	v = calloc(1, (n + 1) * sizeof(*v) + nx * (sizeof(struct itp_snap_line) + 64) +
+			  (n + 1) * sizeof(struct itp_snap_xframe));
 	if (!v)
 		return -ENOMEM;
+	xf = (struct itp_snap_xframe *)((char *)(v + n + 1) + nx * (sizeof(struct itp_snap_line) + 64));
+	foreign(c, ips, n, v, xf, nx);
 	/* the addresses not seen before get an entry (unnamed so far) */
 	for (i = 0; i < n; i++) {
-		if (itp_map_get(&s->by_ip, ips[i], &e))
+		if (wire_is_xframe(ips[i]) || itp_map_get(&s->by_ip, ips[i], &e))
 			continue;
 		if (s->nent >= ITP_MAX_TABLE ||
 		    grow((void **)&s->ent, &s->cap_ent, s->nent + 1, sizeof(*s->ent)) ||
@@ -214,7 +255,7 @@ int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, struct it
 			goto out_free;
 	}
 	for (i = 0; i < n; i++) {
-		if (!itp_map_get(&s->by_ip, ips[i], &e))
+		if (wire_is_xframe(ips[i]) || !itp_map_get(&s->by_ip, ips[i], &e))
 			continue;
 		v[i].v = s->ent[e].n ? &s->lines[s->ent[e].first] : NULL;
 		v[i].n = s->ent[e].n;
@@ -227,6 +268,7 @@ out_free:
 		return rc;
 	}
 	*out = v;
+	*xout = xf;
 	return 0;
 }
 
