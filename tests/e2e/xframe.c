@@ -18,6 +18,9 @@
  * render_page is defined from the main thread, outside any hook; the Java
  * frame from inside the producer (inside the allocation hook), once per
  * session. plain_alloc's allocations (PLAIN_SIZE) get no foreign frames.
+ * buf_alloc's (BUF_SIZE, as many as the first argument says, 2 without
+ * one) get a foreign frame as their innermost frame, alloc_buffer
+ * [python]: their call site is that frame (heaptap report --diff).
  *
  * Until the library records (attach: loaded, then its hooks patched in),
  * it probes: middle with a PROBE_SIZE block freed at once, until the
@@ -41,14 +44,18 @@
 #define PLAIN_SIZE 777
 #define PLAIN_CALLS 3
 #define PROBE_SIZE 4321
+#define BUF_SIZE 999
+#define BUF_MAX 16
 #define ID_PY 5
 #define ID_JAVA 9
+#define ID_BUF 11
 
 static struct heaptap_xframe_api api;
 static __thread uintptr_t mark; /* middle's caller's call site while middle runs */
+static __thread int innermost;	/* buf_alloc runs: a foreign frame at the innermost place */
 static _Atomic int produced;	/* splices done */
 static _Atomic uint32_t java_session; /* the session ID_JAVA was defined in */
-static void *kept[LEAF_CALLS + PLAIN_CALLS + 1];
+static void *kept[LEAF_CALLS + PLAIN_CALLS + 1 + BUF_MAX];
 
 static const char java_name[] = "java.util.zip.Deflater.<init>";
 static const char java_file[] = "Deflater.java";
@@ -61,6 +68,12 @@ static size_t producer(void *arg, uintptr_t *ips, size_t n, size_t cap)
 	size_t k, i;
 
 	(void)arg;
+	if (innermost && n + 1 <= cap) {
+		for (i = n; i > 0; i--)
+			ips[i] = ips[i - 1];
+		ips[0] = wire_xframe_ip(ID_BUF);
+		return n + 1;
+	}
 	if (!m || n + 2 > cap)
 		return n;
 	for (k = 0; k < n && ips[k] != m; k++)
@@ -107,6 +120,17 @@ static NOINLINE void *plain_alloc(size_t size)
 	return p;
 }
 
+static NOINLINE void *buf_alloc(size_t size)
+{
+	void *p;
+
+	innermost = 1;
+	p = malloc(size);
+	innermost = 0;
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
 static void nap_ms(long ms)
 {
 	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
@@ -114,12 +138,15 @@ static void nap_ms(long ms)
 	nanosleep(&t, NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const char py_name[] = "render_page", py_file[] = "app/views.py";
-	int i, rc;
+	static const char buf_name[] = "alloc_buffer", buf_file[] = "lib/buf.py";
+	int i, rc, nbuf = argc > 1 ? atoi(argv[1]) : 2;
 	char line[64];
 
+	if (nbuf < 0 || nbuf > BUF_MAX)
+		nbuf = 2;
 	printf("ready pid=%d\n", (int)getpid());
 	fflush(stdout);
 	/* the library: there at once under record, after the attach's dlopen otherwise */
@@ -137,6 +164,9 @@ int main(void)
 	}
 	rc = api.define(ID_PY, WIRE_LANG_PYTHON, 0, 142, py_name, sizeof(py_name) - 1, py_file,
 			sizeof(py_file) - 1);
+	if (!rc)
+		rc = api.define(ID_BUF, WIRE_LANG_PYTHON, 0, 7, buf_name, sizeof(buf_name) - 1, buf_file,
+				sizeof(buf_file) - 1);
 	if (rc) {
 		printf("error define %d\n", rc);
 		return 1;
@@ -154,12 +184,15 @@ int main(void)
 		kept[i] = middle(LEAF_SIZE);
 	for (i = 0; i < PLAIN_CALLS; i++)
 		kept[LEAF_CALLS + i] = plain_alloc(PLAIN_SIZE);
+	for (i = 0; i < nbuf; i++)
+		kept[LEAF_CALLS + PLAIN_CALLS + 1 + i] = buf_alloc(BUF_SIZE);
 	api.set_producer(NULL, NULL);
 	/* after the producer is gone, the same stack is native only again */
 	kept[LEAF_CALLS + PLAIN_CALLS] = middle(PLAIN_SIZE + 1);
 	printf("expect leaf size=%d calls=%d\n", LEAF_SIZE, LEAF_CALLS);
 	printf("expect plain size=%d calls=%d\n", PLAIN_SIZE, PLAIN_CALLS);
 	printf("expect after size=%d calls=1\n", PLAIN_SIZE + 1);
+	printf("expect buf size=%d calls=%d\n", BUF_SIZE, nbuf);
 	printf("done\n");
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
