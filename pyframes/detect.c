@@ -15,6 +15,7 @@
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "pyframes/internal.h"
@@ -57,24 +58,27 @@ static uintptr_t sym(const char *name, uint64_t *size)
 	return (uintptr_t)p;
 }
 
-/* check - whether the running CPython has layout L; fills pyf_g. */
-static bool check(const struct pyf_layout *L)
+/* check - whether the running CPython has layout L (0, fills pyf_g), -EINVAL, or -errno of pyf_read. */
+static int check(const struct pyf_layout *L)
 {
 	uint64_t rt_size, code_size, eval_size;
 	uintptr_t rt = sym("_PyRuntime", &rt_size), ct = sym("PyCode_Type", &code_size);
 	uintptr_t ev = sym("_PyEval_EvalFrameDefault", &eval_size);
 	int64_t basicsize;
+	int ret;
 
 	if (!rt || !ct || !ev || !eval_size || rt_size != L->runtime_size)
-		return false;
-	if (pyf_read(&basicsize, ct + L->tp_basicsize, sizeof(basicsize)) < 0 ||
-	    basicsize != (int64_t)L->code_basicsize)
-		return false;
+		return -EINVAL;
+	ret = pyf_read(&basicsize, ct + L->tp_basicsize, sizeof(basicsize));
+	if (ret < 0)
+		return ret == -EFAULT ? -EINVAL : ret;
+	if (basicsize != (int64_t)L->code_basicsize)
+		return -EINVAL;
 	pyf_g.runtime = rt;
 	pyf_g.code_type = ct;
 	pyf_g.eval_lo = ev;
 	pyf_g.eval_hi = ev + eval_size;
-	return true;
+	return 0;
 }
 
 int pyf_start(unsigned flags)
@@ -84,6 +88,7 @@ int pyf_start(unsigned flags)
 	uintptr_t ver;
 	unsigned long v;
 	unsigned major, minor;
+	int ret;
 
 	atomic_store(&pyf_g.on, 0);
 	if (!sym("Py_Initialize", &size))
@@ -106,9 +111,14 @@ int pyf_start(unsigned flags)
 	}
 	if (!pyf_g.L)
 		pyf_g.L = L;
-	if (!check(L)) {
+	ret = check(L);
+	if (ret == -EINVAL) {
 		warn("python frames: CPython %u.%u not supported (its layout differs from this build's), "
 		     "native stacks only", major, minor);
+		return 0;
+	}
+	if (ret < 0) {
+		warn("python frames: process_vm_readv: %s, native stacks only", strerror(-ret));
 		return 0;
 	}
 	if (pyf_arena_init() < 0 || pyf_intern_init() < 0)

@@ -17,6 +17,8 @@
 #define PYF_FRAMES_MAX 128	 /* Python frames put into one stack, at most */
 #define PYF_SEGMENT_MAX 256	 /* frames followed for one evaluation-loop frame */
 #define PYF_CHUNKS_MAX 8	 /* frame-stack chunks of a thread looked at */
+#define PYF_INTERPS_MAX 64	 /* interpreters looked at for a thread's state */
+#define PYF_TSTATES_MAX 1024	 /* thread states of one interpreter looked at */
 #define PYF_UNITS_MAX (1u << 20) /* code units of a code object (2 MiB of bytecode) */
 #define PYF_LINETABLE_MAX (1u << 20)
 #define PYF_NAME_MAX 512	 /* bytes kept of a qualified name */
@@ -38,7 +40,8 @@ extern struct pyf_global pyf_g PYF_HIDDEN;
 
 /*
  * pyf_read - len bytes at src into dst through process_vm_readv on the
- * process itself: unmapped memory is an error (-EFAULT), never a fault.
+ * process itself: unmapped memory is an error (-EFAULT), never a fault;
+ * -EPERM or -ENOSYS when the call is not allowed (a seccomp filter).
  * About a microsecond: the cold paths only (a code object's first use).
  */
 int pyf_read(void *dst, uintptr_t src, size_t len) PYF_HIDDEN;

@@ -22,8 +22,10 @@ struct pyf_layout {
 	uint32_t rt_tss_init, rt_tss_key; /* gilstate.autoTSSkey: _is_initialized, _key */
 	uint32_t rt_tstate_current;	  /* gilstate.tstate_current (the GIL holder's) */
 	uint32_t rt_interp_head, rt_interp_main;
+	/* PyInterpreterState */
+	uint32_t is_next, is_threads_head;
 	/* PyThreadState */
-	uint32_t ts_cframe, ts_chunk, ts_top, ts_thread_id, ts_root_cframe;
+	uint32_t ts_next, ts_cframe, ts_chunk, ts_top, ts_thread_id, ts_root_cframe;
 	/* _PyCFrame */
 	uint32_t cf_current_frame;
 	/* _PyStackChunk */

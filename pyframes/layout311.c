@@ -12,6 +12,7 @@
 #include <Python.h>
 #include <internal/pycore_code.h>
 #include <internal/pycore_frame.h>
+#include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
 
 #if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION != 11
@@ -27,6 +28,9 @@ static struct pyf_layout layout311 = {
 	.rt_tstate_current = offsetof(_PyRuntimeState, gilstate.tstate_current),
 	.rt_interp_head = offsetof(_PyRuntimeState, interpreters.head),
 	.rt_interp_main = offsetof(_PyRuntimeState, interpreters.main),
+	.is_next = offsetof(PyInterpreterState, next),
+	.is_threads_head = offsetof(PyInterpreterState, threads.head),
+	.ts_next = offsetof(PyThreadState, next),
 	.ts_cframe = offsetof(PyThreadState, cframe),
 	.ts_chunk = offsetof(PyThreadState, datastack_chunk),
 	.ts_top = offsetof(PyThreadState, datastack_top),

@@ -7,8 +7,11 @@
  * native frame. Then:
  *
  *   thread state   the thread's own (the GIL state's TSS key, as
- *                  PyGILState_GetThisThreadState), or the GIL holder's
- *                  when that is this thread in a sub-interpreter
+ *                  PyGILState_GetThisThreadState); with sub-interpreters
+ *                  the GIL holder's when that is this thread, else the one
+ *                  of this thread's states (one per interpreter it entered)
+ *                  whose cframe lies innermost on its stack; when that
+ *                  state's chain ends, the next one outward goes on
  *   current frame  tstate->cframe->current_frame; the cframe is a local of
  *                  the innermost evaluation loop, on this thread's stack,
  *                  or the thread state's root_cframe
@@ -65,36 +68,84 @@ static uintptr_t stack_hi(uintptr_t sp)
 }
 
 /*
+ * next_state - with sub-interpreters: of the thread states of every
+ * interpreter that belong to this thread (a thread that entered a
+ * sub-interpreter has one in each), the one whose cframe lies lowest on
+ * this thread's stack above lo (exclusive) and below hi: with lo = sp the
+ * one running the innermost evaluation loop, with lo = the cframe of one
+ * state the state whose frames come next, outward. 0 if none. Other
+ * threads' states may be freed under us: everything through pyf_read.
+ */
+static uintptr_t next_state(uintptr_t lo, uintptr_t hi, uintptr_t *cf_out)
+{
+	const struct pyf_layout *L = pyf_g.L;
+	unsigned long self = (unsigned long)pthread_self();
+	uintptr_t interp, best = 0, best_cf = UINTPTR_MAX;
+	unsigned ni, nt;
+
+	if (pyf_read(&interp, pyf_g.runtime + L->rt_interp_head, sizeof(interp)) < 0)
+		return 0;
+	for (ni = 0; interp && ni < PYF_INTERPS_MAX; ni++) {
+		uintptr_t ts;
+
+		if (pyf_read(&ts, interp + L->is_threads_head, sizeof(ts)) < 0)
+			break;
+		for (nt = 0; ts && nt < PYF_TSTATES_MAX; nt++) {
+			unsigned long tid;
+			uintptr_t cf;
+
+			if (pyf_read(&tid, ts + L->ts_thread_id, sizeof(tid)) < 0 ||
+			    pyf_read(&cf, ts + L->ts_cframe, sizeof(cf)) < 0)
+				break;
+			if (tid == self && cf > lo && cf < hi && cf < best_cf) {
+				best = ts;
+				best_cf = cf;
+			}
+			if (pyf_read(&ts, ts + L->ts_next, sizeof(ts)) < 0)
+				break;
+		}
+		if (pyf_read(&interp, interp + L->is_next, sizeof(interp)) < 0)
+			break;
+	}
+	*cf_out = best_cf;
+	return best;
+}
+
+static inline bool one_interp(void)
+{
+	const struct pyf_layout *L = pyf_g.L;
+
+	return ld_ptr(pyf_g.runtime + L->rt_interp_head) == ld_ptr(pyf_g.runtime + L->rt_interp_main);
+}
+
+/*
  * thread_state - the PyThreadState whose frames this thread runs, or 0.
  * The TSS key is only read once the runtime made it (a launched python3
- * runs the library's start before Py_Initialize).
+ * runs the library's start before Py_Initialize). With one interpreter
+ * the TSS key's state is the thread's (PyGILState_GetThisThreadState);
+ * with sub-interpreters the GIL holder's when that is this thread, else
+ * the one running the innermost evaluation loop (next_state).
  */
-static uintptr_t thread_state(void)
+static uintptr_t thread_state(uintptr_t sp, uintptr_t hi)
 {
 	const struct pyf_layout *L = pyf_g.L;
 	uintptr_t rt = pyf_g.runtime, tss, cur;
+	unsigned long tid;
 	pthread_key_t key;
 
 	if (!*(const volatile int *)(rt + L->rt_tss_init))
 		return 0;
 	key = *(const pthread_key_t *)(rt + L->rt_tss_key);
 	tss = (uintptr_t)pthread_getspecific(key);
+	if (one_interp())
+		return tss;
 	cur = atomic_load_explicit((_Atomic uintptr_t *)(rt + L->rt_tstate_current), memory_order_relaxed);
-	if (!cur || cur == tss || ld_ptr(rt + L->rt_interp_head) == ld_ptr(rt + L->rt_interp_main))
-		return tss; /* one interpreter: the thread's own state has its frames */
-	{
-		/*
-		 * Sub-interpreters: the GIL holder's state is this thread's
-		 * when it runs one (the TSS key keeps the main
-		 * interpreter's). Another thread's state may be freed under
-		 * us: read it the safe way.
-		 */
-		unsigned long tid;
-
-		if (pyf_read(&tid, cur + L->ts_thread_id, sizeof(tid)) == 0 && tid == (unsigned long)pthread_self())
-			return cur;
-		return 0; /* the GIL is elsewhere: which interpreter this thread runs is not known */
-	}
+	if (cur && cur == tss)
+		return tss;
+	if (cur && pyf_read(&tid, cur + L->ts_thread_id, sizeof(tid)) == 0 &&
+	    tid == (unsigned long)pthread_self())
+		return cur;
+	return next_state(sp, hi, &cur);
 }
 
 /* frame_chunks - the thread's frame-stack chunks, each up to its top. */
@@ -159,18 +210,15 @@ static int read_frame(const struct chunks *c, uintptr_t f, struct frame *out)
 	return 0;
 }
 
-/* current_frame - the innermost Python frame of thread state ts, or 0. */
-static uintptr_t current_frame(uintptr_t ts)
+/* current_frame - the innermost Python frame of thread state ts, or 0; sp, hi: this thread's stack. */
+static uintptr_t current_frame(uintptr_t ts, uintptr_t sp, uintptr_t hi)
 {
 	const struct pyf_layout *L = pyf_g.L;
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0), hi, cf;
+	uintptr_t cf = ld_ptr(ts + L->ts_cframe);
 
-	cf = ld_ptr(ts + L->ts_cframe);
-	if (cf != ts + L->ts_root_cframe) {
-		hi = stack_hi(sp);
-		if (!hi || cf <= sp || cf > hi - L->cf_current_frame - sizeof(void *) || (cf & 7))
-			return 0;
-	}
+	if (cf != ts + L->ts_root_cframe &&
+	    (cf <= sp || cf > hi - L->cf_current_frame - sizeof(void *) || (cf & 7)))
+		return 0;
 	return ld_ptr(cf + L->cf_current_frame);
 }
 
@@ -182,27 +230,42 @@ static inline bool in_eval(uintptr_t ip)
 #define RES_MAX 512 /* frames of a spliced stack, at most */
 
 /*
- * segments - follow the frame chain from f for each evaluation-loop frame
- * of ips[first, n), innermost first: the ids go to out (at most
+ * segments - follow thread state ts's frame chain for each evaluation-loop
+ * frame of ips[first, n), innermost first: the ids go to out (at most
  * PYF_FRAMES_MAX), seg_end[j] is where the j-th such frame's segment ends
- * in out, evals[j] its index in ips. Returns the number of segments.
+ * in out, evals[j] its index in ips. When the chain ends with evaluation
+ * loops left, a thread in a sub-interpreter goes on with its state in the
+ * interpreter it came from (next_state). Returns the number of segments.
  */
-static size_t segments(const uintptr_t *ips, size_t first, size_t n, uintptr_t f,
-		       const struct chunks *ch, uintptr_t *out, size_t *m, size_t *seg_end,
-		       size_t *evals)
+static size_t segments(const uintptr_t *ips, size_t first, size_t n, uintptr_t ts, uintptr_t sp,
+		       uintptr_t hi, uintptr_t *out, size_t *m, size_t *seg_end, size_t *evals)
 {
+	uintptr_t f = current_frame(ts, sp, hi);
 	size_t i, nseg = 0;
-	unsigned follow = 0;
+	unsigned follow = 0, switched = 0;
+	struct chunks ch;
 
-	for (i = first; i < n && f && nseg < PYF_FRAMES_MAX; i++) {
+	frame_chunks(ts, &ch);
+	for (i = first; i < n && nseg < PYF_FRAMES_MAX; i++) {
 		if (!in_eval(ips[i]))
 			continue;
+		if (!f) {
+			uintptr_t cf = ld_ptr(ts + pyf_g.L->ts_cframe);
+
+			if (one_interp() || switched++ >= PYF_INTERPS_MAX)
+				break;
+			ts = next_state(cf, hi, &cf);
+			if (!ts)
+				break;
+			f = current_frame(ts, sp, hi);
+			frame_chunks(ts, &ch);
+		}
 		while (f && follow < PYF_SEGMENT_MAX) {
 			struct frame fr;
 			uint64_t id;
 
 			follow++;
-			if (read_frame(ch, f, &fr) < 0) {
+			if (read_frame(&ch, f, &fr) < 0) {
 				f = 0;
 				break;
 			}
@@ -223,10 +286,9 @@ static size_t segments(const uintptr_t *ips, size_t first, size_t n, uintptr_t f
 
 size_t pyf_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 {
-	uintptr_t py[PYF_FRAMES_MAX], res[RES_MAX], ts, f;
+	uintptr_t py[PYF_FRAMES_MAX], res[RES_MAX], ts, sp, hi;
 	size_t seg_end[PYF_FRAMES_MAX], evals[PYF_FRAMES_MAX];
 	size_t i, first, m = 0, r = 0, s = 0, lo = 0, nseg;
-	struct chunks ch;
 	int e = errno;
 
 	(void)arg;
@@ -236,14 +298,14 @@ size_t pyf_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 		;
 	if (first == n)
 		return n;
-	ts = thread_state();
+	sp = (uintptr_t)__builtin_frame_address(0);
+	hi = stack_hi(sp);
+	if (!hi)
+		goto out;
+	ts = thread_state(sp, hi);
 	if (!ts || !pyf_ptr_ok(ts))
 		goto out;
-	f = current_frame(ts);
-	if (!f)
-		goto out;
-	frame_chunks(ts, &ch);
-	nseg = segments(ips, first, n, f, &ch, py, &m, seg_end, evals);
+	nseg = segments(ips, first, n, ts, sp, hi, py, &m, seg_end, evals);
 	if (!m)
 		goto out;
 	if (cap > RES_MAX)

@@ -32,6 +32,11 @@ int pyf_read(void *dst, uintptr_t src, size_t len)
 	if (src < 4096 || src > (1ull << 47) || len > (1ull << 47) - src)
 		return -EFAULT;
 	n = process_vm_readv(pyf_g.pid, &l, 1, &r, 1, 0);
+	if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
+		n = -errno; /* a seccomp filter, or a kernel without the call */
+		errno = e;
+		return (int)n;
+	}
 	errno = e;
 	return n == (ssize_t)len ? 0 : -EFAULT;
 }

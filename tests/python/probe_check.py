@@ -143,4 +143,26 @@ n = len(py_frames(st))
 if n == 0 or n > 128:
     print("FAIL deep: %d Python frames" % n)
     sys.exit(1)
+# a sub-interpreter: its frames for the inner evaluation loop, the main interpreter's for the outer
+import _xxsubinterpreters as subinterp  # noqa: E402
+import tempfile  # noqa: E402
+
+with tempfile.NamedTemporaryFile("r") as out:
+    interp = subinterp.create()
+    code = """
+import ctypes
+lib = ctypes.CDLL(%r)
+def in_sub():
+    buf = ctypes.create_string_buffer(1 << 16)
+    lib.probe(buf, len(buf))
+    return buf.value.decode()
+open(%r, "w").write(in_sub())
+""" % (sys.argv[1], out.name)
+    subinterp.run_string(interp, code)  # LINE:subinterp
+    st = [l.split(" ") for l in out.read().splitlines()]
+    subinterp.destroy(interp)
+got = [(f[1], f[2], int(f[3])) for f in st if f[0] == "py"]
+if got != [("in_sub", "<string>", 6), ("<module>", "<string>", 8), ("<module>", FILE, LINES["subinterp"])]:
+    print("FAIL sub-interpreter", got)
+    sys.exit(1)
 print("ok: %d definitions" % lib.probe_ndefs())
