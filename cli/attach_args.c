@@ -35,6 +35,8 @@ void cli_usage_attach(FILE *f)
 	      "                        memory for the session's tables (default a quarter of\n"
 	      "                        the RAM); reaching it ends the session like Ctrl+C\n"
 	      "      --debuginfod      let symbolization ask the DEBUGINFOD_URLS servers\n"
+	      "      --no-python-frames\n"
+	      "                        native stacks only, no Python frames in a CPython\n"
 	      "  -v, --verbose         say how long each attach step took and which thread\n"
 	      "                        was stopped\n"
 	      "  -h, --help            show this help\n"
@@ -57,6 +59,7 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ "out", required_argument, NULL, 'O' },
 		{ "max-memory", required_argument, NULL, 'M' },
 		{ "debuginfod", no_argument, NULL, 'D' },
+		{ "no-python-frames", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -103,6 +106,9 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			break;
 		case 'D':
 			a->debuginfod = 1;
+			break;
+		case 'P':
+			a->no_python_frames = 1;
 			break;
 		case 'O':
 			if (!*optarg) {

@@ -110,6 +110,8 @@ static void *thread_main(void *arg)
 	if (ret == 0) {
 		/* at once: the library's start waits for it (docs/inject.md) */
 		cli_sample_start(conn, s->a->sample);
+		if (s->a->no_python_frames)
+			cli_xframes_off(conn);
 		/*
 		 * The connection is all we need: remove the socket and the
 		 * directory now, so nobody else can connect and nothing is left

@@ -64,6 +64,7 @@ struct cli_record_args {
 	int debuginfod;	    /* --debuginfod given */
 	unsigned depth;	    /* --depth N, 0 = not given */
 	uint64_t sample;    /* --sample BYTES, 0 = full tracing */
+	int no_python_frames; /* --no-python-frames: HEAPTAP_PYFRAMES=0 */
 	int help;	    /* --help seen */
 	int argc;	    /* the program and its arguments (argv[0] = PROGRAM) */
 	char **argv;
@@ -141,6 +142,7 @@ struct cli_attach_args {
 	const char *out_dir;   /* --out DIR (snapshots) */
 	int format_pprof;      /* --format pprof given */
 	double duration;    /* --duration SECS, 0 = until a signal */
+	int no_python_frames; /* --no-python-frames: WIRE_CTL_XFRAMES 0 after the rate */
 	pid_t pid;	    /* the process */
 	int help;	    /* --help seen */
 	int verbose;	    /* -v: step times */
@@ -186,6 +188,12 @@ uint64_t cli_sample_seed(void);
  * record, read again by its timer, then changes nothing.
  */
 void cli_sample_start(int conn, uint64_t sample);
+
+/*
+ * cli_xframes_off - tell the library to record native stacks only
+ * (WIRE_CTL_XFRAMES 0: no Python frames), right after cli_sample_start.
+ */
+void cli_xframes_off(int conn);
 /* cli_sample_options - the rate for the recording's metadata (itp_run sends nothing more). */
 void cli_sample_options(struct itp_options *opt, uint64_t sample);
 /* cli_format_bytes - v as "512K", "1M", "3G" when exact, else plain digits; returns buf. */

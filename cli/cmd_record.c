@@ -128,6 +128,8 @@ void cli_usage_record(FILE *f)
 	      "      --max-memory BYTES\n"
 	      "                     memory for the session's tables (default a quarter of\n"
 	      "                     the RAM); reaching it ends the recording there\n"
+	      "      --no-python-frames\n"
+	      "                     native stacks only, no Python frames in a CPython\n"
 	      "      --debuginfod   let symbolization ask the DEBUGINFOD_URLS servers\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
@@ -143,6 +145,7 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 		{ "sample", required_argument, NULL, 'S' },
 		{ "max-memory", required_argument, NULL, 'M' },
 		{ "debuginfod", no_argument, NULL, 'D' },
+		{ "no-python-frames", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -183,6 +186,9 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 			break;
 		case 'D':
 			a->debuginfod = 1;
+			break;
+		case 'P':
+			a->no_python_frames = 1;
 			break;
 		case 'h':
 			a->help = 1;
@@ -257,7 +263,7 @@ struct record_run {
 	struct cli_session s;
 	char lib[PATH_MAX + 64], preload[PATH_MAX * 2];
 	char env_preload[PATH_MAX * 2 + 16], env_sock[256], env_depth[64], env_sample[64];
-	char *overrides[5];
+	char *overrides[6];
 	char out[PATH_MAX];
 	struct itp_result res;
 	int conn, exited, status, have_child;
@@ -308,6 +314,8 @@ static int find_library(struct record_run *r)
 /* program_env - what the program's environment gets: the library, the socket, the depth, the rate. */
 static void program_env(struct record_run *r)
 {
+	static char env_pyframes[] = "HEAPTAP_PYFRAMES=0";
+
 	int n = 0;
 
 	snprintf(r->env_preload, sizeof(r->env_preload), "LD_PRELOAD=%s", r->preload);
@@ -323,6 +331,8 @@ static void program_env(struct record_run *r)
 		 (unsigned long long)r->a.sample,
 		 (unsigned long long)(r->a.sample ? cli_sample_seed() : 0));
 	r->overrides[n++] = r->env_sample;
+	if (r->a.no_python_frames)
+		r->overrides[n++] = env_pyframes;
 	r->overrides[n] = NULL;
 }
 

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "cli/cli.h"
 #include "interpret/interpret.h"
+#include "track/wire.h"
 
 int cli_parse_bytes(const char *s, uint64_t *out)
 {
@@ -77,6 +79,16 @@ void cli_sample_start(int conn, uint64_t sample)
 {
 	/* at once after accept: an attached library waits for it before its hooks are installed */
 	(void)itp_send_sample(conn, sample, sample ? cli_sample_seed() : 0);
+}
+
+void cli_xframes_off(int conn)
+{
+	uint8_t msg[3] = { WIRE_CTL_XFRAMES, 1, 0 };
+	ssize_t n;
+
+	do
+		n = send(conn, msg, sizeof(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
 }
 
 void cli_sample_options(struct itp_options *opt, uint64_t sample)

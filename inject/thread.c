@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "inject/internal.h"
+#include "pyframes/pyframes.h"
 
 /*
  * forget_session_files - remove the socket heaptap made for us and its
@@ -200,6 +202,12 @@ void *inj_thread_main(void *arg)
 	/* not under inj_g.lock: a failing trk_start ends the session, calling before_end */
 	if (trk_start(&cfg) < 0)
 		goto out_idle; /* track closed the fd; nothing was patched */
+	/* Python frames (heaptap's WIRE_CTL_XFRAMES may switch them off); a test's fault from the environment */
+	{
+		const char *ft = getenv("HEAPTAP_FAULT");
+
+		(void)pyf_start(ft && strcmp(ft, "python-version") == 0 ? PYF_FAKE_VERSION : 0);
+	}
 	session_ns = util_mono_ns() - inj_g.t_start;
 	atomic_store(&inj_g.run, INJ_RUNNING);
 	/*

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "preload/preload.h"
+#include "pyframes/pyframes.h"
 #include "track/track.h"
 
 extern char **environ;
@@ -67,6 +68,7 @@ __attribute__((constructor)) static void pld_init(void)
 	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	const char *s, *d;
 	int saved_errno = errno, fd;
+	unsigned pyflags = 0;
 
 	if (!pld_resolve())
 		goto out;
@@ -87,6 +89,15 @@ __attribute__((constructor)) static void pld_init(void)
 		cfg.timerless = !(tm && strcmp(tm, "thread") == 0);
 	}
 	parse_sample(getenv("HEAPTAP_SAMPLE"), &cfg);
+	{
+		/* HEAPTAP_PYFRAMES=0: record --no-python-frames; HEAPTAP_FAULT=python-version: tests */
+		const char *pf = getenv("HEAPTAP_PYFRAMES"), *ft = getenv("HEAPTAP_FAULT");
+
+		if (pf && strcmp(pf, "0") == 0)
+			pyflags |= PYF_OFF;
+		if (ft && strcmp(ft, "python-version") == 0)
+			pyflags |= PYF_FAKE_VERSION;
+	}
 	if (d) {
 		char *end;
 		unsigned long v = strtoul(d, &end, 10);
@@ -110,6 +121,7 @@ __attribute__((constructor)) static void pld_init(void)
 	}
 	if (trk_start(&cfg) < 0)
 		goto out; /* trk_start closed the fd; we stay inert */
+	(void)pyf_start(pyflags);
 out:
 	errno = saved_errno;
 }

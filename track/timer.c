@@ -81,6 +81,7 @@ struct ctl {
 static struct ctl ctl_state;
 
 _Atomic int trk_tl_on;
+_Atomic int trk_xf_wanted = 1;
 uint64_t trk_tl_quiet_ns = TRK_TL_QUIET_NS;
 uint64_t trk_tick_smp_ns = TRK_TICK_SMP_NS;
 
@@ -170,6 +171,11 @@ static void tick(uint64_t now, uint64_t *sites)
  * read_ctl - read what heaptap sent and act on it. Returns 1 to go on,
  * 0 when the session is over (STOP handled, EOF, error).
  */
+int trk_xframe_wanted(void)
+{
+	return atomic_load_explicit(&trk_xf_wanted, memory_order_relaxed);
+}
+
 static int read_ctl(struct ctl *c)
 {
 	size_t off = 0;
@@ -209,6 +215,13 @@ static int read_ctl(struct ctl *c)
 				break; /* the rest has not arrived yet */
 			trk_smp_ctl(p, (size_t)len); /* a malformed one changes nothing */
 			off = (size_t)(p - c->buf) + (size_t)len;
+			continue;
+		}
+		if (type == WIRE_CTL_XFRAMES && len == 1) {
+			if (p >= end)
+				break;
+			atomic_store_explicit(&trk_xf_wanted, *p != 0, memory_order_relaxed);
+			off = (size_t)(p - c->buf) + 1;
 			continue;
 		}
 		/* unknown types: skipped */

@@ -132,6 +132,10 @@
  *   WIRE_CTL_SAMPLE  varint bytes (0 = full tracing), optional varint seed
  *                    (PRNG seed, 0 = from the clock): change sampling. Sent
  *                    by heaptap right after accepting to start sampled.
+ *   WIRE_CTL_XFRAMES u8 on: 0 = native stacks only from now on (foreign-frame
+ *                    producers add nothing: `heaptap attach
+ *                    --no-python-frames`), 1 = as the producers do (the
+ *                    default of every session). Sent after WIRE_CTL_SAMPLE.
  */
 #ifndef HEAPTAP_TRACK_WIRE_H
 #define HEAPTAP_TRACK_WIRE_H
@@ -183,6 +187,7 @@ enum wire_rec_type {
 	WIRE_REC_START = 10,
 	WIRE_CTL_STOP = 64,
 	WIRE_CTL_SAMPLE = 65,
+	WIRE_CTL_XFRAMES = 66,
 };
 
 enum wire_ev_op {
