@@ -127,6 +127,7 @@ struct cli_report_args {
 	size_t backtraces; /* -b N backtraces per call site, default 5, 0 = all */
 	unsigned threads; /* --threads N, 0 = automatic */
 	int force;	/* --force: replace an existing -o file */
+	int native_all;	/* --native-all: CPython's evaluation-loop frames kept */
 	int help;
 };
 

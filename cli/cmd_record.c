@@ -315,7 +315,6 @@ static int find_library(struct record_run *r)
 static void program_env(struct record_run *r)
 {
 	static char env_pyframes[] = "HEAPTAP_PYFRAMES=0";
-
 	int n = 0;
 
 	snprintf(r->env_preload, sizeof(r->env_preload), "LD_PRELOAD=%s", r->preload);

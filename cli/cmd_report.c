@@ -48,6 +48,8 @@ void cli_usage_report(FILE *f)
 	      "  -n, --top N        call sites per list (default 10)\n"
 	      "  -b, --backtraces N backtraces shown per call site (default 5, 0 = all)\n"
 	      "      --threads N    threads reading the events (default: one per CPU)\n"
+	      "      --native-all   keep CPython's evaluation-loop frames that Python frames\n"
+	      "                     stand for (folded away by default)\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "See heaptap-report(1) for the JSON schema.\n",
@@ -241,6 +243,7 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 		{ "backtraces", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "force", no_argument, NULL, 'F' },
+		{ "native-all", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -268,6 +271,9 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 			break;
 		case 'F':
 			a->force = 1;
+			break;
+		case 'N':
+			a->native_all = 1;
 			break;
 		case 'o':
 			if (!optarg[0]) {
@@ -308,9 +314,10 @@ int cli_report_parse(int argc, char **argv, struct cli_report_args *a, char *err
 }
 
 /* open and analyze path into *r and *d; prints the reason and returns -1 on failure */
-static int load(const char *path, unsigned threads, struct rec_reader **r, struct rpt_data **d)
+static int load(const char *path, const struct cli_report_args *a, struct rec_reader **r,
+		struct rpt_data **d)
 {
-	struct rpt_options ro = { .threads = threads };
+	struct rpt_options ro = { .threads = a->threads, .native_all = a->native_all };
 	int rerr = 0, ret;
 
 	*d = NULL;
@@ -351,7 +358,7 @@ static int report_diff(const struct cli_report_args *a)
 	int ret, code = CLI_EXIT_FAIL;
 	FILE *out = NULL;
 
-	if (load(a->file, a->threads, &r[0], &d[0]) || load(a->file2, a->threads, &r[1], &d[1]))
+	if (load(a->file, a, &r[0], &d[0]) || load(a->file2, a, &r[1], &d[1]))
 		goto out_free;
 	ret = rpt_diff_new(d[0], d[1], a->cost < 0 ? RPT_DIFF_BYTES : by_cost[a->cost], &df);
 	if (ret < 0) {
@@ -431,6 +438,7 @@ int cli_cmd_report(int argc, char **argv)
 	if (!out)
 		goto out_close;
 	ro.threads = a.threads;
+	ro.native_all = a.native_all;
 	if (a.format == CLI_FORMAT_HEAPTRACK) /* no costs needed: the events are read once, while written */
 		ret = rpt_load_for_heaptrack(r, &ro, &d);
 	else

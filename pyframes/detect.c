@@ -123,13 +123,13 @@ int pyf_start(unsigned flags)
 	}
 	if (pyf_arena_init() < 0 || pyf_intern_init() < 0)
 		return 0;
+	if (flags & PYF_OFF)
+		return 0; /* not registered (a later session may): the hooks keep their call-site memo */
 	if (!registered) {
 		if (trk_xframe_set_producer(pyf_produce, NULL) < 0)
 			return 0;
 		registered = 1;
 	}
-	if (flags & PYF_OFF)
-		return 0;
 	atomic_store(&pyf_g.on, 1);
 	return 1;
 }

@@ -153,6 +153,8 @@ int rpt_analyze(const struct rec_reader *r, const struct rpt_options *opt, struc
 	d = rpt_data_new(r);
 	if (!d)
 		return -ENOMEM;
+	if (!(opt && opt->native_all) && rpt_fold_interp(d) < 0)
+		goto out_free;
 
 	/* calloc(0) may give NULL: allocate at least one element everywhere. */
 	d->free_bytes = calloc(d->ninfos + 1, sizeof(*d->free_bytes));
@@ -268,6 +270,8 @@ void rpt_free(struct rpt_data *d)
 	free(d->scale_bytes);
 	free(d->scale_calls);
 	free(d->own_traces);
+	free(d->fold_traces);
+	free(d->fold_infos);
 	free(d->extra_cost);
 	free(d->command);
 	free(d);

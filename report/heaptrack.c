@@ -397,7 +397,9 @@ int rpt_load_for_heaptrack(const struct rec_reader *r, const struct rpt_options 
 	d = rpt_data_new(r);
 	if (!d)
 		return -ENOMEM;
-	ret = rpt_summary_meta(d);
+	ret = opt && opt->native_all ? 0 : rpt_fold_interp(d);
+	if (ret == 0)
+		ret = rpt_summary_meta(d);
 	if (ret < 0) {
 		rpt_free(d);
 		return ret;

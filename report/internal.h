@@ -120,6 +120,9 @@ struct rpt_data {
 	 */
 	double *scale_bytes, *scale_calls;
 	struct rec_trace *own_traces;
+	/* traces and infos with the interpreter's frames folded (fold.c); NULL when not folded */
+	struct rec_trace *fold_traces;
+	struct rec_allocinfo *fold_infos;
 	size_t nextra;
 	struct rpt_costs *extra_cost;
 	struct rpt_costs *trace_cost; /* per trace */
@@ -142,6 +145,14 @@ struct rpt_data {
 
 /* analyze.c: a new rpt_data with the reader's tables in place and no costs yet; NULL on ENOMEM. */
 struct rpt_data *rpt_data_new(const struct rec_reader *r);
+
+/*
+ * rpt_fold_interp - fold CPython's evaluation-loop frames where Python
+ * frames stand for them (fold.c): d->traces and d->infos are replaced by
+ * folded copies. Before the replay. 0 (also when there is nothing to fold)
+ * or -ENOMEM (d unchanged).
+ */
+int rpt_fold_interp(struct rpt_data *d);
 
 /* replay.c: run one pass over one range (the pthread entry point). */
 void *rpt_replay_range(void *range);

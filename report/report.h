@@ -89,6 +89,13 @@ struct rpt_site {
 
 struct rpt_options {
 	unsigned threads; /* worker threads for the replay; 0 = one per online CPU (at most 8) */
+	/*
+	 * 0: CPython's own evaluation-loop frames (_PyEval_EvalFrameDefault,
+	 * the calls into it) are left out of a stack where a Python frame
+	 * stands for them (report/fold.c); 1: every native frame is kept
+	 * (heaptap report --native-all).
+	 */
+	int native_all;
 };
 
 struct rpt_data;

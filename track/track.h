@@ -230,6 +230,14 @@ int trk_xframe_define(uint64_t id, unsigned lang, unsigned kind, uint32_t line, 
 uint32_t trk_xframe_session(void);
 
 /*
+ * trk_xframe_wanted - nonzero unless heaptap asked for native stacks only
+ * (WIRE_CTL_XFRAMES 0: `heaptap attach --no-python-frames`). While it says
+ * no, the hooks do not call the producer: stacks are captured as without
+ * one (the call site's memo included). One load.
+ */
+int trk_xframe_wanted(void);
+
+/*
  * How a producer outside heaptap's library finds these functions (a JVMTI
  * agent, a test program): libheaptap_preload.so and libheaptap_inject.so
  * export them with default visibility under versioned names,
