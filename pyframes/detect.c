@@ -1,8 +1,10 @@
 /* pyframes/detect.c - find CPython in the process, check its layout, register the producer */
 /* SPDX-License-Identifier: MIT */
 /*
- * The interpreter is found through its exported symbols (dlsym in the
- * global scope: the python3 executable, or the libpython it links):
+ * A program named python* or one with a libpython* loaded is looked at
+ * (nothing else: a failed dlsym allocates). The interpreter is found
+ * through its exported symbols (dlsym in the global scope: the python3
+ * executable, or the libpython it links):
  * Py_Initialize says a CPython is there, Py_Version (3.11 and later) which
  * one. Its layout must be one this build has (layout.h) and agree with
  * the running binary: _PyRuntime's symbol size is sizeof(_PyRuntimeState)
@@ -41,6 +43,40 @@ __attribute__((format(printf, 1, 2))) static void warn(const char *fmt, ...)
 	if ((size_t)n > sizeof(msg) - 2)
 		n = (int)sizeof(msg) - 2;
 	(void)trk_send_record(WIRE_REC_LOG, msg, (size_t)n + 1);
+}
+
+/* starts - whether the last path component of path begins with prefix. */
+static bool starts(const char *path, const char *prefix)
+{
+	const char *b = strrchr(path, '/');
+
+	return strncmp(b ? b + 1 : path, prefix, strlen(prefix)) == 0;
+}
+
+static int find_libpython(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	return info->dlpi_name && starts(info->dlpi_name, "libpython");
+}
+
+/*
+ * python_here - whether a CPython may be in the process: the program is
+ * python* or a libpython* is loaded. Asked before dlsym, whose failure
+ * allocates (the error message): a program without Python must not see an
+ * allocation of ours in its recording.
+ */
+static bool python_here(void)
+{
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		if (starts(exe, "python"))
+			return true;
+	}
+	return dl_iterate_phdr(find_libpython, NULL) != 0;
 }
 
 /* sym - address and size of an exported symbol, 0 when absent. */
@@ -91,7 +127,7 @@ int pyf_start(unsigned flags)
 	int ret;
 
 	atomic_store(&pyf_g.on, 0);
-	if (!sym("Py_Initialize", &size))
+	if (!python_here() || !sym("Py_Initialize", &size))
 		return 0; /* no CPython here */
 	pyf_g.pid = getpid();
 	ver = sym("Py_Version", &size);
