@@ -37,6 +37,8 @@ void cli_usage_attach(FILE *f)
 	      "      --debuginfod      let symbolization ask the DEBUGINFOD_URLS servers\n"
 	      "      --no-python-frames\n"
 	      "                        native stacks only, no Python frames in a CPython\n"
+	      "      --no-java         in a HotSpot JVM, do not load heaptap's JVMTI agent:\n"
+	      "                        native stacks end where Java code begins\n"
 	      "  -v, --verbose         say how long each attach step took and which thread\n"
 	      "                        was stopped\n"
 	      "  -h, --help            show this help\n"
@@ -60,6 +62,7 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ "max-memory", required_argument, NULL, 'M' },
 		{ "debuginfod", no_argument, NULL, 'D' },
 		{ "no-python-frames", no_argument, NULL, 'P' },
+		{ "no-java", no_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -109,6 +112,9 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			break;
 		case 'P':
 			a->no_python_frames = 1;
+			break;
+		case 'J':
+			a->no_java = 1;
 			break;
 		case 'O':
 			if (!*optarg) {

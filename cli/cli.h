@@ -147,7 +147,17 @@ struct cli_attach_args {
 	pid_t pid;	    /* the process */
 	int help;	    /* --help seen */
 	int verbose;	    /* -v: step times */
+	int no_java;	    /* --no-java: no JVMTI agent in a JVM */
 };
+
+/*
+ * cli_java_frames - in a HotSpot JVM, have heaptap's library loaded as its
+ * JVMTI agent (jvm/jvm.h), so stacks go on into Java frames; says one line
+ * when that cannot be done (the recording then has native stacks only),
+ * and with verbose when it is. Nothing for a process without a JVM. Waits
+ * at most JVM_ATTACH_MS, less once *stop is set.
+ */
+void cli_java_frames(pid_t pid, int verbose, const volatile sig_atomic_t *stop);
 
 /* ------------------------------------------------------------------ */
 /* Sampling (sample_args.c)                                           */
