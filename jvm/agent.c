@@ -9,13 +9,13 @@
  *   - enables ClassLoad (AsyncGetCallTrace refuses to walk without it) and
  *     ClassPrepare (whose callback makes the method ids of each new class),
  *   - makes the method ids of every class loaded so far (GetClassMethods),
- *   - hands track/ the producer (xframes.c) with a fresh frame table,
+ *   - hands track/ the producer (xframes.c) and the process's frame table,
  *   - starts the naming thread, a daemon thread attached to the JVM
- *     ("heaptap java frames"): every 10 ms it names the table's new ids
- *     (GetMethodName, GetMethodDeclaringClass, GetClassSignature,
- *     GetSourceFileName, GetLineNumberTable) and defines them with
- *     trk_xframe_define. JVMTI calls that may wait for a safepoint run
- *     there, never in an allocation hook.
+ *     ("heaptap java frames"): every 10 ms it names the table's ids not
+ *     yet defined in this session (GetMethodName, GetMethodDeclaringClass,
+ *     GetClassSignature, GetSourceFileName, GetLineNumberTable) and defines
+ *     them with trk_xframe_define. JVMTI calls that may wait for a
+ *     safepoint run there, never in an allocation hook.
  * When the session ends the thread disables both events, withdraws the
  * producer and detaches from the JVM: the JVM runs as before the attach,
  * with one JVMTI environment that has no event enabled.
@@ -39,7 +39,6 @@ static struct {
 	pthread_mutex_t lock;
 	jvmtiEnv *jvmti; /* the process's one environment, from the first attach on */
 	struct jvm_hook hook;
-	struct jvm_table *old; /* the previous session's table, unmapped at the next attach */
 	unsigned gen;	       /* attaches so far: a namer of an older one ends */
 	pthread_t namer;
 	int namer_running;
@@ -165,8 +164,8 @@ static uint32_t line_of(jvmtiEnv *jv, jmethodID m, int32_t bci)
 	return line;
 }
 
-/* Name id (slot s) with JVMTI and define it for the session. */
-static void name_one(jvmtiEnv *jv, JNIEnv *env, uint32_t id, const struct jvm_slot *s)
+/* Name id (slot s) with JVMTI and define it for the session: trk_xframe_define's return. */
+static int name_one(jvmtiEnv *jv, JNIEnv *env, uint32_t id, const struct jvm_slot *s)
 {
 	jmethodID m = (jmethodID)(uintptr_t)atomic_load(&s->method);
 	int32_t bci = atomic_load(&s->bci);
@@ -174,11 +173,11 @@ static void name_one(jvmtiEnv *jv, JNIEnv *env, uint32_t id, const struct jvm_sl
 	jclass cls = NULL;
 	size_t len = 0;
 	uint32_t line;
+	int ret;
 
 	if ((*jv)->GetMethodName(jv, m, &mname, NULL, NULL) != JVMTI_ERROR_NONE) {
 		len = (size_t)snprintf(name, sizeof(name), "[unloaded Java method]");
-		trk_xframe_define(id, WIRE_LANG_JAVA, WIRE_XFRAME_INTERPRETED, 0, name, len, "", 0);
-		return;
+		return trk_xframe_define(id, WIRE_LANG_JAVA, WIRE_XKIND_UNKNOWN, 0, name, len, "", 0);
 	}
 	if ((*jv)->GetMethodDeclaringClass(jv, m, &cls) == JVMTI_ERROR_NONE &&
 	    (*jv)->GetClassSignature(jv, cls, &csig, NULL) == JVMTI_ERROR_NONE && csig)
@@ -191,8 +190,9 @@ static void name_one(jvmtiEnv *jv, JNIEnv *env, uint32_t id, const struct jvm_sl
 	if (cls && (*jv)->GetSourceFileName(jv, cls, &src) != JVMTI_ERROR_NONE)
 		src = NULL;
 	line = line_of(jv, m, bci);
-	trk_xframe_define(id, WIRE_LANG_JAVA, bci == -3 ? WIRE_XFRAME_NATIVE : WIRE_XFRAME_INTERPRETED, line,
-			  name, len, src ? src : "", src ? strlen(src) : 0);
+	/* AsyncGetCallTrace does not say whether a frame is interpreted, compiled or inlined */
+	ret = trk_xframe_define(id, WIRE_LANG_JAVA, bci == -3 ? WIRE_XKIND_NATIVE : WIRE_XKIND_UNKNOWN, line,
+				name, len, src ? src : "", src ? strlen(src) : 0);
 	if (src)
 		(*jv)->Deallocate(jv, (unsigned char *)src);
 	if (csig)
@@ -200,9 +200,10 @@ static void name_one(jvmtiEnv *jv, JNIEnv *env, uint32_t id, const struct jvm_sl
 	(*jv)->Deallocate(jv, (unsigned char *)mname);
 	if (cls)
 		(*env)->DeleteLocalRef(env, cls);
+	return ret;
 }
 
-/* Name every id handed out since *done whose slot is filled. */
+/* Define every id from *done on whose slot is filled; a full queue waits for the next round. */
 static void name_new(jvmtiEnv *jv, JNIEnv *env, struct jvm_table *tb, uint32_t *done)
 {
 	uint32_t end = atomic_load(&tb->next_id), i;
@@ -213,7 +214,8 @@ static void name_new(jvmtiEnv *jv, JNIEnv *env, struct jvm_table *tb, uint32_t *
 		i = atomic_load_explicit(&tb->by_id[*done], memory_order_acquire);
 		if (!i)
 			break; /* its hook is still filling it: next round */
-		name_one(jv, env, *done, &tb->slot[i - 1]);
+		if (name_one(jv, env, *done, &tb->slot[i - 1]) == -EAGAIN)
+			break;
 	}
 }
 
@@ -225,17 +227,20 @@ static void *namer_main(void *arg)
 	JavaVM *vm = ag.hook.vm;
 	struct timespec ts = { 0, NAMER_POLL_MS * 1000000L };
 	JNIEnv *env = NULL;
-	uint32_t done = 1;
-	int seen = 0, active;
+	uint32_t done = 1, sess = 0, cur;
 
 	if ((*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, &aa) != JNI_OK)
 		env = NULL;
 	while (env) {
-		active = trk_active();
-		seen |= active;
-		name_new(ag.jvmti, env, tb, &done);
-		if (__atomic_load_n(&ag.gen, __ATOMIC_ACQUIRE) != gen || (seen && !active) ||
-		    (!seen && (waited += NAMER_POLL_MS) > NAMER_START_MS))
+		cur = trk_xframe_session();
+		if (cur && cur != sess) {
+			sess = cur; /* a session of its own: every id is defined again */
+			done = 1;
+		}
+		if (cur)
+			name_new(ag.jvmti, env, tb, &done);
+		if (__atomic_load_n(&ag.gen, __ATOMIC_ACQUIRE) != gen || (sess && !cur) ||
+		    (!sess && (waited += NAMER_POLL_MS) > NAMER_START_MS))
 			break;
 		nanosleep(&ts, NULL);
 	}
@@ -264,22 +269,21 @@ static int arm(JavaVM *vm, JNIEnv *env)
 		ag.hook.asgct = find_asgct(vm);
 	if (!ag.hook.asgct)
 		return -ENOSYS;
-	tb = mmap(NULL, sizeof(*tb), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (tb == MAP_FAILED)
-		return -ENOMEM;
-	atomic_store(&tb->next_id, 1);
-	if (set_events(ag.jvmti, JVMTI_ENABLE) < 0) {
-		munmap(tb, sizeof(*tb));
-		return -EINVAL;
+	if (!ag.hook.table) {
+		tb = mmap(NULL, sizeof(*tb), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (tb == MAP_FAILED)
+			return -ENOMEM;
+		atomic_store(&tb->next_id, 1);
+		ag.hook.table = tb;
 	}
-	all_ids(ag.jvmti, env);
-	if (ag.old)
-		munmap(ag.old, sizeof(*ag.old));
-	ag.old = ag.hook.table;
 	ag.hook.vm = vm;
-	ag.hook.table = tb;
-	trk_xframe_set_producer(jvm_produce, &ag.hook);
-	return 0;
+	if (set_events(ag.jvmti, JVMTI_ENABLE) < 0)
+		return -EINVAL;
+	all_ids(ag.jvmti, env);
+	ret = trk_xframe_set_producer(jvm_produce, &ag.hook);
+	if (ret < 0)
+		set_events(ag.jvmti, JVMTI_DISABLE);
+	return ret;
 }
 
 JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved) JVM_EXPORT;

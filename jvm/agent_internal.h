@@ -42,7 +42,12 @@ struct jvm_slot {
 	_Atomic uint32_t id;
 };
 
-/* A session's frame table: mmap'ed, never freed while a hook may read it. */
+/*
+ * The frame table: one per process, mmap'ed at the first attach and never
+ * freed (a hook may still be reading it after the producer was withdrawn);
+ * ids keep their meaning for the life of the process, and each session
+ * gets them defined again.
+ */
 struct jvm_table {
 	struct jvm_slot slot[JVM_TABLE_SLOTS];
 	_Atomic uint32_t by_id[JVM_TABLE_IDS]; /* id -> slot index + 1 (0: not yet) */
@@ -50,7 +55,7 @@ struct jvm_table {
 	_Atomic uint64_t walks, walk_fail, full;
 };
 
-/* What the producer needs; set before it is installed, read-only afterwards. */
+/* What the producer needs; set before it is first installed, the same afterwards. */
 struct jvm_hook {
 	JavaVM *vm;
 	jvm_asgct_fn asgct;
@@ -64,7 +69,7 @@ struct jvm_hook {
  * innermost first, as foreign ips. arg is a struct jvm_hook. Returns the
  * new count (n when nothing was added). Takes no lock, allocates nothing.
  */
-size_t jvm_produce(void *arg, uint64_t *ips, size_t n, size_t cap) JVM_HIDDEN;
+size_t jvm_produce(void *arg, uintptr_t *ips, size_t n, size_t cap) JVM_HIDDEN;
 
 /* jvm_table_id - the id of (method, bci), made if new; 0 when the table is full. */
 uint32_t jvm_table_id(struct jvm_table *tb, uint64_t method, int32_t bci) JVM_HIDDEN;

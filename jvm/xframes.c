@@ -23,8 +23,6 @@
 
 #include "jvm/agent_internal.h"
 
-#define FOREIGN (1ull << 63)
-
 static inline uint32_t slot_hash(uint64_t method, int32_t bci)
 {
 	uint64_t h = (method ^ ((uint64_t)(uint32_t)bci << 32) ^ (uint64_t)(uint32_t)bci) * 0x9e3779b97f4a7c15ull;
@@ -73,7 +71,7 @@ claimed:
 	return 0;
 }
 
-size_t jvm_produce(void *arg, uint64_t *ips, size_t n, size_t cap)
+size_t jvm_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 {
 	struct jvm_hook *h = arg;
 	struct jvm_asgct_frame fr[JVM_JAVA_DEPTH];
@@ -109,7 +107,7 @@ size_t jvm_produce(void *arg, uint64_t *ips, size_t n, size_t cap)
 		id = jvm_table_id(h->table, (uint64_t)(uintptr_t)fr[i].method_id, fr[i].lineno);
 		if (!id)
 			break;
-		ips[at++] = FOREIGN | id;
+		ips[at++] = (uintptr_t)(WIRE_XFRAME_BIT | id);
 	}
 	if (at == n - 2)
 		return n;
