@@ -28,10 +28,15 @@
 //   gaps                 "gaps ticker_us=T workers_us=W spawner_us=S max_us=M",
 //                        longest gaps since "gaps start"; disarms the ticker
 //   stats                "stats iters=N bad=B spawned=S" (bad: hash mismatches)
+//   deflate N            creates N java.util.zip.Deflaters (zlib state in
+//                        native memory) and keeps them, never end()ed:
+//                        "deflaters N" (all kept so far)
 //   quit                 stops the threads, exits 0 if bad == 0, else 3
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.util.ArrayList;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.Deflater;
 import java.util.concurrent.locks.LockSupport;
 
 public final class JvmLeak {
@@ -50,6 +55,7 @@ public final class JvmLeak {
     static final AtomicLong bad = new AtomicLong();
     static final AtomicLong spawned = new AtomicLong();
     static volatile long tickerGap, spawnerGap;
+    static final ArrayList<Deflater> deflaters = new ArrayList<>();
 
     static final class Worker extends Thread {
         final int id;
@@ -63,16 +69,19 @@ public final class JvmLeak {
             setDaemon(true);
         }
 
+        void leakOne() {
+            int seen = leak(1);
+            leaked++;
+            unpatched += 1 - seen;
+        }
+
         @Override
         public void run() {
             long last = System.nanoTime();
             int seed = id * 100003;
             while (running) {
-                if (leaking && (done & 7) == 0) {
-                    int seen = leak(1);
-                    leaked++;
-                    unpatched += 1 - seen;
-                }
+                if (leaking && (done & 7) == 0)
+                    leakOne(); // JvmLeak.leak's caller, and its caller run(), in the stack of the leak
                 seed = (seed + 1) % 1000000;
                 if (churn(seed, BLOCKS) != expect(seed, BLOCKS))
                     bad.incrementAndGet();
@@ -145,6 +154,13 @@ public final class JvmLeak {
                 last = t;
             }
         }
+    }
+
+    // Native memory through a JDK class: each Deflater's zlib stream, never end()ed.
+    static int deflaters(int n) {
+        for (int i = 0; i < n; i++)
+            deflaters.add(new Deflater(Deflater.BEST_SPEED, true));
+        return deflaters.size();
     }
 
     static boolean waitFor(boolean want, long ms) {
@@ -237,6 +253,9 @@ public final class JvmLeak {
                     ans = "gaps ticker_us=" + tickerGap / 1000 + " workers_us=" + wg / 1000
                         + " spawner_us=" + spawnerGap / 1000 + " max_us=" + m / 1000;
                 }
+                break;
+            case "deflate":
+                ans = "deflaters " + deflaters(Integer.parseInt(c[1]));
                 break;
             case "stats":
                 ans = "stats iters=" + iters.get() + " bad=" + bad.get() + " spawned=" + spawned.get();

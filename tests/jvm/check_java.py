@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+# tests/jvm/check_java.py - the Java frames of `heaptap report --format json` of a JVM session
+# SPDX-License-Identifier: MIT
+#
+# Usage: check_java.py REPORT LEAK_CALLS LEAK_SIZE LEAK_LINE RUN_LINE DEFL_LINE NDEFL
+#        check_java.py --none REPORT
+#   LEAK_LINE  JvmLeak.java line of Worker.leakOne's leak(1) call
+#   RUN_LINE   JvmLeak.java line of Worker.run's leakOne() call
+#   DEFL_LINE  JvmLeak.java line of JvmLeak.deflaters' new Deflater
+#   NDEFL      Deflaters created and kept
+# Checks:
+#   1. every backtrace through jt_leak_block goes on, right above
+#      Java_JvmLeak_leak, with the Java frames JvmLeak.leak (a native
+#      method: no line), JvmLeak$Worker.leakOne at JvmLeak.java:LEAK_LINE,
+#      JvmLeak$Worker.run at JvmLeak.java:RUN_LINE; their leaked bytes sum
+#      to LEAK_CALLS x LEAK_SIZE exactly (no leak stack without its Java
+#      frames, or with frames left unnamed);
+#   2. zlib's memory under deflateInit2_: the backtraces that go on with
+#      java.util.zip.Deflater.init, java.util.zip.Deflater.<init> and then
+#      JvmLeak.deflaters at JvmLeak.java:DEFL_LINE hold at least NDEFL
+#      allocations not freed;
+#   3. the Java frames hold no native module, and a Java frame is never
+#      followed by a native one (the walk of the JVM's part ends the stack).
+# --none: no Java frame anywhere (a JVM where heaptap had no agent).
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htreport import function as fname, load, traces  # noqa: E402
+
+errors = []
+
+
+def err(msg):
+    if len(errors) < 20:
+        errors.append(msg)
+
+
+def is_java(f):
+    return f.get("lang") == "java"
+
+
+def show(fr):
+    return " <- ".join("%s%s" % (fname(f), ":%s" % f["line"] if f.get("line") else "") for f in fr[:14])
+
+
+if sys.argv[1] == "--none":
+    rep = load(sys.argv[2])
+    for t in traces(rep):
+        if any(is_java(f) for f in t.get("frames", [])):
+            err("a Java frame: " + show(t["frames"]))
+            break
+    for e in errors:
+        print("check_java: " + e, file=sys.stderr)
+    sys.exit(1 if errors else 0)
+
+rep = load(sys.argv[1])
+calls, size, leak_line, run_line, defl_line, ndefl = (int(a) for a in sys.argv[2:8])
+want_leak = [("JvmLeak.leak", None), ("JvmLeak$Worker.leakOne", leak_line), ("JvmLeak$Worker.run", run_line)]
+want_defl = [("java.util.zip.Deflater.init", None), ("java.util.zip.Deflater.<init>", None)]
+leaked = 0
+defl_calls = 0
+java_frames = 0
+for t in traces(rep):
+    fr = t.get("frames", [])
+    names = [fname(f) for f in fr]
+    for i, f in enumerate(fr):
+        if is_java(f):
+            java_frames += 1
+            if f.get("module"):
+                err("a Java frame with a module: %s" % f)
+            if i + 1 < len(fr) and not is_java(fr[i + 1]) and not names[i + 1].startswith("[frames cut"):
+                err("a native frame after a Java frame: " + show(fr))
+    if "jt_leak_block" in names:
+        j = names.index("Java_JvmLeak_leak") if "Java_JvmLeak_leak" in names else -1
+        got = [(fname(f), f.get("line")) for f in fr[j + 1:j + 4]] if j >= 0 else []
+        ok = len(got) == 3 and all(g[0] == w[0] and (w[1] is None or g[1] == w[1]) for g, w in zip(got, want_leak))
+        ok = ok and all(is_java(f) and f.get("file") == "JvmLeak.java" for f in fr[j + 1:j + 4])
+        if ok:
+            leaked += int(t.get("leaked", 0))
+        else:
+            err("a leak without its Java frames (want %s): %s" % (want_leak, show(fr)))
+    if "deflateInit2_" in names:
+        k = next((i for i, f in enumerate(fr) if is_java(f)), -1)
+        if k < 0:
+            err("zlib memory without Java frames: " + show(fr))
+            continue
+        if [n for n, _ in want_defl] != names[k:k + 2]:
+            err("zlib memory not under Deflater.init <- Deflater.<init>: " + show(fr))
+            continue
+        m = next((i for i in range(k, len(fr)) if names[i] == "JvmLeak.deflaters"), -1)
+        if m < 0 or fr[m].get("line") != defl_line:
+            err("zlib memory not blamed on JvmLeak.deflaters at line %d: %s" % (defl_line, show(fr)))
+            continue
+        defl_calls += int(t.get("leaked_calls", 0))
+
+if leaked != calls * size:
+    err("leaked through the Java frames: %d bytes, the workers counted %d x %d = %d" % (leaked, calls, size,
+                                                                                         calls * size))
+if defl_calls < ndefl:
+    err("allocations not freed under JvmLeak.deflaters: %d, want at least %d" % (defl_calls, ndefl))
+print("check_java: %d Java frames; leak %d bytes with its Java frames; %d zlib allocations not freed under "
+      "JvmLeak.deflaters" % (java_frames, leaked, defl_calls), file=sys.stderr)
+for e in errors:
+    print("check_java: " + e, file=sys.stderr)
+sys.exit(1 if errors else 0)
