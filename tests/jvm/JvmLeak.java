@@ -75,18 +75,26 @@ public final class JvmLeak {
             unpatched += 1 - seen;
         }
 
+        // One iteration: a method invoked anew each time, so once it is
+        // compiled every later iteration runs its compiled code (the loop
+        // in run() is entered once and may stay interpreted).
+        int step(int seed) {
+            if (leaking && (done & 7) == 0)
+                leakOne(); // JvmLeak.leak's caller, and its caller step(), in the stack of the leak
+            seed = (seed + 1) % 1000000;
+            if (churn(seed, BLOCKS) != expect(seed, BLOCKS))
+                bad.incrementAndGet();
+            iters.incrementAndGet();
+            done++;
+            return seed;
+        }
+
         @Override
         public void run() {
             long last = System.nanoTime();
             int seed = id * 100003;
             while (running) {
-                if (leaking && (done & 7) == 0)
-                    leakOne(); // JvmLeak.leak's caller, and its caller run(), in the stack of the leak
-                seed = (seed + 1) % 1000000;
-                if (churn(seed, BLOCKS) != expect(seed, BLOCKS))
-                    bad.incrementAndGet();
-                iters.incrementAndGet();
-                done++;
+                seed = step(seed);
                 LockSupport.parkNanos(200_000);
                 long t = System.nanoTime();
                 if (t - last > gap)

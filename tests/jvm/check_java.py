@@ -2,17 +2,17 @@
 # tests/jvm/check_java.py - the Java frames of `heaptap report --format json` of a JVM session
 # SPDX-License-Identifier: MIT
 #
-# Usage: check_java.py REPORT LEAK_CALLS LEAK_SIZE LEAK_LINE RUN_LINE DEFL_LINE NDEFL
+# Usage: check_java.py REPORT LEAK_CALLS LEAK_SIZE LEAK_LINE STEP_LINE DEFL_LINE NDEFL
 #        check_java.py --none REPORT
 #   LEAK_LINE  JvmLeak.java line of Worker.leakOne's leak(1) call
-#   RUN_LINE   JvmLeak.java line of Worker.run's leakOne() call
+#   STEP_LINE  JvmLeak.java line of Worker.step's leakOne() call
 #   DEFL_LINE  JvmLeak.java line of JvmLeak.deflaters' new Deflater
 #   NDEFL      Deflaters created and kept
 # Checks:
 #   1. every backtrace through jt_leak_block goes on, right above
 #      Java_JvmLeak_leak, with the Java frames JvmLeak.leak (a native
 #      method: no line), JvmLeak$Worker.leakOne at JvmLeak.java:LEAK_LINE,
-#      JvmLeak$Worker.run at JvmLeak.java:RUN_LINE; their leaked bytes sum
+#      JvmLeak$Worker.step at JvmLeak.java:STEP_LINE; their leaked bytes sum
 #      to LEAK_CALLS x LEAK_SIZE exactly (no leak stack without its Java
 #      frames, or with frames left unnamed);
 #   2. zlib's memory under deflateInit2_: the backtraces that go on with
@@ -55,8 +55,8 @@ if sys.argv[1] == "--none":
     sys.exit(1 if errors else 0)
 
 rep = load(sys.argv[1])
-calls, size, leak_line, run_line, defl_line, ndefl = (int(a) for a in sys.argv[2:8])
-want_leak = [("JvmLeak.leak", None), ("JvmLeak$Worker.leakOne", leak_line), ("JvmLeak$Worker.run", run_line)]
+calls, size, leak_line, step_line, defl_line, ndefl = (int(a) for a in sys.argv[2:8])
+want_leak = [("JvmLeak.leak", None), ("JvmLeak$Worker.leakOne", leak_line), ("JvmLeak$Worker.step", step_line)]
 want_defl = [("java.util.zip.Deflater.init", None), ("java.util.zip.Deflater.<init>", None)]
 leaked = 0
 defl_calls = 0
