@@ -254,6 +254,7 @@ void trk_end(int reason)
 	/* a vfork child shares our memory: it must not end its parent's session */
 	if (getpid() != trk_g.pid)
 		return;
+	trk_xf_flush(); /* the producer's last definitions, while they are still taken */
 	if (!atomic_compare_exchange_strong(&trk_g.state, &expected, TRK_DONE))
 		return;
 	trk_smp_stop(); /* the sampled hot paths do not look at the state */

@@ -238,6 +238,17 @@ uint32_t trk_xframe_session(void);
 int trk_xframe_wanted(void);
 
 /*
+ * trk_xframe_set_flush - fn(arg) is called when a session is about to end
+ * in order (STOP, detach, the end of a recording), in the thread that ends
+ * it, while trk_xframe_define is still taken: a producer that names its
+ * frames outside the hooks (a thread of its own) defines the last ones
+ * there. It must return soon (it delays the end; a bound of its own) and
+ * must not end the session. fn NULL: none (the default). Any thread, not
+ * from a hook; fn and arg must stay valid for the life of the process.
+ */
+void trk_xframe_set_flush(void (*fn)(void *arg), void *arg);
+
+/*
  * How a producer outside heaptap's library finds these functions (a JVMTI
  * agent, a test program): libheaptap_preload.so and libheaptap_inject.so
  * export them with default visibility under versioned names,

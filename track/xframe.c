@@ -66,6 +66,24 @@ int trk_xframe_set_producer(trk_xframe_fn fn, void *arg)
 	return ret;
 }
 
+static _Atomic(void (*)(void *)) flush_fn;
+static void *_Atomic flush_arg;
+
+void trk_xframe_set_flush(void (*fn)(void *arg), void *arg)
+{
+	atomic_store_explicit(&flush_fn, NULL, memory_order_release);
+	atomic_store_explicit(&flush_arg, arg, memory_order_release);
+	atomic_store_explicit(&flush_fn, fn, memory_order_release);
+}
+
+void trk_xf_flush(void)
+{
+	void (*fn)(void *) = atomic_load_explicit(&flush_fn, memory_order_acquire);
+
+	if (fn && atomic_load_explicit(&trk_g.state, memory_order_acquire) == TRK_ON)
+		fn(atomic_load_explicit(&flush_arg, memory_order_acquire));
+}
+
 uint32_t trk_xf_capture(struct trk_thr *t, const void *ra, const uintptr_t *fp, uint32_t *gen,
 			const struct trk_xf_prod *p)
 {

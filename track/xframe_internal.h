@@ -36,4 +36,11 @@ uint32_t trk_xf_capture(struct trk_thr *t, const void *ra, const uintptr_t *fp, 
  */
 void trk_xf_drain(bool from_timer) TRK_HIDDEN;
 
+/*
+ * trk_xf_flush - the producer's flush (trk_xframe_set_flush), if one is set
+ * and the session still records: trk_end calls it before the session stops
+ * taking definitions.
+ */
+void trk_xf_flush(void) TRK_HIDDEN;
+
 #endif /* HEAPTAP_TRACK_XFRAME_INTERNAL_H */
