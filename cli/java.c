@@ -6,10 +6,12 @@
 #include "cli/cli.h"
 #include "inject/inject.h"
 #include "jvm/jvm.h"
+#include "util/clock.h"
 
 void cli_java_frames(pid_t pid, int verbose, const volatile sig_atomic_t *stop)
 {
 	char lib[PATH_MAX], why[320];
+	uint64_t t0 = util_mono_ns();
 	enum jvm_kind kind;
 	int ret;
 
@@ -29,5 +31,6 @@ void cli_java_frames(pid_t pid, int verbose, const volatile sig_atomic_t *stop)
 	if (ret < 0)
 		cli_msg("attach %d: java frames: %s; native stacks only", (int)pid, why);
 	else if (verbose)
-		cli_msg("attach %d: java frames: heaptap's JVMTI agent runs in the JVM", (int)pid);
+		cli_msg("attach %d: java frames: heaptap's JVMTI agent runs in the JVM (loaded in %.1f ms)",
+			(int)pid, (double)(util_mono_ns() - t0) / 1e6);
 }

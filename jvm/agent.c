@@ -16,8 +16,10 @@
  *     GetClassSignature, GetSourceFileName, GetLineNumberTable) and defines
  *     them with trk_xframe_define. JVMTI calls that may wait for a
  *     safepoint run there, never in an allocation hook.
- * When the session ends the thread disables both events, withdraws the
- * producer and detaches from the JVM: the JVM runs as before the attach,
+ * The session's end waits (at most 200 ms, track/'s flush) until the
+ * namer has defined every id handed out so far. When the session has
+ * ended the thread disables both events, withdraws the producer and
+ * detaches from the JVM: the JVM runs as before the attach,
  * with one JVMTI environment that has no event enabled.
  */
 #include <dlfcn.h>
@@ -34,6 +36,7 @@
 #define JVM_EXPORT __attribute__((visibility("default")))
 #define NAMER_POLL_MS 10
 #define NAMER_START_MS 10000 /* a session that never starts: the agent gives up */
+#define FLUSH_MS 200	     /* the end of a session waits this long at most for the last names */
 
 static struct {
 	pthread_mutex_t lock;
@@ -42,6 +45,7 @@ static struct {
 	unsigned gen;	       /* attaches so far: a namer of an older one ends */
 	pthread_t namer;
 	int namer_running;
+	_Atomic uint32_t named; /* the namer defined ids 1 .. named - 1 in this session */
 } ag = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Make the method ids of cls (GetClassMethods makes them); the array is given back at once. */
@@ -237,8 +241,10 @@ static void *namer_main(void *arg)
 			sess = cur; /* a session of its own: every id is defined again */
 			done = 1;
 		}
-		if (cur)
+		if (cur) {
 			name_new(ag.jvmti, env, tb, &done);
+			atomic_store(&ag.named, done);
+		}
 		if (__atomic_load_n(&ag.gen, __ATOMIC_ACQUIRE) != gen || (sess && !cur) ||
 		    (!sess && (waited += NAMER_POLL_MS) > NAMER_START_MS))
 			break;
@@ -248,12 +254,30 @@ static void *namer_main(void *arg)
 	if (ag.gen == gen) {
 		/* the session is over: nothing of heaptap runs in the JVM any more */
 		trk_xframe_set_producer(NULL, NULL);
+		trk_xframe_set_flush(NULL, NULL);
 		set_events(ag.jvmti, JVMTI_DISABLE);
 	}
 	pthread_mutex_unlock(&ag.lock);
 	if (env)
 		(*vm)->DetachCurrentThread(vm);
 	return NULL;
+}
+
+/*
+ * track/'s flush at the end of a session, in the thread that ends it: wait
+ * (FLUSH_MS at most) until the namer has defined every id handed out so
+ * far, so no frame of the session's last milliseconds stays unnamed.
+ */
+static void flush(void *arg)
+{
+	struct jvm_table *tb = arg;
+	struct timespec ts = { 0, 2000000 };
+	uint32_t want = atomic_load(&tb->next_id);
+
+	if (want > JVM_TABLE_IDS)
+		want = JVM_TABLE_IDS;
+	for (unsigned ms = 0; ms < FLUSH_MS && atomic_load(&ag.named) < want; ms += 2)
+		nanosleep(&ts, NULL);
 }
 
 /* Everything but the thread, under ag.lock. 0 or -errno. */
@@ -280,9 +304,13 @@ static int arm(JavaVM *vm, JNIEnv *env)
 	if (set_events(ag.jvmti, JVMTI_ENABLE) < 0)
 		return -EINVAL;
 	all_ids(ag.jvmti, env);
+	atomic_store(&ag.named, 0);
+	trk_xframe_set_flush(flush, ag.hook.table);
 	ret = trk_xframe_set_producer(jvm_produce, &ag.hook);
-	if (ret < 0)
+	if (ret < 0) {
+		trk_xframe_set_flush(NULL, NULL);
 		set_events(ag.jvmti, JVMTI_DISABLE);
+	}
 	return ret;
 }
 
@@ -311,6 +339,7 @@ JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 			ag.namer_running = 1;
 		else {
 			trk_xframe_set_producer(NULL, NULL);
+			trk_xframe_set_flush(NULL, NULL);
 			set_events(ag.jvmti, JVMTI_DISABLE);
 		}
 	}
