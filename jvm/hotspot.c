@@ -402,7 +402,9 @@ static int parent_wait(pid_t kid, int rfd, uint64_t deadline, const volatile sig
 		kill(kid, SIGKILL);
 	while (waitpid(kid, NULL, 0) < 0 && errno == EINTR)
 		;
-	if (ret == -ETIMEDOUT)
+	if (ret == -ETIMEDOUT && stop && *stop)
+		snprintf(res->why, sizeof(res->why), "interrupted before the JVM answered");
+	else if (ret == -ETIMEDOUT)
 		snprintf(res->why, sizeof(res->why), "no answer within %u ms", JVM_ATTACH_MS);
 	else if (ret == -EIO)
 		snprintf(res->why, sizeof(res->why), "the attach helper died");
