@@ -25,6 +25,8 @@
 #define TOP_STACK_MAX 64 /* frames kept of a call site's heaviest stack */
 #define TOP_HIST 600	 /* seconds of heap and RSS history (the sparklines) */
 #define TOP_DEFAULT_SAMPLE (512u << 10)
+#define TOP_REFRESH_NS 1000000000ull /* a snapshot every second */
+#define TOP_FIRST_NS 250000000ull    /* the first one this soon after the start */
 
 struct cli_top_args {
 	const char *output; /* -o FILE: also keep a recording */
@@ -74,6 +76,7 @@ struct top_frame {
 	double interval_s;	   /* what the rates are over */
 	double calls_ps, bytes_ps; /* all call sites */
 	int sampled; /* temporary allocations are not known (only full tracing tells) */
+	int unnamed; /* new call sites are being named: this frame's names follow */
 	struct top_row *rows;
 	size_t nrows;
 	struct top_mod *mods; /* modules loaded now */
@@ -98,6 +101,7 @@ struct top_model {
 	uint64_t sample;       /* the rate in force (0 = full tracing) */
 	uint64_t sample_asked; /* the rate s goes back to */
 	int conn;	       /* the library's socket (s), -1 before */
+	int wake_fd;	       /* eventfd: a new frame or the end (the screen polls it) */
 	int ended;	       /* the interpreter returned */
 	int end_reason;	       /* enum wire_end_reason of the end */
 	int end_err;	       /* enum itp_err of the end */
@@ -123,6 +127,8 @@ void top_model_destroy(struct top_model *m);
 struct top_frame *top_model_fold(const struct itp_snapshot *s, const struct top_prev *prev,
 				 size_t nprev);
 void top_frame_free(struct top_frame *f);
+/* top_model_wake - tell the screen something changed (m->wake_fd) */
+void top_model_wake(struct top_model *m);
 /* top_model_take - the newest frame not taken yet (the caller owns it), or NULL */
 struct top_frame *top_model_take(struct top_model *m);
 /* the hooks of struct cli_live; arg is the model */

@@ -5,7 +5,8 @@
  * The terminal is in raw mode while the screen is up: Ctrl+C is a key (as q)
  * and no signal, so a launched program in heaptap's process group does not
  * get it; Ctrl+Z and Ctrl+\ do nothing. Keys are read with a 200 ms
- * timeout; a new frame, a key or a resize (ncurses' KEY_RESIZE) redraws.
+ * timeout, or until the model's eventfd says a new frame is there; a new
+ * frame, a key or a resize (ncurses' KEY_RESIZE) redraws.
  *
  *   l a c t        sort by not freed, bytes/s, calls/s, temporary/s
  *   Up Down PgUp PgDn Home End j k   move the selection
@@ -25,6 +26,7 @@
 #include <inttypes.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,12 +336,33 @@ static int look(struct top_ui *u)
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (f) {
+		/* what an unnamed frame drew of its new call sites was addresses */
+		if (u->f && u->f->unnamed && u->cap_syms) {
+			memset(u->syms, 0, u->cap_syms * sizeof(*u->syms));
+			u->nsyms = 0;
+		}
 		top_frame_free(u->f);
 		u->f = f;
 		resort(u);
 		changed = 1;
 	}
 	return changed;
+}
+
+/*
+ * until a key, a new frame (the model's eventfd), a signal (SIGWINCH: a
+ * resize) or KEY_WAIT_MS: a new frame is drawn as soon as it is published
+ */
+static void wait_input(int wake_fd)
+{
+	struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
+			      {.fd = wake_fd, .events = POLLIN}};
+	uint64_t v;
+
+	if (poll(p, wake_fd >= 0 ? 2 : 1, KEY_WAIT_MS) > 0 && (p[1].revents & POLLIN) &&
+	    read(wake_fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: another look already took it */
+	}
 }
 
 void top_view_run(const struct top_view_args *va)
@@ -366,22 +389,25 @@ void top_view_run(const struct top_view_args *va)
 	keypad(stdscr, TRUE);
 	curs_set(0);
 	set_escdelay(25);
-	timeout(KEY_WAIT_MS);
+	timeout(0);
 	while (!*va->stop) {
 		dirty |= look(u);
 		if (dirty) {
 			top_draw(u);
 			dirty = 0;
 		}
-		c = getch();
-		if (c == ERR)
-			continue;
-		if (key(u, c))
-			break;
-		dirty = 1; /* a key, or KEY_RESIZE */
-		if (c != 's' && c != 'p' && c != 't' && u->msg[0] && !u->paused)
-			u->msg[0] = '\0';
+		/* every key that waits (ncurses may hold some already), then sleep */
+		while ((c = getch()) != ERR) {
+			if (key(u, c))
+				goto out_screen;
+			dirty = 1; /* a key, or KEY_RESIZE */
+			if (c != 's' && c != 'p' && c != 't' && u->msg[0] && !u->paused)
+				u->msg[0] = '\0';
+		}
+		if (!dirty)
+			wait_input(va->m->wake_fd);
 	}
+out_screen:
 	endwin();
 	delscreen(scr);
 	top_frame_free(u->f);

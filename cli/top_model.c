@@ -7,7 +7,9 @@
  * into one row per call site, the innermost frame of a stack: sums of
  * the bytes and blocks not freed now, rates over the snapshot's interval of
  * bytes, calls and temporary allocations, the change of "not freed" since
- * the previous frame, and the stack holding most of it. The frame is
+ * the previous frame, and the stack holding most of it. A snapshot with
+ * call sites not named yet comes twice (itp_options.snapshot_early): its
+ * figures at once, then the same with the names. The frame is
  * published under the lock; the screen takes it (top_model_take) or, when
  * it did not (paused), the next one replaces it. Each frame also adds a
  * point of heap and RSS to the history the sparklines draw.
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "cli/top.h"
@@ -31,10 +34,15 @@ void top_model_init(struct top_model *m, pid_t pid, uint64_t sample)
 	m->sample = sample;
 	m->sample_asked = sample ? sample : TOP_DEFAULT_SAMPLE;
 	m->conn = -1;
+	/* without it the screen still looks every KEY_WAIT_MS */
+	m->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
 void top_model_destroy(struct top_model *m)
 {
+	if (m->wake_fd >= 0)
+		close(m->wake_fd);
+	m->wake_fd = -1;
 	top_frame_free(m->frame);
 	m->frame = NULL;
 	free(m->prev);
@@ -462,16 +470,44 @@ static void on_log(int level, const char *msg, size_t len, void *arg)
 		m->log_next(level, msg, len, m->next_arg);
 }
 
+/* f becomes the newest frame; hist: it adds a point of heap and RSS to the history */
+static void publish(struct top_model *m, struct top_frame *f, int hist)
+{
+	uint64_t rss;
+	pid_t pid;
+
+	pthread_mutex_lock(&m->lock);
+	pid = m->pid;
+	pthread_mutex_unlock(&m->lock);
+	rss = pid > 0 ? proc_rss(pid) : 0;
+	pthread_mutex_lock(&m->lock);
+	if (!rss)
+		rss = m->st.rss_bytes;
+	f->sampled = m->sample != 0;
+	if (hist)
+		hist_push(&m->hist, m->st.heap_bytes, rss);
+	m->st.rss_bytes = rss;
+	top_frame_free(m->frame); /* not taken: the screen is paused */
+	m->frame = f;
+	m->gen++;
+	pthread_mutex_unlock(&m->lock);
+	top_model_wake(m);
+}
+
 static void on_snapshot(const struct itp_snapshot *s, void *arg)
 {
 	struct top_model *m = arg;
 	struct top_frame *f = top_model_fold(s, m->last_snap_ns ? m->prev : NULL, m->nprev);
 	struct top_prev *p;
-	uint64_t rss;
-	pid_t pid;
 
 	if (!f)
 		return; /* out of memory: the next second tries again */
+	f->unnamed = s->unnamed != 0;
+	if (s->unnamed) {
+		/* the figures before the names: the named frame of this snapshot follows */
+		publish(m, f, 0);
+		return;
+	}
 	m->last_snap_ns = s->elapsed_ns ? s->elapsed_ns : 1;
 	p = realloc(m->prev, (f->nrows + 1) * sizeof(*p));
 	if (p) {
@@ -482,20 +518,7 @@ static void on_snapshot(const struct itp_snapshot *s, void *arg)
 		m->prev = p;
 		m->nprev = f->nrows;
 	}
-	pthread_mutex_lock(&m->lock);
-	pid = m->pid;
-	pthread_mutex_unlock(&m->lock);
-	rss = pid > 0 ? proc_rss(pid) : 0;
-	pthread_mutex_lock(&m->lock);
-	if (!rss)
-		rss = m->st.rss_bytes;
-	f->sampled = m->sample != 0;
-	hist_push(&m->hist, m->st.heap_bytes, rss);
-	m->st.rss_bytes = rss;
-	top_frame_free(m->frame); /* not taken: the screen is paused */
-	m->frame = f;
-	m->gen++;
-	pthread_mutex_unlock(&m->lock);
+	publish(m, f, 1);
 }
 
 void top_model_options(void *arg, struct itp_options *opt, int conn)
@@ -515,7 +538,9 @@ void top_model_options(void *arg, struct itp_options *opt, int conn)
 	opt->status_arg = m;
 	opt->snapshot = on_snapshot;
 	opt->snapshot_arg = m;
-	opt->snapshot_ns = 1000000000ull;
+	opt->snapshot_ns = TOP_REFRESH_NS;
+	opt->snapshot_first_ns = TOP_FIRST_NS;
+	opt->snapshot_early = 1;
 }
 
 void top_model_ended(void *arg, int ret, const struct itp_result *res)
@@ -529,6 +554,16 @@ void top_model_ended(void *arg, int ret, const struct itp_result *res)
 	m->end_err = res->err;
 	m->conn = -1;
 	pthread_mutex_unlock(&m->lock);
+	top_model_wake(m);
+}
+
+void top_model_wake(struct top_model *m)
+{
+	uint64_t one = 1;
+
+	if (m->wake_fd >= 0 && write(m->wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is full (nobody read it for long): the screen wakes anyway */
+	}
 }
 
 struct top_frame *top_model_take(struct top_model *m)

@@ -174,6 +174,8 @@ static void draw_message(struct top_ui *u)
 		put(4, 0, l);
 	} else if (!u->f) {
 		put(4, 0, "waiting for the first figures (every second)");
+	} else if (u->f->unnamed) {
+		put(4, 0, "naming new call sites...");
 	}
 }
 

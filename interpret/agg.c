@@ -8,7 +8,9 @@
  * its info in the pointer map), per ip index its address. Memory grows with
  * distinct stacks and allocation infos, never with time. Every
  * snapshot_ns the read loop hands the callback a view (struct
- * itp_snapshot) and the "since the last snapshot" sums start again.
+ * itp_snapshot) and the "since the last snapshot" sums start again. With
+ * snapshot_early a view holding addresses not named yet goes out twice:
+ * first with the names known so far, then after the naming (snapsym.c).
  *
  * Objects of a sampled allocation are rec_weight_calls of its weight and
  * size (recfile/recfile.h): the estimate the report uses too.
@@ -466,8 +468,17 @@ void itp_agg_snapshot(struct itp_ctx *c, uint64_t now_ns)
 		}
 		g->nsite_last = c->sites.n;
 	}
+	/* new addresses to name: the figures first (snapshot_early), the names after */
+	if (c->opt->snapshot_early &&
+	    !itp_snapsym_view(c, s.ips, s.nips, 0, &frames, &xframes, &s.unnamed) && s.unnamed) {
+		s.frames = frames;
+		s.xframes = xframes;
+		c->opt->snapshot(&s, c->opt->snapshot_arg);
+	}
+	free(frames); /* the marks are in the same allocation */
+	s.unnamed = 0;
 	/* out of memory for the names: the profile has addresses only */
-	if (itp_snapsym_view(c, s.ips, s.nips, &frames, &xframes)) {
+	if (itp_snapsym_view(c, s.ips, s.nips, 1, &frames, &xframes, NULL)) {
 		frames = NULL;
 		xframes = NULL;
 	}

@@ -109,6 +109,13 @@ struct itp_snapshot {
 	const struct itp_snap_xframe *xframes;
 	const struct itp_snap_module *mods; /* loaded now */
 	size_t nmods;
+	/*
+	 * With itp_options.snapshot_early: addresses the view leaves unnamed
+	 * because naming them is still to come (their frames[] are empty); the
+	 * same snapshot follows with their names. 0 in that second call and
+	 * without snapshot_early.
+	 */
+	size_t unnamed;
 };
 
 /* Things the stream got wrong that did not end it (each a counted warning). */
@@ -207,11 +214,22 @@ struct itp_options {
 	 * Periodic heap snapshots (heaptap attach --snapshot-every): when set,
 	 * itp_run keeps per-trace sums (interpret/agg.c, no per-event storage)
 	 * and calls snapshot about every snapshot_ns, and once at the end, with
-	 * a view valid during the call.
+	 * a view valid during the call. The first comes snapshot_first_ns
+	 * after the start (0: snapshot_ns), or as soon as the stream's header
+	 * is in when that is later; the rest keep the snapshot_ns schedule.
 	 */
 	void (*snapshot)(const struct itp_snapshot *s, void *arg);
 	void *snapshot_arg;
 	uint64_t snapshot_ns;
+	uint64_t snapshot_first_ns;
+	/*
+	 * A snapshot holding addresses never named before is handed over
+	 * twice: at once with the names known so far (itp_snapshot.unnamed
+	 * set), then once the new addresses are named (the symbolizer may take
+	 * a while: a child process reading ELF and DWARF). For a live view,
+	 * which shows figures before names rather than nothing.
+	 */
+	int snapshot_early;
 };
 
 /*

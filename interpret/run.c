@@ -223,13 +223,38 @@ static int stopping(struct itp_ctx *c, int fd, struct itp_inq *q, struct stop_st
 	return 0;
 }
 
-/* when the timed work of read_loop was last done */
+/* when the timed work of read_loop was last done (snap: when the next snapshot is due) */
 struct timers {
 	uint64_t status, flush, snap;
 };
 
-/* periodic - the timed work: status and pin retries, snapshots, flushes; 0 or -ITP_E_OUTPUT */
-static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t)
+/*
+ * snapshot_due - the snapshot due at *next (once the header is in), on a
+ * fixed schedule: a snapshot taken late (a busy or starved loop) does not
+ * push the next ones back; more than a period behind, the schedule starts
+ * again now. *timeout is shortened to the next one, so a quiet stream does
+ * not hold it back.
+ */
+static void snapshot_due(struct itp_ctx *c, uint64_t t, uint64_t *next, int *timeout)
+{
+	uint64_t period = c->opt->snapshot_ns;
+
+	if (c->have_header && t >= *next) {
+		clock_elapsed(c, t);
+		itp_agg_snapshot(c, t);
+		*next += period;
+		if (t >= *next)
+			*next = t + period;
+	}
+	if (*next > t && (*next - t) / 1000000ull < (uint64_t)*timeout)
+		*timeout = (int)((*next - t) / 1000000ull) + 1;
+}
+
+/*
+ * periodic - the timed work: status and pin retries, snapshots, flushes; 0
+ * or -ITP_E_OUTPUT. *timeout: the read's wait, shortened to the next snapshot.
+ */
+static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t, int *timeout)
 {
 	const struct itp_options *opt = c->opt;
 	int rc;
@@ -239,18 +264,8 @@ static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t)
 		itp_pin_retry(c);
 		last->status = t;
 	}
-	if (opt->snapshot && opt->snapshot_ns && t - last->snap >= opt->snapshot_ns) {
-		clock_elapsed(c, t);
-		itp_agg_snapshot(c, t);
-		/*
-		 * On a fixed schedule: a snapshot taken late (a busy or
-		 * starved loop) does not push the next ones back; more
-		 * than a period behind, the schedule starts again now.
-		 */
-		last->snap += opt->snapshot_ns;
-		if (t - last->snap >= opt->snapshot_ns)
-			last->snap = t;
-	}
+	if (opt->snapshot && opt->snapshot_ns)
+		snapshot_due(c, t, &last->snap, timeout);
 	if (c->w && t - last->flush >= FLUSH_NS) {
 		rc = rec_writer_flush(c->w);
 		if (rc)
@@ -295,7 +310,8 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 	 */
 	if (opt->sample_ctl)
 		(void)itp_send_sample(fd, opt->sample_bytes, opt->sample_seed);
-	due.status = due.flush = due.snap = util_mono_ns();
+	due.status = due.flush = util_mono_ns();
+	due.snap = due.status + (opt->snapshot_first_ns ? opt->snapshot_first_ns : opt->snapshot_ns);
 	for (;;) {
 		int timeout = TICK_MS;
 		ssize_t n;
@@ -304,7 +320,7 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		ret = stopping(c, fd, q, &st, t, &timeout);
 		if (ret)
 			break;
-		ret = periodic(c, &due, t);
+		ret = periodic(c, &due, t, &timeout);
 		if (ret)
 			break;
 		if (off == len && c->have_header) {

@@ -105,10 +105,12 @@ struct itp_snapsym {
  * marks of each. Addresses not seen before are named first, all in one call
  * of itp_symbolize with the session's ip table swapped for them; the names
  * are kept for the session, so each address costs one lookup once. An
- * address that cannot be named is kept unnamed. 0 or -ENOMEM.
+ * address that cannot be named is kept unnamed. With name_new 0 nothing is
+ * named: new addresses get empty entries and *unnamed (if not NULL) their
+ * count. 0 or -ENOMEM.
  */
-int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n,
-		     struct itp_snap_frames **out, struct itp_snap_xframe **xout);
+int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, int name_new,
+		     struct itp_snap_frames **out, struct itp_snap_xframe **xout, size_t *unnamed);
 /* itp_snapsym_bytes - the memory the cache holds. */
 uint64_t itp_snapsym_bytes(const struct itp_snapsym *s);
 void itp_snapsym_free(struct itp_snapsym *s);

@@ -202,8 +202,8 @@ static void foreign(struct itp_ctx *c, const uint64_t *ips, size_t n, struct itp
 	}
 }
 
-int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, struct itp_snap_frames **out,
-		     struct itp_snap_xframe **xout)
+int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, int name_new,
+		     struct itp_snap_frames **out, struct itp_snap_xframe **xout, size_t *unnamed)
 {
 	struct itp_snapsym *s = &c->snapsym;
 	struct itp_ipinfo *fresh = NULL;
@@ -216,6 +216,8 @@ int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, struct it
 
 	*out = NULL;
 	*xout = NULL;
+	if (unnamed)
+		*unnamed = 0;
 	if (c->opt->no_symbols)
 		return 0;
 	for (i = 0; i < n; i++)
@@ -231,6 +233,11 @@ int itp_snapsym_view(struct itp_ctx *c, const uint64_t *ips, size_t n, struct it
 	for (i = 0; i < n; i++) {
 		if (wire_is_xframe(ips[i]) || itp_map_get(&s->by_ip, ips[i], &e))
 			continue;
+		if (!name_new) {
+			if (unnamed)
+				(*unnamed)++;
+			continue;
+		}
 		if (s->nent >= ITP_MAX_TABLE ||
 		    grow((void **)&s->ent, &s->cap_ent, s->nent + 1, sizeof(*s->ent)) ||
 		    grow((void **)&fresh, &cap_fresh, nfresh + 1, sizeof(*fresh)) ||

@@ -395,6 +395,121 @@ START_TEST(names_once_per_session)
 }
 END_TEST
 
+/* snapshot_early: per view, the unnamed count, its time, and which of the two sites are named */
+struct early {
+	int views;
+	struct early_view {
+		size_t unnamed;
+		uint64_t elapsed;
+		int one_seen, one_named, two_seen, two_named;
+	} v[16];
+};
+
+static void on_early(const struct itp_snapshot *s, void *arg)
+{
+	struct early *e = arg;
+	struct early_view *w;
+
+	if (e->views >= 16)
+		return;
+	w = &e->v[e->views++];
+	memset(w, 0, sizeof(*w));
+	w->unnamed = s->unnamed;
+	w->elapsed = s->elapsed_ns;
+	for (size_t i = 0; s->frames && i < s->nips; i++) {
+		const struct itp_snap_frames *f = &s->frames[i];
+		const char *fn = f->n ? f->v[f->n - 1].function : NULL;
+
+		if (s->ips[i] == ip_one()) {
+			w->one_seen = 1;
+			w->one_named = fn && !strcmp(fn, "snap_site_one");
+		}
+		if (s->ips[i] == ip_two()) {
+			w->two_seen = 1;
+			w->two_named = fn && !strcmp(fn, "snap_site_two");
+		}
+	}
+}
+
+/*
+ * snapshot_early and snapshot_first_ns (heaptap top): the first snapshot
+ * comes at once, not after snapshot_ns (an hour here: without
+ * snapshot_first_ns only the last one, at the end, would come); a snapshot
+ * holding an address never named comes first with it unnamed (its count in
+ * unnamed, its frames empty), then at once again with its name.
+ */
+START_TEST(early_figures_then_names)
+{
+	static const char cmd[] = "self";
+	struct self_mod m = { 0 };
+	struct early e = { 0 };
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	struct paced f;
+	struct chunkb c;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	pthread_t th;
+	int sv[2], rc, early = 0;
+
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	dl_iterate_phdr(first_module, &m);
+	ck_assert_uint_gt(m.nseg, 0);
+	memset(&f, 0, sizeof(f));
+	sb_header(&f.part[0], 4242, WIRE_F_ATTACHED, exe, cmd, sizeof(cmd));
+	ck_begin(&c, 4242, 0);
+	ck_module(&c, 0, m.base, m.nseg, m.segs, NULL, 0, exe);
+	ck_node(&c, 1, 1, 0, ip_one());
+	ck_alloc(&c, 2, WIRE_KIND_MALLOC, 100, 1, 0x7f0000001000ull);
+	ck_end(&f.part[0], &c);
+	ck_begin(&c, 4242, 3);
+	ck_node(&c, 3, 2, 1, ip_two());
+	ck_alloc(&c, 4, WIRE_KIND_MALLOC, 200, 2, 0x7f0000002000ull);
+	ck_end(&f.part[1], &c);
+	sb_end(&f.part[2], 5, WIRE_END_STOP);
+	opt.snapshot = on_early;
+	opt.snapshot_arg = &e;
+	opt.snapshot_ns = 3600ull * 1000000000u;
+	opt.snapshot_first_ns = 1000000u;
+	opt.snapshot_early = 1;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.fd = sv[1];
+	ck_assert_int_eq(pthread_create(&th, NULL, feed_paced, &f), 0);
+	rc = itp_run(sv[0], &opt, &res);
+	pthread_join(th, NULL);
+	close(sv[0]);
+	close(sv[1]);
+	for (int i = 0; i < 3; i++)
+		sb_free(&f.part[i]);
+	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
+	/* the first snapshot (early and named) and the last one (at least the named) */
+	ck_assert_int_ge(e.views, 3);
+	ck_assert_int_eq(e.v[0].unnamed, 1); /* site one, new */
+	ck_assert(e.v[0].one_seen && !e.v[0].one_named);
+	for (int i = 0; i < e.views; i++) {
+		if (!e.v[i].unnamed) {
+			/* a named view: everything in it has its name */
+			ck_assert(!e.v[i].one_seen || e.v[i].one_named);
+			ck_assert(!e.v[i].two_seen || e.v[i].two_named);
+			continue;
+		}
+		/* an early view: the same snapshot follows, named */
+		early++;
+		ck_assert_int_lt(i + 1, e.views);
+		ck_assert_int_eq(e.v[i + 1].unnamed, 0);
+		ck_assert_uint_eq(e.v[i + 1].elapsed, e.v[i].elapsed);
+		ck_assert_int_eq(e.v[i + 1].one_seen, e.v[i].one_seen);
+		ck_assert_int_eq(e.v[i + 1].two_seen, e.v[i].two_seen);
+	}
+	/* each address is new in one snapshot only: one early view each at most */
+	ck_assert_int_ge(early, 1);
+	ck_assert_int_le(early, 2);
+	ck_assert_int_eq(e.v[e.views - 1].two_named, 1);
+	ck_assert_uint_eq(res.snap_ips, 2);
+}
+END_TEST
+
 START_TEST(no_output_needs_snapshots)
 {
 	struct itp_options opt = { 0 };
@@ -418,6 +533,7 @@ int main(void)
 	tc = tcase_create("names");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, names_once_per_session);
+	tcase_add_test(tc, early_figures_then_names);
 	suite_add_tcase(s, tc);
 	return ck_run_suite(s);
 }
