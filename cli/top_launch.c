@@ -117,6 +117,9 @@ static void *interp_main(void *arg)
 
 	memset(&opt, 0, sizeof(opt));
 	cli_sample_options(&opt, s->a->sample);
+	/* as record's: pinned modules, the symbolizer in a child, as the program's user if not ours */
+	(void)cli_sym_options(&opt, s->pid, 0, 0);
+	opt.launched = 1;
 	opt.stop = &stop_flag;
 	opt.log = on_log;
 	if (s->live->options)
