@@ -11,9 +11,16 @@
 #   layout W H     exit 0 when the screen is H lines with the header at the top,
 #                  the table's titles on line 6 and the key line at the bottom,
 #                  no line wider than W; else print why and exit 1
+#   header         exit 0 when line 2 is "heap H  peak P  RSS R  allocs C/s  B/s"
+#                  with P >= H and R > 0, and lines 3 and 4 are the heap and
+#                  RSS sparklines (a label, at least one bar, "max V"); print
+#                  "H P R C B" as numbers; else print why and exit 1
+#   row FUNCTION   print the five columns of FUNCTION's row as numbers ("-"
+#                  stays "-"); exit 1 when it has no row
 # The table is the lines after the one starting with "NOT FREED" up to the
 # key line; a row is NOT FREED, CHANGE, ALLOC/S, CALLS/S, TEMP/S, then the
 # call site (function first).
+import re
 import sys
 
 # bytes are binary (K M G), counts decimal (k M G): within one column either
@@ -89,6 +96,27 @@ def main():
         if not lines[h - 1].startswith("l a c t sort"):
             print("the last line is not the keys: %r" % lines[h - 1])
             sys.exit(1)
+    elif what == "header":
+        m = re.match(r"^heap (\S+)  peak (\S+)  RSS (\S+)  allocs (\S+)/s  (\S+)/s", lines[1] if len(lines) > 1 else "")
+        if not m:
+            print("line 2 is not heap, peak, RSS, allocs/s, bytes/s: %r" % (lines[1:2],))
+            sys.exit(1)
+        h, pk, rss, calls, nbytes = (value(x) for x in m.groups())
+        if pk < h or rss <= 0:
+            print("peak %s below heap %s, or no RSS (%s)" % (pk, h, rss))
+            sys.exit(1)
+        for i, label in ((2, "heap "), (3, "RSS  ")):
+            ln = lines[i] if len(lines) > i else ""
+            if not ln.startswith(label) or not ln[5:6].strip() or not re.search(r"max \S+", ln):
+                print("line %d is not the %s sparkline: %r" % (i + 1, label.strip(), ln))
+                sys.exit(1)
+        print("%d %d %d %d %d" % (h, pk, rss, calls, nbytes))
+    elif what == "row":
+        for cols, fn in rows:
+            if fn == sys.argv[3]:
+                print(" ".join("-" if value(c) is None else "%d" % value(c) for c in cols))
+                return
+        sys.exit(1)
     else:
         sys.exit("top_screen.py: unknown check %s" % what)
 
