@@ -6,3 +6,9 @@ if(TARGET check_track)
   # the walker test starts from its own frame pointer, like the hooks
   target_compile_options(check_track PRIVATE -fno-omit-frame-pointer)
 endif()
+# foreign frames: the producer's splice point, the stack caches around it, the definition queue
+heaptap_unit_test(track_xframe LIBS heaptap_track)
+if(TARGET check_track_xframe)
+  target_compile_definitions(check_track_xframe PRIVATE _GNU_SOURCE)
+  target_compile_options(check_track_xframe PRIVATE -fno-omit-frame-pointer)
+endif()
