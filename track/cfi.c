@@ -307,6 +307,118 @@ static void set_reg(struct state *s, uint64_t reg, int how, int64_t off)
 	}
 }
 
+/* restore_reg - a register's rule back to the CIE's (DW_CFA_restore). */
+static void restore_reg(struct state *s, uint64_t reg, const struct state *init)
+{
+	if (reg == DW_RA)
+		s->ra_how = init->ra_how, s->ra_off = init->ra_off;
+	else if (reg == DW_RBP)
+		s->rbp_how = init->rbp_how, s->rbp_off = init->rbp_off;
+}
+
+/* cfa_reg - DW_RSP or DW_RBP as given, any other register unsupported (-1) */
+static int cfa_reg(uint64_t reg)
+{
+	return (reg == DW_RSP || reg == DW_RBP) ? (int)reg : -1;
+}
+
+/*
+ * cfa_op - one instruction that defines the CFA (register and offset).
+ * Returns 1 if op is one, else 0 (nothing read).
+ */
+static int cfa_op(struct rd *r, uint8_t op, const struct cie *c, struct state *s)
+{
+	switch (op) {
+	case DW_CFA_def_cfa:
+		s->cfa_reg = cfa_reg(uleb(r));
+		s->cfa_off = (int64_t)uleb(r);
+		return 1;
+	case DW_CFA_def_cfa_register:
+		s->cfa_reg = cfa_reg(uleb(r));
+		return 1;
+	case DW_CFA_def_cfa_offset:
+		s->cfa_off = (int64_t)uleb(r);
+		return 1;
+	case DW_CFA_def_cfa_sf:
+		s->cfa_reg = cfa_reg(uleb(r));
+		s->cfa_off = sleb(r) * c->data_align;
+		return 1;
+	case DW_CFA_def_cfa_offset_sf:
+		s->cfa_off = sleb(r) * c->data_align;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * reg_op - one instruction that sets a register's rule (the extended
+ * forms; the compact DW_CFA_offset and DW_CFA_restore are run's). Returns 1
+ * if op is one, 0 if not (nothing read), -1 on bad input.
+ */
+static int reg_op(struct rd *r, uint8_t op, const struct cie *c, struct state *s,
+		  const struct state *init)
+{
+	uint64_t reg, n;
+
+	switch (op) {
+	case DW_CFA_offset_extended:
+		reg = uleb(r);
+		set_reg(s, reg, 1, (int64_t)uleb(r) * c->data_align);
+		return 1;
+	case DW_CFA_offset_extended_sf:
+		reg = uleb(r);
+		set_reg(s, reg, 1, sleb(r) * c->data_align);
+		return 1;
+	case DW_CFA_GNU_negative_offset_extended:
+		reg = uleb(r);
+		set_reg(s, reg, 1, -(int64_t)uleb(r) * c->data_align);
+		return 1;
+	case DW_CFA_restore_extended:
+		restore_reg(s, uleb(r), init);
+		return 1;
+	case DW_CFA_undefined:
+		reg = uleb(r);
+		if (reg == DW_RA)
+			s->ra_how = 0;
+		else if (reg == DW_RBP)
+			s->rbp_how = -1;
+		return 1;
+	case DW_CFA_same_value:
+		reg = uleb(r);
+		if (reg == DW_RBP)
+			s->rbp_how = 0;
+		else if (reg == DW_RA)
+			s->ra_how = -1;
+		return 1;
+	case DW_CFA_register:
+		reg = uleb(r);
+		uleb(r);
+		set_reg(s, reg, -1, 0);
+		return 1;
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		reg = uleb(r);
+		n = uleb(r);
+		if (n > (uint64_t)(r->end - r->p))
+			return -1;
+		r->p += n;
+		set_reg(s, reg, -1, 0);
+		return 1;
+	case DW_CFA_val_offset:
+	case DW_CFA_val_offset_sf:
+		reg = uleb(r);
+		if (op == DW_CFA_val_offset)
+			uleb(r);
+		else
+			sleb(r);
+		set_reg(s, reg, -1, 0);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /*
  * run - execute instructions [p, end) from loc, stopping past pc. init is
  * the CIE's resulting state (for DW_CFA_restore). Returns 0, -1 on bad input.
@@ -315,35 +427,32 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uintpt
 	       uintptr_t pc, struct state *s, const struct state *init)
 {
 	struct state stack[STACK_DEPTH];
-	int depth = 0;
+	int depth = 0, rc;
 	struct rd r = { p, end, 0 };
 
 	while (r.p < r.end && !r.bad) {
 		uint8_t op = *r.p++;
-		uint64_t reg, delta = 0;
-		int64_t off;
+		uint64_t delta = 0;
 
 		switch (op & 0xc0) {
 		case DW_CFA_advance_loc:
 			delta = (op & 0x3f) * c->code_align;
 			goto advance;
 		case DW_CFA_offset:
-			off = (int64_t)uleb(&r) * c->data_align;
-			set_reg(s, op & 0x3f, 1, off);
+			set_reg(s, op & 0x3f, 1, (int64_t)uleb(&r) * c->data_align);
 			continue;
 		case DW_CFA_restore:
-			reg = op & 0x3f;
-			if (reg == DW_RA)
-				s->ra_how = init->ra_how, s->ra_off = init->ra_off;
-			else if (reg == DW_RBP)
-				s->rbp_how = init->rbp_how, s->rbp_off = init->rbp_off;
+			restore_reg(s, op & 0x3f, init);
 			continue;
 		default:
 			break;
 		}
 		switch (op) {
 		case DW_CFA_nop:
-			break;
+			continue;
+		case DW_CFA_GNU_args_size:
+			uleb(&r);
+			continue;
 		case DW_CFA_advance_loc1:
 			delta = fixed(&r, 1) * c->code_align;
 			goto advance;
@@ -353,108 +462,27 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uintpt
 		case DW_CFA_advance_loc4:
 			delta = fixed(&r, 4) * c->code_align;
 			goto advance;
-		case DW_CFA_offset_extended:
-			reg = uleb(&r);
-			off = (int64_t)uleb(&r) * c->data_align;
-			set_reg(s, reg, 1, off);
-			break;
-		case DW_CFA_restore_extended:
-			reg = uleb(&r);
-			if (reg == DW_RA)
-				s->ra_how = init->ra_how, s->ra_off = init->ra_off;
-			else if (reg == DW_RBP)
-				s->rbp_how = init->rbp_how, s->rbp_off = init->rbp_off;
-			break;
-		case DW_CFA_undefined:
-			reg = uleb(&r);
-			if (reg == DW_RA)
-				s->ra_how = 0;
-			else if (reg == DW_RBP)
-				s->rbp_how = -1;
-			break;
-		case DW_CFA_same_value:
-			reg = uleb(&r);
-			if (reg == DW_RBP)
-				s->rbp_how = 0;
-			else if (reg == DW_RA)
-				s->ra_how = -1;
-			break;
-		case DW_CFA_register:
-			reg = uleb(&r);
-			uleb(&r);
-			set_reg(s, reg, -1, 0);
-			break;
 		case DW_CFA_remember_state:
 			if (depth == STACK_DEPTH)
 				return -1;
 			stack[depth++] = *s;
-			break;
+			continue;
 		case DW_CFA_restore_state:
 			if (depth == 0)
 				return -1;
 			*s = stack[--depth]; /* the whole rule set, CFA included, as libgcc does */
-			break;
-		case DW_CFA_def_cfa:
-			reg = uleb(&r);
-			s->cfa_reg = (reg == DW_RSP || reg == DW_RBP) ? (int)reg : -1;
-			s->cfa_off = (int64_t)uleb(&r);
-			break;
-		case DW_CFA_def_cfa_register:
-			reg = uleb(&r);
-			s->cfa_reg = (reg == DW_RSP || reg == DW_RBP) ? (int)reg : -1;
-			break;
-		case DW_CFA_def_cfa_offset:
-			s->cfa_off = (int64_t)uleb(&r);
-			break;
+			continue;
 		case DW_CFA_def_cfa_expression: /* not followed */
 			s->cfa_reg = -1;
 			return 0;
-		case DW_CFA_expression:
-		case DW_CFA_val_expression:
-		{
-			uint64_t n;
-
-			reg = uleb(&r);
-			n = uleb(&r);
-			if (n > (uint64_t)(r.end - r.p))
-				return -1;
-			r.p += n;
-			set_reg(s, reg, -1, 0);
-			break;
-		}
-		case DW_CFA_offset_extended_sf:
-			reg = uleb(&r);
-			off = sleb(&r) * c->data_align;
-			set_reg(s, reg, 1, off);
-			break;
-		case DW_CFA_def_cfa_sf:
-			reg = uleb(&r);
-			s->cfa_reg = (reg == DW_RSP || reg == DW_RBP) ? (int)reg : -1;
-			s->cfa_off = sleb(&r) * c->data_align;
-			break;
-		case DW_CFA_def_cfa_offset_sf:
-			s->cfa_off = sleb(&r) * c->data_align;
-			break;
-		case DW_CFA_val_offset:
-		case DW_CFA_val_offset_sf:
-			reg = uleb(&r);
-			if (op == DW_CFA_val_offset)
-				uleb(&r);
-			else
-				sleb(&r);
-			set_reg(s, reg, -1, 0);
-			break;
-		case DW_CFA_GNU_args_size:
-			uleb(&r);
-			break;
-		case DW_CFA_GNU_negative_offset_extended:
-			reg = uleb(&r);
-			off = -(int64_t)uleb(&r) * c->data_align;
-			set_reg(s, reg, 1, off);
-			break;
 		default:
-			return -1; /* DW_CFA_set_loc and unknown: give up */
+			break;
 		}
+		rc = cfa_op(&r, op, c, s);
+		if (!rc)
+			rc = reg_op(&r, op, c, s, init);
+		if (rc <= 0)
+			return -1; /* bad input; or DW_CFA_set_loc and unknown: give up */
 		continue;
 advance:
 		loc += delta;
