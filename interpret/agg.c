@@ -246,6 +246,122 @@ int itp_agg_sites(struct itp_ctx *c)
 	return 0;
 }
 
+/* What a calibration works from, per site index. */
+struct site_sums {
+	long double *sb, *so;	/* its samples' sums so far (bytes, objects) */
+	long double *db, *dob;	/* its samples' sums since the last snapshot */
+	struct est_sums *est;	/* its exact counts brought to now */
+	uint32_t other;		/* the counts' "other" site, UINT32_MAX: none */
+};
+
+static void site_sums_free(struct site_sums *ss)
+{
+	free(ss->sb);
+	free(ss->so);
+	free(ss->db);
+	free(ss->dob);
+	free(ss->est);
+}
+
+/*
+ * site_sums_fill - the samples' sums per site, so far and since the last
+ * snapshot, and each site's exact counts brought to now: the counts came
+ * with its samples' sums at that moment (site_s); the samples since then
+ * are added at the ratio of the two. When the last counts came after every
+ * sample (the end of a session) this is the counts themselves. 0 or
+ * -ENOMEM.
+ */
+static int site_sums_fill(struct itp_ctx *c, struct site_sums *ss)
+{
+	const struct itp_agg *g = &c->agg;
+	const struct itp_sites *st = &c->sites;
+	uint32_t si;
+
+	ss->other = other_site(c);
+	ss->sb = calloc(st->n, sizeof(*ss->sb));
+	ss->so = calloc(st->n, sizeof(*ss->so));
+	ss->db = calloc(st->n, sizeof(*ss->db));
+	ss->dob = calloc(st->n, sizeof(*ss->dob));
+	ss->est = calloc(st->n, sizeof(*ss->est));
+	if (!ss->sb || !ss->so || !ss->db || !ss->dob || !ss->est)
+		return -ENOMEM;
+	sums(c, ss->sb, ss->so, ss->other);
+	for (size_t t = 1; t < g->nt && t < g->cap_cum; t++) {
+		if (!g->cum[t].bytes || (si = site_of(c, t, ss->other)) == UINT32_MAX)
+			continue;
+		ss->db[si] += (long double)(g->t[t].alloc_bytes - exact_of(g, t).bytes);
+		ss->dob[si] += (long double)(g->t[t].alloc_objects - exact_of(g, t).objects);
+	}
+	for (size_t i = 0; i < st->n; i++) {
+		long double at = i < g->cap_site_s ? (long double)g->site_s[i].bytes : 0;
+		long double ato = i < g->cap_site_s ? (long double)g->site_s[i].objects : 0;
+
+		ss->est[i].bytes = (long double)st->v[i].bytes;
+		ss->est[i].objects = (long double)st->v[i].calls;
+		if (at > 0 && ss->sb[i] > at)
+			ss->est[i].bytes += (ss->sb[i] - at) * (long double)st->v[i].bytes / at;
+		if (ato > 0 && ss->so[i] > ato)
+			ss->est[i].objects += (ss->so[i] - ato) * (long double)st->v[i].calls / ato;
+	}
+	return 0;
+}
+
+/* calibrate_trace - trace t (its copy tr) of site si, which has samples (see the file header) */
+static void calibrate_trace(const struct itp_ctx *c, const struct site_sums *ss, size_t t,
+			    uint32_t si, struct itp_snap_trace *tr)
+{
+	const struct itp_agg *g = &c->agg;
+	const struct itp_sites *st = &c->sites;
+	struct itp_agg_cum ex = exact_of(g, t);
+	long double fb, fo;
+
+	/* the sampled part is calibrated, the fully traced part is added as it is */
+	tr->alloc_bytes -= ex.bytes;
+	tr->alloc_objects -= ex.objects;
+	/* the samples' sums as they were when the counts came, if any then */
+	if (si < g->cap_site_s && g->site_s[si].bytes) {
+		fb = (long double)st->v[si].bytes / (long double)g->site_s[si].bytes;
+		fo = g->site_s[si].objects ? (long double)st->v[si].calls /
+						 (long double)g->site_s[si].objects
+					   : 1;
+	} else {
+		fb = (long double)st->v[si].bytes / ss->sb[si];
+		fo = ss->so[si] > 0 ? (long double)st->v[si].calls / ss->so[si] : 1;
+	}
+	tr->inuse_bytes = times(tr->inuse_bytes, fb);
+	tr->inuse_objects = times(tr->inuse_objects, fo);
+	if (si < g->nsite_last) {
+		/*
+		 * A site the last snapshot calibrated: what it allocated
+		 * since then is the growth of its exact counts, brought
+		 * to now (est_now), shared by its stacks as their samples
+		 * since then (or, with none, as all their samples).
+		 */
+		long double eb = ss->est[si].bytes - (long double)g->site_last[si].bytes;
+		long double ec = ss->est[si].objects - (long double)g->site_last[si].objects;
+		long double wb = ss->db[si] > 0 ? (long double)tr->alloc_bytes / ss->db[si]
+						: (long double)g->cum[t].bytes / ss->sb[si];
+		long double wo = ss->dob[si] > 0 ? (long double)tr->alloc_objects / ss->dob[si]
+			       : ss->so[si] > 0	 ? (long double)g->cum[t].objects / ss->so[si]
+						 : 0;
+
+		tr->alloc_bytes = (eb > 0 ? (uint64_t)times(1, eb * wb) : 0) + ex.bytes;
+		tr->alloc_objects = (ec > 0 ? (uint64_t)times(1, ec * wo) : 0) + ex.objects;
+		return;
+	}
+	tr->alloc_bytes = (uint64_t)times((int64_t)(tr->alloc_bytes > INT64_MAX ? INT64_MAX
+									 : tr->alloc_bytes), fb) + ex.bytes;
+	tr->alloc_objects = (uint64_t)times((int64_t)(tr->alloc_objects > INT64_MAX
+							   ? INT64_MAX : tr->alloc_objects), fo) +
+			    ex.objects;
+}
+
+/* a site counted since the last snapshot but never sampled (it gets a trace of its own) */
+static int unsampled(const struct itp_ctx *c, const struct site_sums *ss, size_t i)
+{
+	return ss->sb[i] == 0 && c->sites.v[i].calls != c->agg.site_last[i].objects;
+}
+
 /*
  * calibrate - fill cal (see the file header); 0 with cal empty when there
  * is nothing to calibrate, -ENOMEM. The sites seen now become "the last
@@ -255,9 +371,8 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 {
 	struct itp_agg *g = &c->agg;
 	const struct itp_sites *st = &c->sites;
-	long double *sb = NULL, *so = NULL, *db = NULL, *dob = NULL;
-	struct est_sums *est = NULL;
-	uint32_t other = UINT32_MAX, si;
+	struct site_sums ss = {0};
+	uint32_t si;
 	size_t t, i, nx = 0, x = 0;
 	int ret = -ENOMEM;
 
@@ -266,44 +381,10 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 		return 0;
 	if (grow((void **)&g->site_last, &g->cap_site_last, st->n, sizeof(*g->site_last)))
 		return -ENOMEM;
-	other = other_site(c);
-	sb = calloc(st->n, sizeof(*sb));
-	so = calloc(st->n, sizeof(*so));
-	if (!sb || !so)
+	if (site_sums_fill(c, &ss))
 		goto out;
-	sums(c, sb, so, other);
-	/* the samples' sums since the last snapshot, per site */
-	db = calloc(st->n, sizeof(*db));
-	dob = calloc(st->n, sizeof(*dob));
-	est = calloc(st->n, sizeof(*est));
-	if (!db || !dob || !est)
-		goto out;
-	for (t = 1; t < g->nt && t < g->cap_cum; t++) {
-		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX)
-			continue;
-		db[si] += (long double)(g->t[t].alloc_bytes - exact_of(g, t).bytes);
-		dob[si] += (long double)(g->t[t].alloc_objects - exact_of(g, t).objects);
-	}
-	/*
-	 * Each site's exact counts brought to now: the counts came with its
-	 * samples' sums at that moment (site_s); the samples since then are
-	 * added at the ratio of the two. When the last counts came after every
-	 * sample (the end of a session) this is the counts themselves.
-	 */
-	for (i = 0; i < st->n; i++) {
-		long double at = i < g->cap_site_s ? (long double)g->site_s[i].bytes : 0;
-		long double ato = i < g->cap_site_s ? (long double)g->site_s[i].objects : 0;
-
-		est[i].bytes = (long double)st->v[i].bytes;
-		est[i].objects = (long double)st->v[i].calls;
-		if (at > 0 && sb[i] > at)
-			est[i].bytes += (sb[i] - at) * (long double)st->v[i].bytes / at;
-		if (ato > 0 && so[i] > ato)
-			est[i].objects += (so[i] - ato) * (long double)st->v[i].calls / ato;
-	}
 	for (i = 0; i < st->n; i++)
-		if (sb[i] == 0 && st->v[i].calls != g->site_last[i].objects)
-			nx++;
+		nx += unsampled(c, &ss, i);
 	cal->t = malloc((g->nt + nx + 1) * sizeof(*cal->t));
 	cal->ips = malloc((g->nips + nx + 1) * sizeof(*cal->ips));
 	if (!cal->t || !cal->ips)
@@ -311,55 +392,15 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 	memcpy(cal->t, g->t, g->nt * sizeof(*cal->t));
 	memcpy(cal->ips, g->ips, g->nips * sizeof(*cal->ips));
 	for (t = 1; t < g->nt && t < g->cap_cum; t++) {
-		struct itp_snap_trace *tr = &cal->t[t];
-		struct itp_agg_cum ex = exact_of(g, t);
-		long double fb, fo;
-
-		if (!g->cum[t].bytes || (si = site_of(c, t, other)) == UINT32_MAX || sb[si] <= 0)
+		if (!g->cum[t].bytes || (si = site_of(c, t, ss.other)) == UINT32_MAX ||
+		    ss.sb[si] <= 0)
 			continue;
-		/* the sampled part is calibrated, the fully traced part is added as it is */
-		tr->alloc_bytes -= ex.bytes;
-		tr->alloc_objects -= ex.objects;
-		/* the samples' sums as they were when the counts came, if any then */
-		if (si < g->cap_site_s && g->site_s[si].bytes) {
-			fb = (long double)st->v[si].bytes / (long double)g->site_s[si].bytes;
-			fo = g->site_s[si].objects ? (long double)st->v[si].calls /
-							 (long double)g->site_s[si].objects
-						   : 1;
-		} else {
-			fb = (long double)st->v[si].bytes / sb[si];
-			fo = so[si] > 0 ? (long double)st->v[si].calls / so[si] : 1;
-		}
-		tr->inuse_bytes = times(tr->inuse_bytes, fb);
-		tr->inuse_objects = times(tr->inuse_objects, fo);
-		if (si < g->nsite_last) {
-			/*
-			 * A site the last snapshot calibrated: what it allocated
-			 * since then is the growth of its exact counts, brought
-			 * to now (est_now), shared by its stacks as their samples
-			 * since then (or, with none, as all their samples).
-			 */
-			long double eb = est[si].bytes - (long double)g->site_last[si].bytes;
-			long double ec = est[si].objects - (long double)g->site_last[si].objects;
-			long double wb = db[si] > 0 ? (long double)tr->alloc_bytes / db[si]
-						     : (long double)g->cum[t].bytes / sb[si];
-			long double wo = dob[si] > 0 ? (long double)tr->alloc_objects / dob[si]
-						      : so[si] > 0 ? (long double)g->cum[t].objects / so[si] : 0;
-
-			tr->alloc_bytes = (eb > 0 ? (uint64_t)times(1, eb * wb) : 0) + ex.bytes;
-			tr->alloc_objects = (ec > 0 ? (uint64_t)times(1, ec * wo) : 0) + ex.objects;
-			continue;
-		}
-		tr->alloc_bytes = (uint64_t)times((int64_t)(tr->alloc_bytes > INT64_MAX ? INT64_MAX
-										 : tr->alloc_bytes), fb) + ex.bytes;
-		tr->alloc_objects = (uint64_t)times((int64_t)(tr->alloc_objects > INT64_MAX
-								   ? INT64_MAX : tr->alloc_objects), fo) +
-				    ex.objects;
+		calibrate_trace(c, &ss, t, si, &cal->t[t]);
 	}
 	for (i = 0; i < st->n; i++) {
 		struct itp_snap_trace *tr;
 
-		if (sb[i] != 0 || st->v[i].calls == g->site_last[i].objects)
+		if (!unsampled(c, &ss, i))
 			continue;
 		tr = &cal->t[g->nt + x];
 		memset(tr, 0, sizeof(*tr));
@@ -372,15 +413,12 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 	}
 	cal->nt = g->nt + nx;
 	cal->nips = g->nips + nx;
-	cal->est = est;
+	cal->est = ss.est;
+	ss.est = NULL;
 	ret = 0;
 out:
-	free(sb);
-	free(so);
-	free(db);
-	free(dob);
+	site_sums_free(&ss);
 	if (ret) {
-		free(est);
 		free(cal->t);
 		free(cal->ips);
 		memset(cal, 0, sizeof(*cal));
