@@ -76,16 +76,131 @@ static void sizes(const char *path)
 	printf("total       %12llu bytes\n", (unsigned long long)(total + REC_FILE_HDR));
 }
 
+/* The conversion's state: the writer and heaptrack's indices mapped to the recording's. */
+struct conv {
+	struct rec_writer *w;
+	struct map soff, ips, traces, mods, modstr; /* soff: offsets of the strings in arena */
+	char *arena;
+	size_t arena_len, arena_cap;
+	uint64_t time_ms, page, prev_alloc;
+};
+
+#define BAD_LINE 2 /* a line's return: it refers to what does not exist */
+
+/* put_string - heaptrack's "s" line: one more string. 0 or -1 */
+static int put_string(struct conv *cv, char *p)
+{
+	char *s = strchr(p, ' ');
+	size_t n;
+
+	s = s ? s + 1 : p + strlen(p);
+	n = strlen(s) + 1;
+	if (rec_grow((void **)&cv->arena, &cv->arena_cap, cv->arena_len, n, 1) ||
+	    map_add(&cv->soff, (uint32_t)cv->arena_len))
+		return -1;
+	memcpy(cv->arena + cv->arena_len, s, n);
+	cv->arena_len += n;
+	return 0;
+}
+
+/* put_ip - heaptrack's "i" line: an ip, its module and its frames. 0 or -1 */
+static int put_ip(struct conv *cv, char *p)
+{
+	struct rec_sym chain[64];
+	uint64_t ip = hex(&p), mod = hex(&p);
+	uint32_t m = REC_NONE, idx;
+	size_t n = 0;
+
+	/* one recording module per heaptrack module string */
+	for (size_t k = 0; k < cv->modstr.n; k++)
+		if (cv->modstr.v[k] == mod)
+			m = cv->mods.v[k];
+	if (m == REC_NONE && str_of(&cv->soff, cv->arena, mod)) {
+		if (rec_put_module(cv->w, str_of(&cv->soff, cv->arena, mod), 0, 0, NULL, 0, &m) ||
+		    map_add(&cv->modstr, (uint32_t)mod) || map_add(&cv->mods, m))
+			return -1;
+	}
+	while (*p && n < 64) {
+		chain[n].function = str_of(&cv->soff, cv->arena, hex(&p));
+		chain[n].file = *p ? str_of(&cv->soff, cv->arena, hex(&p)) : NULL;
+		chain[n].line = *p ? (uint32_t)hex(&p) : 0;
+		n++;
+	}
+	if (rec_put_ip(cv->w, ip, &idx) || rec_put_symbol(cv->w, idx, m, chain, n) ||
+	    map_add(&cv->ips, idx))
+		return -1;
+	return 0;
+}
+
+/* put_line - one line of heaptrack's data (its type letter first). 0, -1 or BAD_LINE */
+static int put_line(struct conv *cv, char *line)
+{
+	char *p = line + 2;
+	uint64_t a, b;
+	uint32_t idx;
+
+	switch (line[0]) {
+	case 's':
+		return put_string(cv, p);
+	case 'i':
+		return put_ip(cv, p);
+	case 't':
+		a = hex(&p); /* ip */
+		b = hex(&p); /* parent */
+		if (!a || a > cv->ips.n || b > cv->traces.n)
+			return BAD_LINE;
+		if (rec_put_trace(cv->w, b ? cv->traces.v[b - 1] : 0, cv->ips.v[a - 1], &idx) ||
+		    map_add(&cv->traces, idx))
+			return -1;
+		return 0;
+	case 'a':
+		a = hex(&p); /* size */
+		b = hex(&p); /* trace */
+		if (b > cv->traces.n)
+			return BAD_LINE;
+		return rec_put_allocinfo(cv->w, a, b ? cv->traces.v[b - 1] : 0, 1 /* WIRE_KIND_MALLOC */,
+					 &idx) ? -1 : 0;
+	case '+':
+		cv->prev_alloc = hex(&p);
+		return rec_put_alloc(cv->w, (uint32_t)cv->prev_alloc, 0) ? -1 : 0;
+	case '-':
+		a = hex(&p);
+		b = a == cv->prev_alloc;
+		cv->prev_alloc = UINT64_MAX;
+		return rec_put_free(cv->w, (uint32_t)a, (int)b) ? -1 : 0;
+	case 'c':
+		cv->time_ms = hex(&p);
+		return 0;
+	case 'R':
+		return rec_put_tick(cv->w, cv->time_ms * 1000000, hex(&p) * cv->page) ? -1 : 0;
+	case 'I':
+		cv->page = hex(&p);
+		return 0;
+	case 'X':
+		return rec_put_meta(cv->w, "cmdline", p) ? -1 : 0;
+	default:
+		return 0;
+	}
+}
+
+static void conv_free(struct conv *cv)
+{
+	free(cv->arena);
+	free(cv->soff.v);
+	free(cv->ips.v);
+	free(cv->traces.v);
+	free(cv->mods.v);
+	free(cv->modstr.v);
+}
+
 int main(int argc, char **argv)
 {
-	struct map soff = { 0 }, ips = { 0 }, traces = { 0 }, mods = { 0 }, modstr = { 0 };
-	char *arena = NULL, *line = NULL;
-	size_t arena_len = 0, arena_cap = 0, lcap = 0;
-	uint64_t time_ms = 0, page = 4096, prev_alloc = UINT64_MAX;
-	struct rec_writer *w;
+	struct conv cv = { .time_ms = 0, .page = 4096, .prev_alloc = UINT64_MAX };
+	char *line = NULL;
+	size_t lcap = 0;
 	FILE *in;
 	ssize_t len;
-	int err, ret = 1;
+	int err, rc, ret = 1;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: heaptap_ht2rec HEAPTRACK-TEXT|- OUT\n");
@@ -96,113 +211,26 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 1;
 	}
-	w = rec_writer_create(argv[2], &err);
-	if (!w) {
+	cv.w = rec_writer_create(argv[2], &err);
+	if (!cv.w) {
 		fprintf(stderr, "heaptap_ht2rec: %s: %s\n", argv[2], rec_strerror(err));
+		if (in != stdin)
+			fclose(in);
 		return 1;
 	}
 	while ((len = getline(&line, &lcap, in)) > 0) {
-		char *p = line + 2;
-		uint32_t idx;
-
 		if (line[len - 1] == '\n')
 			line[--len] = 0;
 		if (len < 2)
 			continue;
-		switch (line[0]) {
-		case 's': {
-			char *s = strchr(p, ' ');
-
-			s = s ? s + 1 : p + strlen(p);
-			if (rec_grow((void **)&arena, &arena_cap, arena_len, strlen(s) + 1, 1) ||
-			    map_add(&soff, (uint32_t)arena_len))
-				goto out;
-			memcpy(arena + arena_len, s, strlen(s) + 1);
-			arena_len += strlen(s) + 1;
-			break;
-		}
-		case 'i': {
-			struct rec_sym chain[64];
-			uint64_t ip = hex(&p), mod = hex(&p);
-			uint32_t m = REC_NONE;
-			size_t n = 0;
-
-			/* one recording module per heaptrack module string */
-			for (size_t k = 0; k < modstr.n; k++)
-				if (modstr.v[k] == mod)
-					m = mods.v[k];
-			if (m == REC_NONE && str_of(&soff, arena, mod)) {
-				if (rec_put_module(w, str_of(&soff, arena, mod), 0, 0, NULL, 0, &m) ||
-				    map_add(&modstr, (uint32_t)mod) || map_add(&mods, m))
-					goto out;
-			}
-			while (*p && n < 64) {
-				chain[n].function = str_of(&soff, arena, hex(&p));
-				chain[n].file = *p ? str_of(&soff, arena, hex(&p)) : NULL;
-				chain[n].line = *p ? (uint32_t)hex(&p) : 0;
-				n++;
-			}
-			if (rec_put_ip(w, ip, &idx) || rec_put_symbol(w, idx, m, chain, n) ||
-			    map_add(&ips, idx))
-				goto out;
-			break;
-		}
-		case 't': {
-			uint64_t ip = hex(&p), parent = hex(&p);
-
-			if (!ip || ip > ips.n || parent > traces.n)
-				goto bad;
-			if (rec_put_trace(w, parent ? traces.v[parent - 1] : 0, ips.v[ip - 1], &idx) ||
-			    map_add(&traces, idx))
-				goto out;
-			break;
-		}
-		case 'a': {
-			uint64_t size = hex(&p), t = hex(&p);
-
-			if (t > traces.n)
-				goto bad;
-			if (rec_put_allocinfo(w, size, t ? traces.v[t - 1] : 0, 1 /* WIRE_KIND_MALLOC */, &idx))
-				goto out;
-			break;
-		}
-		case '+':
-			prev_alloc = hex(&p);
-			if (rec_put_alloc(w, (uint32_t)prev_alloc, 0))
-				goto out;
-			break;
-		case '-': {
-			uint64_t i = hex(&p);
-
-			if (rec_put_free(w, (uint32_t)i, i == prev_alloc))
-				goto out;
-			prev_alloc = UINT64_MAX;
-			break;
-		}
-		case 'c':
-			time_ms = hex(&p);
-			break;
-		case 'R':
-			if (rec_put_tick(w, time_ms * 1000000, hex(&p) * page))
-				goto out;
-			break;
-		case 'I':
-			page = hex(&p);
-			break;
-		case 'X':
-			if (rec_put_meta(w, "cmdline", p))
-				goto out;
-			break;
-		default:
-			break;
-		}
-		continue;
-bad:
-		fprintf(stderr, "heaptap_ht2rec: bad line: %s\n", line);
-		goto out;
+		rc = put_line(&cv, line);
+		if (rc == BAD_LINE)
+			fprintf(stderr, "heaptap_ht2rec: bad line: %s\n", line);
+		if (rc)
+			goto out;
 	}
-	ret = rec_writer_close(w);
-	w = NULL;
+	ret = rec_writer_close(cv.w);
+	cv.w = NULL;
 	if (ret) {
 		fprintf(stderr, "heaptap_ht2rec: %s: %s\n", argv[2], rec_strerror(ret));
 		goto out;
@@ -210,17 +238,12 @@ bad:
 	sizes(argv[2]);
 	ret = 0;
 out:
-	if (w) {
+	if (cv.w) {
 		fprintf(stderr, "heaptap_ht2rec: conversion failed\n");
-		rec_writer_abort(w);
+		rec_writer_abort(cv.w);
 	}
 	free(line);
-	free(arena);
-	free(soff.v);
-	free(ips.v);
-	free(traces.v);
-	free(mods.v);
-	free(modstr.v);
+	conv_free(&cv);
 	if (in != stdin)
 		fclose(in);
 	return ret ? 1 : 0;
