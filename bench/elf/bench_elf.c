@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "elf/elfr.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -38,19 +39,13 @@ static struct elfr_slot slots[CAP];
 
 static double now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+	return (double)util_mono_ns() / 1e3;
 }
 
 /* CPU time of this thread: what the walk costs, without the waits of a busy machine. */
 static double cpu_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+	return (double)util_clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1e3;
 }
 
 static int count_cb(struct dl_phdr_info *dl, size_t size, void *data)

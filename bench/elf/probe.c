@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "elf/elfr.h"
+#include "util/clock.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -46,10 +47,7 @@ static int tally_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
 
 static double now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+	return (double)util_mono_ns() / 1e3;
 }
 
 static void *probe(void *arg)

@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/evloop/evloop.h"
+
 static long events, eintr, expiries, early, maskbad;
 static int64_t late_max;
 static void *malloc_at_start;
@@ -47,38 +49,6 @@ static volatile sig_atomic_t got_usr1;
 static sigset_t own_mask;
 
 static int schedstat_fd = -1;
-
-/* Time the thread has waited on a run queue, runnable but not running (us). */
-static int64_t rq_wait_us(void)
-{
-	char buf[128];
-	unsigned long long run = 0, wait = 0;
-	ssize_t n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
-
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
-		return 0;
-	return (int64_t)(wait / 1000);
-}
-
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* the GOT slot of malloc (built with -fno-plt: every call goes through it) */
-static void *malloc_slot(void)
-{
-	void *volatile *slot;
-
-	__asm__("leaq malloc@GOTPCREL(%%rip), %0" : "=r"(slot));
-	return *slot;
-}
 
 __attribute__((noinline)) void *evl_marker(size_t n)
 {
@@ -110,7 +80,7 @@ static void answer(void)
 		exit(3);
 	n = snprintf(line, sizeof(line), "ev %ld eintr=%ld late_us=%lld expiries=%ld early=%ld "
 		     "maskbad=%ld patched=%d\n", events, eintr, (long long)late_max, expiries, early,
-		     maskbad, malloc_slot() != malloc_at_start);
+		     maskbad, evl_malloc_slot() != malloc_at_start);
 	if (write(1, line, (size_t)n) != n)
 		exit(3);
 	late_max = 0;
@@ -147,7 +117,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		return 2;
-	malloc_at_start = malloc_slot();
+	malloc_at_start = evl_malloc_slot();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr1;	/* no SA_RESTART */
 	sigaction(SIGUSR1, &sa, NULL);
@@ -188,12 +158,12 @@ int main(int argc, char **argv)
 	schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY);
 	printf("ready pid=%d\n", (int)getpid());
 	fflush(stdout);
-	deadline = now_us() + period;
+	deadline = evl_now_us() + period;
 	for (;;) {
 		tsp = NULL;
 		tvp = NULL;
 		if (period > 0) {
-			left = deadline - now_us();
+			left = deadline - evl_now_us();
 			if (left < 0)
 				left = 0;
 			ts.tv_sec = left / 1000000;
@@ -203,13 +173,13 @@ int main(int argc, char **argv)
 			tsp = &ts;
 			tvp = &tv;
 		}
-		left = period > 0 ? (deadline - now_us() + 999) / 1000 : -1;
+		left = period > 0 ? (deadline - evl_now_us() + 999) / 1000 : -1;
 		if (period > 0 && left < 0)
 			left = 0;
 		FD_ZERO(&rfds);
 		FD_SET(0, &rfds);
-		w0 = rq_wait_us();
-		tc = now_us();
+		w0 = evl_rq_wait_us(schedstat_fd);
+		tc = evl_now_us();
 		errno = 0;
 		if (!strcmp(kind, "epoll_wait"))
 			r = epoll_wait(epfd, evs, 4, (int)left);
@@ -234,7 +204,7 @@ int main(int argc, char **argv)
 		else
 			return 2;
 		if (sockwait)	/* SO_RCVTIMEO counts from the call */
-			deadline = now_us() + period;
+			deadline = evl_now_us() + period;
 		if (!strcmp(kind, "read")) {
 			char buf[256];
 			ssize_t n = read(0, buf, sizeof(buf)), i;
@@ -254,7 +224,7 @@ int main(int argc, char **argv)
 				answer();
 			}
 		}
-		t = now_us();
+		t = evl_now_us();
 		sigemptyset(&cur);
 		sigprocmask(SIG_SETMASK, NULL, &cur);
 		if (memcmp(&cur, &own_mask, 8) && !maskbad++)	/* the kernel's 64 signals */
@@ -285,7 +255,7 @@ int main(int argc, char **argv)
 		if (t >= deadline) {
 			expiries++;
 			/* a wait entered after its deadline is not what made it late */
-			left = t - (deadline > tc ? deadline : tc) - (rq_wait_us() - w0);
+			left = t - (deadline > tc ? deadline : tc) - (evl_rq_wait_us(schedstat_fd) - w0);
 			if (left > late_max)
 				late_max = left;
 			deadline += period;

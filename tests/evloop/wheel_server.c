@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/evloop/evloop.h"
+
 #define SLOTS 64
 #define SLOT_US 5000
 #define MAXCONN 256
@@ -57,34 +59,6 @@ static long eintr, ticks, closed;
 static int64_t late_max;
 static void *malloc_at_start;
 static int schedstat_fd = -1;
-
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t rq_wait_us(void)
-{
-	char buf[128];
-	unsigned long long run = 0, wait = 0;
-	ssize_t n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
-
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return sscanf(buf, "%llu %llu", &run, &wait) == 2 ? (int64_t)(wait / 1000) : 0;
-}
-
-static void *malloc_slot(void)
-{
-	void *volatile *slot;
-
-	__asm__("leaq malloc@GOTPCREL(%%rip), %0" : "=r"(slot));
-	return *slot;
-}
 
 __attribute__((noinline)) void *srv_alloc(size_t n)
 {
@@ -169,7 +143,8 @@ static void expire(int64_t now, int64_t w0, int64_t tc)
 	while ((t = due)) {
 		due = t->next;
 		if (t->conn < 0) {
-			int64_t late = now - (t->at > tc ? t->at : tc) - (rq_wait_us() - w0);
+			int64_t waited = evl_rq_wait_us(schedstat_fd) - w0;
+			int64_t late = now - (t->at > tc ? t->at : tc) - waited;
 
 			ticks++;
 			if (late > late_max)
@@ -203,7 +178,7 @@ static void serve(int i)
 	c->len += (size_t)n;
 	c->in[c->len] = '\0';
 	timer_del(&c->idle);
-	timer_add(&c->idle, now_us() + IDLE_US);
+	timer_add(&c->idle, evl_now_us() + IDLE_US);
 	while ((nl = strchr(c->in, '\n'))) {
 		*nl = '\0';
 		if (!strcmp(c->in, "stats")) {
@@ -221,7 +196,7 @@ static void serve(int i)
 			if (c->nblocks < 64)
 				c->blocks[c->nblocks++] = p;
 			if (reply(c->fd, out, snprintf(out, sizeof(out), "ok %ld patched=%d\n", sz,
-						       malloc_slot() != malloc_at_start)) < 0)
+						       evl_malloc_slot() != malloc_at_start)) < 0)
 				exit(4);
 		}
 		c->len -= (size_t)(nl + 1 - c->in);
@@ -237,7 +212,7 @@ int main(void)
 	int lfd, epfd, n, i, k, one = 1;
 	int64_t w0, tc;
 
-	malloc_at_start = malloc_slot();
+	malloc_at_start = evl_malloc_slot();
 	schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY);
 	for (i = 0; i < MAXCONN; i++)
 		conns[i].fd = -1;
@@ -252,10 +227,10 @@ int main(void)
 		return 2;
 	printf("ready pid=%d port=%d\n", (int)getpid(), ntohs(a.sin_port));
 	fflush(stdout);
-	timer_add(&tick, now_us() + TICK_US);
+	timer_add(&tick, evl_now_us() + TICK_US);
 	for (;;) {
-		w0 = rq_wait_us();
-		tc = now_us();
+		w0 = evl_rq_wait_us(schedstat_fd);
+		tc = evl_now_us();
 		n = epoll_wait(epfd, evs, 32, next_timeout(tc));
 		if (n < 0) {
 			if (errno != EINTR)
@@ -278,7 +253,7 @@ int main(void)
 				memset(&conns[i], 0, sizeof(conns[i]));
 				conns[i].fd = fd;
 				conns[i].idle.conn = i;
-				timer_add(&conns[i].idle, now_us() + IDLE_US);
+				timer_add(&conns[i].idle, evl_now_us() + IDLE_US);
 				ev.data.u32 = (uint32_t)i;
 				if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 					return 2;
@@ -286,6 +261,6 @@ int main(void)
 				serve((int)evs[k].data.u32);
 			}
 		}
-		expire(now_us(), w0, tc);
+		expire(evl_now_us(), w0, tc);
 	}
 }
