@@ -63,6 +63,7 @@ void itp_ctx_free(struct itp_ctx *c)
 	free(c->heap.v);
 	itp_chunks_free_spare(c);
 	free(c->scratch);
+	free(c->pk_scratch);
 	free(c->ticks);
 	free(c->exe);
 	free(c->cmdline);

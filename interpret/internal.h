@@ -45,10 +45,26 @@ struct itp_ev {
 	uint32_t kind;	     /* ALLOC: enum wire_kind */
 };
 
+/*
+ * A parked chunk (order.c): key is the seq of its next event (the heap's
+ * key). While little is pending its events stay decoded in ev[pos, n);
+ * beyond that they are packed ("Packed events" in order.c: about 8 bytes
+ * an event instead of a struct itp_ev's 48): the next one decoded in cur,
+ * those after it in pk[off, len), last_c the pointer the next packed
+ * ALLOC or FREE is a distance from, have_cur whether cur still waits.
+ */
 struct itp_chunk {
-	struct itp_ev *ev;
+	uint64_t key;
+	int packed;
+	struct itp_ev *ev; /* decoded */
 	size_t n, pos;
-	size_t cap;    /* events ev has room for */
+	size_t cap;	   /* events ev has room for */
+	struct itp_ev cur; /* packed */
+	uint8_t *pk;
+	size_t off, len;
+	size_t pk_cap; /* bytes pk has room for */
+	uint64_t last_c;
+	int have_cur;
 	uint32_t slot; /* thread slot of the chunk's tid */
 	size_t bytes;  /* accounted in itp_ctx.pending_bytes */
 	struct itp_chunk *next_spare; /* on itp_ctx.spare once drained */
@@ -62,7 +78,7 @@ struct itp_chunk {
 #define ITP_SPARE_CHUNKS 8
 
 struct itp_heap {
-	struct itp_chunk **v; /* min-heap by v[i]->ev[v[i]->pos].seq */
+	struct itp_chunk **v; /* min-heap by v[i]->key */
 	size_t n, cap;
 };
 
@@ -96,6 +112,8 @@ struct itp_ctx {
 	/* decoded events of the chunk being parsed */
 	struct itp_ev *scratch;
 	size_t scratch_cap;
+	uint8_t *pk_scratch; /* a chunk's rest being packed (order.c) */
+	size_t pk_scratch_cap;
 
 	/* ordering */
 	uint64_t next_seq; /* every smaller seq is applied or skipped */

@@ -5,9 +5,9 @@
  * chunks of different threads interleave arbitrarily (track/wire.h). The
  * next number to apply is c->next_seq. An incoming chunk is applied in place
  * as long as its events are exactly next; the rest is copied into a pending
- * chunk that goes into a min-heap keyed by its next event's number. After
- * every applied event the heap top is checked, so a chain of chunks
- * unblocking each other drains at once.
+ * chunk that goes into a min-heap keyed by its next event's number, packed
+ * ("Packed events" below). After every applied event the heap top is
+ * checked, so a chain of chunks unblocking each other drains at once.
  *
  *   chunk A (tid 1): 0 1       4 5           next_seq: 0 1 | 2 3 | 4 5 | 6 7
  *   chunk B (tid 2):     2 3       6 7       A applies 0 1, parks [4 5];
@@ -33,7 +33,7 @@
 
 static inline uint64_t key(const struct itp_chunk *ch)
 {
-	return ch->ev[ch->pos].seq;
+	return ch->key;
 }
 
 static void sift_down(struct itp_heap *h, size_t i)
@@ -95,16 +95,169 @@ void itp_heap_pop(struct itp_heap *h)
 		sift_down(h, 0);
 }
 
+/* ---- packed events ------------------------------------------------- */
+
+/*
+ * Once the pending chunks take more than a sixteenth of the reorder window
+ * (ITP_PACK_SHARE), a parking chunk's rest is packed (docs/interpret.md,
+ * "Packed parking"; decoded, a thread waiting for a CPU made the others'
+ * chunks fill the window at 48 bytes an event), event after event:
+ *
+ *   ALLOC (no weight, kind < 256)  u8 PK_ALLOC, u8 kind, u8 lengths,
+ *                                  seq - previous seq, a, b, zigzag(c - last_c)
+ *   FREE                           u8 PK_FREE, u8 lengths, seq - previous seq,
+ *                                  zigzag(c - last_c)
+ *   anything else                  u8 PK_RAW, the struct itp_ev as it is
+ *
+ * lengths: 2 bits a field, first field lowest, for 1, 2, 4 or 8 bytes,
+ * little-endian. last_c is c of the chunk's previous ALLOC or FREE (0
+ * before the first), the previous seq 0 before the first event, both
+ * modulo 2^64. Fields are stored and loaded as whole 8-byte words (no
+ * branch on their lengths; the buffers have 8 bytes of slack). The bytes
+ * are heaptap's own: reading them needs no check but for the end.
+ */
+enum { PK_RAW, PK_ALLOC, PK_FREE };
+#define ITP_PACK_SHARE 16 /* packing costs about 12 ns an event: short waits stay decoded */
+#define PK_EV_MAX (1 + sizeof(struct itp_ev)) /* PK_RAW's; ALLOC's is 35 */
+#define PK_SLACK 8
+
+static const uint8_t pk_len[4] = {1, 2, 4, 8};
+static const uint64_t pk_mask[4] = {0xff, 0xffff, 0xffffffff, ~(uint64_t)0};
+
+/* pk_code - the length code of v */
+static inline unsigned pk_code(uint64_t v)
+{
+	return (unsigned)(v > 0xff) + (v > 0xffff) + (v > 0xffffffff);
+}
+
+/* pk_put - v at p as a word (8 bytes of room); returns its code, advances p by its length */
+static inline unsigned pk_put(uint8_t **p, uint64_t v)
+{
+	unsigned code = pk_code(v);
+
+	memcpy(*p, &v, 8);
+	*p += pk_len[code];
+	return code;
+}
+
+static inline uint64_t pk_get(const uint8_t **p, unsigned code)
+{
+	uint64_t v;
+
+	memcpy(&v, *p, 8);
+	*p += pk_len[code];
+	return v & pk_mask[code];
+}
+
+/* unpack - the event at *pp into e, whose seq is the previous event's */
+static inline void unpack(const uint8_t **pp, struct itp_ev *e, uint64_t *last_c)
+{
+	const uint8_t *p = *pp;
+	unsigned l;
+
+	switch (*p) {
+	case PK_ALLOC:
+		e->op = WIRE_EV_ALLOC;
+		e->kind = p[1];
+		l = p[2];
+		p += 3;
+		e->seq += pk_get(&p, l & 3);
+		e->a = pk_get(&p, l >> 2 & 3);
+		e->b = pk_get(&p, l >> 4 & 3);
+		e->c = *last_c += wire_unzigzag(pk_get(&p, l >> 6));
+		e->d = 0;
+		break;
+	case PK_FREE:
+		e->op = WIRE_EV_FREE;
+		l = p[1];
+		p += 2;
+		e->seq += pk_get(&p, l & 3);
+		e->c = *last_c += wire_unzigzag(pk_get(&p, l >> 2 & 3));
+		break;
+	default:
+		memcpy(e, p + 1, sizeof(*e));
+		p += 1 + sizeof(*e);
+		break;
+	}
+	*pp = p;
+}
+
+/* next - unpack the chunk's next event into cur; have_cur 0 when there is none */
+static void next(struct itp_chunk *ch)
+{
+	const uint8_t *p = ch->pk + ch->off;
+
+	ch->have_cur = ch->off < ch->len;
+	if (!ch->have_cur)
+		return;
+	unpack(&p, &ch->cur, &ch->last_c);
+	ch->off = (size_t)(p - ch->pk);
+}
+
+/* pack - ev[0, n) packed into c->pk_scratch: its length, or 0 without memory */
+static size_t pack(struct itp_ctx *c, const struct itp_ev *ev, size_t n)
+{
+	uint64_t seq = 0, last_c = 0;
+	uint8_t *p;
+
+	if (n > (SIZE_MAX - PK_SLACK) / PK_EV_MAX)
+		return 0;
+	if (c->pk_scratch_cap < n * PK_EV_MAX + PK_SLACK) {
+		free(c->pk_scratch);
+		c->pk_scratch_cap = 0;
+		c->pk_scratch = malloc(n * PK_EV_MAX + PK_SLACK);
+		if (!c->pk_scratch)
+			return 0;
+		c->pk_scratch_cap = n * PK_EV_MAX + PK_SLACK;
+	}
+	p = c->pk_scratch;
+	for (size_t i = 0; i < n; i++) {
+		const struct itp_ev *e = &ev[i];
+		uint8_t *h = p;
+		unsigned l;
+
+		if (e->op == WIRE_EV_ALLOC && e->d == 0 && e->kind < 256) {
+			h[0] = PK_ALLOC;
+			h[1] = (uint8_t)e->kind;
+			p += 3;
+			l = pk_put(&p, e->seq - seq);
+			l |= pk_put(&p, e->a) << 2;
+			l |= pk_put(&p, e->b) << 4;
+			l |= pk_put(&p, wire_zigzag(e->c - last_c)) << 6;
+			h[2] = (uint8_t)l;
+			last_c = e->c;
+		} else if (e->op == WIRE_EV_FREE) {
+			h[0] = PK_FREE;
+			p += 2;
+			l = pk_put(&p, e->seq - seq);
+			l |= pk_put(&p, wire_zigzag(e->c - last_c)) << 2;
+			h[1] = (uint8_t)l;
+			last_c = e->c;
+		} else {
+			*p++ = PK_RAW;
+			memcpy(p, e, sizeof(*e));
+			p += sizeof(*e);
+		}
+		seq = e->seq;
+	}
+	return (size_t)(p - c->pk_scratch);
+}
+
 void itp_chunk_free(struct itp_chunk *ch)
 {
-	size_t i;
-
 	if (!ch)
 		return;
-	for (i = ch->pos; i < ch->n; i++)
-		if (ch->ev[i].op == WIRE_EV_MODULE)
-			itp_module_free((struct itp_module *)(uintptr_t)ch->ev[i].a);
+	if (ch->packed) {
+		for (; ch->have_cur; next(ch))
+			if (ch->cur.op == WIRE_EV_MODULE)
+				itp_module_free((struct itp_module *)(uintptr_t)ch->cur.a);
+	} else {
+		for (size_t i = ch->pos; i < ch->n; i++)
+			if (ch->ev[i].op == WIRE_EV_MODULE)
+				itp_module_free((struct itp_module *)(uintptr_t)ch->ev[i].a);
+	}
 	free(ch->ev);
+	free(ch->pk);
 	free(ch);
 }
 
@@ -127,6 +280,7 @@ void itp_chunks_free_spare(struct itp_ctx *c)
 
 		c->spare = ch->next_spare;
 		free(ch->ev);
+		free(ch->pk);
 		free(ch);
 	}
 	c->nspare = 0;
@@ -289,10 +443,66 @@ static int skip_to(struct itp_ctx *c, uint64_t seq)
 	return 0;
 }
 
+/*
+ * drain_decoded, drain_packed - apply ch's events while they are next (at
+ * least one is: ch->key <= next_seq), *rc 0 or the error that stopped it;
+ * 1 when events are left (ch->key updated), 0 when ch is drained.
+ *
+ * The chunk's fields in locals: the calls below could change them as far
+ * as the compiler knows (they do not: nothing an event does touches a
+ * pending chunk), and reloading them for every event was most of this loop.
+ */
+static inline int drain_decoded(struct itp_ctx *c, struct itp_chunk *ch, int *rc)
+{
+	struct itp_ev *ev = ch->ev;
+	size_t pos = ch->pos, n = ch->n;
+	uint32_t slot = ch->slot;
+
+	*rc = 0;
+	while (pos < n && ev[pos].seq <= c->next_seq) {
+		/* pos moves first: a module event's ownership passes to apply */
+		*rc = apply_one(c, slot, &ev[pos++]);
+		if (*rc)
+			break;
+	}
+	ch->pos = pos;
+	if (pos == n)
+		return 0;
+	ch->key = ev[pos].seq;
+	return 1;
+}
+
+static inline int drain_packed(struct itp_ctx *c, struct itp_chunk *ch, int *rc)
+{
+	const uint8_t *p = ch->pk + ch->off, *end = ch->pk + ch->len;
+	struct itp_ev e = ch->cur, now;
+	uint64_t last_c = ch->last_c;
+	uint32_t slot = ch->slot;
+	int have = 1;
+
+	*rc = 0;
+	while (e.seq <= c->next_seq) {
+		/* the next one first: a module event's ownership passes to apply */
+		now = e;
+		have = p < end;
+		if (have)
+			unpack(&p, &e, &last_c);
+		*rc = apply_one(c, slot, &now);
+		if (*rc || !have)
+			break;
+	}
+	ch->cur = e;
+	ch->off = (size_t)(p - ch->pk);
+	ch->last_c = last_c;
+	ch->have_cur = have;
+	ch->key = e.seq;
+	return have;
+}
+
 int itp_order_drain(struct itp_ctx *c, int skip_gaps)
 {
 	struct itp_heap *h = &c->heap;
-	int rc;
+	int rc, more;
 
 	while (h->n) {
 		struct itp_chunk *ch = h->v[0];
@@ -304,48 +514,34 @@ int itp_order_drain(struct itp_ctx *c, int skip_gaps)
 			if (rc)
 				return rc;
 		}
-		/*
-		 * The chunk's fields in locals: the calls below could change
-		 * them as far as the compiler knows (they do not: nothing an
-		 * event does touches a pending chunk), and reloading them for
-		 * every event was most of this loop.
-		 */
-		{
-			struct itp_ev *ev = ch->ev;
-			size_t pos = ch->pos, n = ch->n;
-			uint32_t slot = ch->slot;
-
-			while (pos < n && ev[pos].seq <= c->next_seq) {
-				/* pos moves first: a module event's ownership passes to apply */
-				rc = apply_one(c, slot, &ev[pos++]);
-				if (rc) {
-					ch->pos = pos;
-					if (pos == n)
-						goto out_pop;
-					itp_heap_fix_top(h);
-					return rc;
-				}
-			}
-			ch->pos = pos;
-		}
-		rc = 0;
-		if (ch->pos < ch->n) {
+		more = ch->packed ? drain_packed(c, ch, &rc) : drain_decoded(c, ch, &rc);
+		if (more) {
 			itp_heap_fix_top(h);
+			if (rc)
+				return rc;
 			continue;
 		}
-	out_pop:
 		itp_heap_pop(h);
 		c->pending_bytes -= ch->bytes;
-		if (ch->pos == ch->n)
-			recycle(c, ch);
-		else
-			itp_chunk_free(ch);
+		recycle(c, ch);
 		if (rc)
 			return rc;
 	}
 	if (skip_gaps)
 		return flush_ticks(c, 1);
 	return 0;
+}
+
+/* take_spare - a drained chunk kept for reuse, else a new empty one; NULL without memory */
+static struct itp_chunk *take_spare(struct itp_ctx *c)
+{
+	struct itp_chunk *ch = c->spare;
+
+	if (!ch)
+		return calloc(1, sizeof(*ch));
+	c->spare = ch->next_spare;
+	c->nspare--;
+	return ch;
 }
 
 /*
@@ -357,18 +553,12 @@ int itp_order_drain(struct itp_ctx *c, int skip_gaps)
  */
 static struct itp_chunk *take_scratch(struct itp_ctx *c, size_t skip, size_t n)
 {
-	struct itp_chunk *ch = c->spare;
+	struct itp_chunk *ch = take_spare(c);
 	struct itp_ev *ev;
 	size_t cap;
 
-	if (ch) {
-		c->spare = ch->next_spare;
-		c->nspare--;
-	} else {
-		ch = calloc(1, sizeof(*ch));
-		if (!ch)
-			return NULL;
-	}
+	if (!ch)
+		return NULL;
 	ev = ch->ev;
 	cap = ch->cap;
 	if (cap < c->scratch_cap) {
@@ -396,19 +586,63 @@ static struct itp_chunk *take_scratch(struct itp_ctx *c, size_t skip, size_t n)
 	c->scratch_cap = cap;
 	ch->n = n;
 	ch->pos = skip;
+	ch->packed = 0;
+	ch->key = ch->ev[skip].seq;
+	ch->bytes = sizeof(*ch) + ch->cap * sizeof(*ch->ev);
+	return ch;
+}
+
+/* park_packed - a pending chunk with c->scratch[i, n) packed */
+static struct itp_chunk *park_packed(struct itp_ctx *c, size_t i, size_t n)
+{
+	size_t len = pack(c, c->scratch + i, n - i);
+	struct itp_chunk *ch = len ? take_spare(c) : NULL;
+
+	if (!ch)
+		return NULL;
+	/* a spare's decoded buffer is not needed: the parser has one */
+	free(ch->ev);
+	ch->ev = NULL;
+	ch->cap = ch->n = ch->pos = 0;
+	/* a spare's buffer if it fits and is not much larger */
+	if (ch->pk_cap < len + PK_SLACK || ch->pk_cap / 2 > len + 4096) {
+		uint8_t *pk = realloc(ch->pk, len + PK_SLACK);
+
+		if (!pk) {
+			free(ch->pk);
+			free(ch);
+			return NULL;
+		}
+		ch->pk = pk;
+		ch->pk_cap = len + PK_SLACK;
+	}
+	/* the slack too: unpack's loads of the last fields read into it */
+	memcpy(ch->pk, c->pk_scratch, len + PK_SLACK);
+	ch->packed = 1;
+	ch->off = 0;
+	ch->len = len;
+	ch->last_c = 0;
+	ch->cur.seq = 0;
+	next(ch);
+	ch->key = ch->cur.seq;
+	ch->bytes = sizeof(*ch) + ch->pk_cap;
 	return ch;
 }
 
 /* park c->scratch[i..n) in a pending chunk (taking the module pointers) */
 static int park(struct itp_ctx *c, uint32_t slot, size_t i, size_t n)
 {
-	struct itp_chunk *ch = take_scratch(c, i, n);
+	size_t decoded = sizeof(struct itp_chunk) + c->scratch_cap * sizeof(struct itp_ev);
+	struct itp_chunk *ch;
 	int rc;
 
+	if (c->pending_bytes + decoded <= c->reorder_limit / ITP_PACK_SHARE)
+		ch = take_scratch(c, i, n);
+	else
+		ch = park_packed(c, i, n);
 	if (!ch)
 		goto out_nomem;
 	ch->slot = slot;
-	ch->bytes = sizeof(*ch) + ch->cap * sizeof(*ch->ev);
 	if (itp_heap_push(&c->heap, ch)) {
 		itp_chunk_free(ch);
 		return itp_fail(c, ITP_E_NOMEM, "out of memory reordering events");

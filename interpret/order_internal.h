@@ -17,7 +17,7 @@ void itp_heap_fix_top(struct itp_heap *h);
 void itp_heap_pop(struct itp_heap *h);
 static inline uint64_t itp_heap_min(const struct itp_heap *h)
 {
-	return h->n ? h->v[0]->ev[h->v[0]->pos].seq : UINT64_MAX;
+	return h->n ? h->v[0]->key : UINT64_MAX;
 }
 /* itp_chunk_free - free a chunk and any module it still owns. Accepts NULL. */
 void itp_chunk_free(struct itp_chunk *c);
@@ -28,7 +28,8 @@ void itp_chunks_free_spare(struct itp_ctx *c);
 /*
  * itp_order_chunk - apply or park c->scratch[0, n), one chunk's decoded
  * events; a parked rest takes the scratch buffer with it (c->scratch is
- * then another, maybe smaller, buffer).
+ * then another, maybe smaller, buffer) or, when much is pending already, is
+ * packed into a pending chunk (c->scratch stays).
  */
 int itp_order_chunk(struct itp_ctx *c, uint32_t slot, size_t n);
 int itp_order_tick(struct itp_ctx *c, const struct itp_tick *t);
