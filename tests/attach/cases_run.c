@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tests/attach/harness.h"
+#include "util/clock.h"
 
 /* Inject twice, automatic thread choice; also show that other threads ran. */
 int case_inject(void)
@@ -217,18 +218,10 @@ int case_stop_in_call(const char *which)
 static volatile sig_atomic_t term_seen;
 static uint64_t term_at;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void on_term(int sig)
 {
 	(void)sig;
-	term_at = mono_ns();
+	term_at = util_mono_ns();
 	term_seen = 1;
 }
 
@@ -255,7 +248,7 @@ int case_defer_signals(void)
 	ctx = att_new(v.pid);
 	why = seize_with_lib(ctx);
 	check(why == ATT_OK, "seized");
-	t0 = mono_ns();
+	t0 = util_mono_ns();
 	killer = fork();
 	if (killer == 0) {
 		usleep(50000);
@@ -263,7 +256,7 @@ int case_defer_signals(void)
 		_exit(0);
 	}
 	why = att_inject(ctx, lib_path, "heaptap_test_sleep", out_file, &res);
-	t1 = mono_ns();
+	t1 = util_mono_ns();
 	att_release(ctx);
 	waitpid(killer, NULL, 0);
 	report_reason("200 ms call", ctx, why);

@@ -47,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+
 enum role {
 	R_MAIN, R_READER, R_SLEEPER, R_TICKER, R_CONDWAIT, R_EPOLL, R_BUSY, R_SIGRECV,
 	R_INHANDLER, R_INALLOC, R_COUNT
@@ -72,21 +74,13 @@ static long ticks;
 static int use_avx;
 static int sig_rt;
 
-static long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 /* Each looping thread's signal mask as it set it; checked every lap. */
 static __thread sigset_t my_mask;
 static __thread int my_mask_known;
 
 static void lap(enum role r, long *last)
 {
-	long t = now_ns(), gap = t - *last;
+	long t = (long)util_mono_ns(), gap = t - *last;
 	sigset_t cur;
 
 	memset(&cur, 0, sizeof(cur));	/* the kernel fills only its 64 bits */
@@ -462,10 +456,10 @@ static void ping(void)
 
 	/* stop sending, then let queued signals arrive (at most 2 s) */
 	atomic_store(&pause_send, 1);
-	t0 = now_ns();
-	while (!atomic_load(&send_paused) && now_ns() - t0 < 2000000000L)
+	t0 = (long)util_mono_ns();
+	while (!atomic_load(&send_paused) && (long)util_mono_ns() - t0 < 2000000000L)
 		usleep(1000);
-	while (atomic_load(&received) < atomic_load(&sent) && now_ns() - t0 < 2000000000L)
+	while (atomic_load(&received) < atomic_load(&sent) && (long)util_mono_ns() - t0 < 2000000000L)
 		usleep(1000);
 	len = snprintf(buf, sizeof(buf),
 		       "pong eintr=%d epoll_eintr=%d seqerr=%d infobad=%d sent=%ld recv=%ld regbad=%d "

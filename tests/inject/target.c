@@ -37,6 +37,7 @@
 
 #include "elf/elfr.h"
 #include "tests/inject/injt.h"
+#include "util/clock.h"
 
 #define MAX_SLOTS 256
 #define NNAMES 5
@@ -66,14 +67,6 @@ static int failures;
 		fflush(stdout);                                                                    \
 		failures++;                                                                        \
 	} while (0)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* page_map - the /proc/self/maps line part "start-end perms" covering addr. */
 static void page_map(uintptr_t addr, char *out, size_t cap)
@@ -175,12 +168,12 @@ static int slot_value(const char *mod, unsigned want, uintptr_t *value)
  */
 static uint64_t wait_change(const char *mod, unsigned want, uintptr_t old)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = util_mono_ns();
 	uintptr_t v;
 
-	while (now_ns() - t0 < 5000000000ull) {
+	while (util_mono_ns() - t0 < 5000000000ull) {
 		if (slot_value(mod, want, &v) && v != old)
-			return now_ns() - t0 ? now_ns() - t0 : 1;
+			return util_mono_ns() - t0 ? util_mono_ns() - t0 : 1;
 		usleep(200);
 	}
 	return 0;
@@ -333,9 +326,9 @@ int main(int argc, char **argv)
 
 	errno = 1234;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-	t0 = now_ns();
+	t0 = util_mono_ns();
 	rc = start(argv[1]);
-	t1 = now_ns();
+	t1 = util_mono_ns();
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	/* wall time may include waiting for a CPU on a busy machine; CPU time is the call's own */
 	printf("START_NS %" PRIu64 "\n", t1 - t0);

@@ -97,6 +97,7 @@
 
 #include "elf/elfr.h"
 #include "tests/session/svc_relro.h"
+#include "util/clock.h"
 
 #define LEAK_SIZE 4321 /* bytes leak_some() leaks per call */
 #define CHILD_SIZE 7531 /* bytes child_alloc() leaks per call, in a forked child */
@@ -140,18 +141,10 @@ struct noted_slot {
 static struct noted_slot noted[SLOT_CAP];
 static size_t nnoted;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A loop turned: note the gap since the last turn. */
 static void turn(int id, uint64_t *last)
 {
-	uint64_t t = now_ns(), g = t - *last, m = atomic_load(&maxgap[id]);
+	uint64_t t = util_mono_ns(), g = t - *last, m = atomic_load(&maxgap[id]);
 
 	while (g > m && !atomic_compare_exchange_weak(&maxgap[id], &m, g))
 		;
@@ -198,7 +191,7 @@ __attribute__((noinline)) static void churn(unsigned k)
 static void *worker(void *arg)
 {
 	int id = (int)(intptr_t)arg;
-	uint64_t last = now_ns();
+	uint64_t last = util_mono_ns();
 	unsigned k = 0;
 
 	for (;;) {
@@ -228,7 +221,7 @@ static void *worker(void *arg)
 
 static void *reader(void *arg)
 {
-	uint64_t last = now_ns();
+	uint64_t last = util_mono_ns();
 	char buf[64];
 
 	(void)arg;
@@ -245,7 +238,7 @@ static void *reader(void *arg)
 static void *sleeper(void *arg)
 {
 	struct timespec ts = { 0, 1000000 };
-	uint64_t last = now_ns();
+	uint64_t last = util_mono_ns();
 
 	(void)arg;
 	for (;;) {
@@ -259,7 +252,7 @@ static void *sleeper(void *arg)
 static void *ticker(void *arg)
 {
 	struct timespec next;
-	uint64_t last = now_ns(), one = 1;
+	uint64_t last = util_mono_ns(), one = 1;
 	char c = 't';
 
 	(void)arg;
@@ -297,7 +290,7 @@ static void *ticker(void *arg)
 
 static void *condwait(void *arg)
 {
-	uint64_t last = now_ns();
+	uint64_t last = util_mono_ns();
 	unsigned long seen = 0;
 
 	(void)arg;
@@ -315,7 +308,7 @@ static void *condwait(void *arg)
 static void *epoller(void *arg)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	uint64_t last = now_ns(), v;
+	uint64_t last = util_mono_ns(), v;
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 
 	(void)arg;
@@ -398,7 +391,7 @@ static int busy_round(uint64_t seed, uint64_t spins)
 
 static void *busy(void *arg)
 {
-	uint64_t last = now_ns(), seed = 0x0123456789abcdefull;
+	uint64_t last = util_mono_ns(), seed = 0x0123456789abcdefull;
 
 	(void)arg;
 	fesetround(FE_TOWARDZERO);
@@ -555,14 +548,14 @@ static _Atomic int main_changed, relro_changed; /* as the watcher saw them last 
 static void *watcher(void *arg)
 {
 	struct timespec ts = { 0, 1000000 };
-	uint64_t last = now_ns(), t_main = 0;
+	uint64_t last = util_mono_ns(), t_main = 0;
 	int was_patched = 0;
 
 	(void)arg;
 	for (;;) {
 		int pm = *malloc_slot != malloc_slot_value;
 		int pr = *relro_slot != relro_slot_value;
-		uint64_t t = now_ns();
+		uint64_t t = util_mono_ns();
 
 		atomic_store(&main_changed, pm);
 		atomic_store(&relro_changed, pr);
@@ -600,10 +593,10 @@ static void start(void *(*fn)(void *), void *arg)
 /* Wait up to ms for *v to become nonzero (after since). */
 static uint64_t wait_for(_Atomic uint64_t *v, long ms)
 {
-	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	uint64_t end = util_mono_ns() + (uint64_t)ms * 1000000u;
 	struct timespec ts = { 0, 1000000 };
 
-	while (now_ns() < end) {
+	while (util_mono_ns() < end) {
 		uint64_t x = atomic_load(v);
 
 		if (x)
@@ -648,7 +641,8 @@ static void cmd_stats(void)
 	}
 	answer("stats t=%" PRIu64 " since_ns=%" PRIu64 " iters=%" PRIu64 " maxgap_us=%" PRIu64 "%s eintr=%" PRIu64
 	       " regerr=%" PRIu64,
-	       now_ns(), now_ns() - atomic_load(&reset_ns), sum, m / 1000, buf, atomic_load(&eintr), atomic_load(&regerr));
+	       util_mono_ns(), util_mono_ns() - atomic_load(&reset_ns), sum, m / 1000, buf,
+	       atomic_load(&eintr), atomic_load(&regerr));
 }
 
 static int tmp_entries(void)
@@ -816,21 +810,21 @@ static void command(char *line)
 			atomic_store(&maxgap[i], 0);
 		for (i = 0; i < nworkers; i++)
 			atomic_store(&iters[i], 0);
-		atomic_store(&reset_ns, now_ns());
+		atomic_store(&reset_ns, util_mono_ns());
 		answer("ok");
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
 	} else if (!strcmp(line, "sig")) {
 		static unsigned pause_no;
 		struct timespec ts = { 0, 1000000 };
-		uint64_t end = now_ns() + 10000000000ull;
+		uint64_t end = util_mono_ns() + 10000000000ull;
 
 		if (++pause_no == 0)
 			pause_no = 1;
 		atomic_store(&sender_paused, pause_no);
-		while (sender_started && atomic_load(&sender_ack) != pause_no && now_ns() < end)
+		while (sender_started && atomic_load(&sender_ack) != pause_no && util_mono_ns() < end)
 			nanosleep(&ts, NULL);
-		while (atomic_load(&sigrecv_n) < atomic_load(&sigsent) && now_ns() < end)
+		while (atomic_load(&sigrecv_n) < atomic_load(&sigsent) && util_mono_ns() < end)
 			nanosleep(&ts, NULL);
 		answer("sig sent=%" PRIu64 " recv=%" PRIu64 " err=%" PRIu64, atomic_load(&sigsent),
 		       atomic_load(&sigrecv_n), atomic_load(&sigerr));
@@ -967,7 +961,7 @@ int main(int argc, char **argv)
 	}
 	start(watcher, NULL);
 	start(ticker, NULL);
-	atomic_store(&reset_ns, now_ns());
+	atomic_store(&reset_ns, util_mono_ns());
 	answer("ready pid=%d", (int)getpid());
 	for (;;) {
 		ssize_t n = read(STDIN_FILENO, line + len, sizeof(line) - 1 - len);

@@ -349,14 +349,12 @@ START_TEST(test_duration_by_clock)
 {
 	struct sbuf s = {0};
 	struct itp_result res;
-	struct timespec ts;
 	uint64_t start;
 	struct rec_reader *r;
 	size_t n;
 
 	header(&s);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	start = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - 2000000000ull;
+	start = util_mono_ns() - 2000000000ull;
 	memcpy(s.p + offsetof(struct wire_header, start_mono_ns), &start, 8);
 	sb_tick(&s, 1000, 4096, 0);
 	sb_end(&s, 0, WIRE_END_EXIT);

@@ -19,6 +19,7 @@
 #include "tests/lib/check_fixture.h"
 #include "recfile/internal.h"
 #include "recfile/recfile.h"
+#include "util/hash.h"
 
 /*
  * Check records every passing ck_assert (a write per call); hot loops use
@@ -1039,15 +1040,8 @@ enum pattern { PAT_FEW_RANDOM, PAT_NEW_INFOS, PAT_SEQUENTIAL, PAT_FIFO_HINTED, P
 /* the info and op of event k of pattern pat; the writer and the check share it */
 static void pattern_event(int pat, uint64_t k, uint32_t *info, uint32_t *op, uint64_t *weight)
 {
-	uint64_t x = k + 1;
-	uint64_t a = k / 2; /* allocs before this event, or its alloc's number */
-
-	/* a 64-bit finalizer (murmur3's): k alone must not predict x */
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
+	uint64_t x = util_fmix64(k + 1); /* k alone must not predict x */
+	uint64_t a = k / 2;		 /* allocs before this event, or its alloc's number */
 
 	*weight = 0;
 	*op = k % 2 ? REC_EV_FREE : REC_EV_ALLOC;

@@ -1,2 +1,2 @@
 # tests/unit/recfile.cmake - unit.recfile: writer/reader round trips, damaged files
-heaptap_unit_test(recfile LIBS heaptap_recfile Threads::Threads)
+heaptap_unit_test(recfile LIBS heaptap_recfile heaptap_util Threads::Threads)
