@@ -658,6 +658,22 @@ static void craft_chunk(struct craft *c, int sec, uint64_t first, uint32_t count
 	c->len += REC_CHUNK_HDR + cs;
 }
 
+/* one_chunk_corrupt - a file of one crafted chunk opens, and is marked corrupt */
+static int one_chunk_corrupt(int sec, uint64_t first, uint32_t count, const uint8_t *p, size_t n)
+{
+	struct craft c;
+	struct rec_reader *r;
+	int err, corrupt;
+
+	craft_init(&c);
+	craft_chunk(&c, sec, first, count, p, n);
+	r = rec_open_mem(c.buf, c.len, &err);
+	ck_assert_ptr_nonnull(r);
+	corrupt = rec_truncated(r) == REC_E_CORRUPT;
+	rec_close(r);
+	return corrupt;
+}
+
 START_TEST(test_dangling)
 {
 	/* module path string 7, ip with module 5, trace ip 9, allocinfo trace 8, event info 3 */
@@ -736,20 +752,10 @@ START_TEST(test_crafted_corrupt)
 	rec_close(r);
 
 	/* bytes left over after the announced records */
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_TRACES, 1, 1, trailing, sizeof(trailing));
-	r = rec_open_mem(c.buf, c.len, &err);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_int_eq(rec_truncated(r), REC_E_CORRUPT);
-	rec_close(r);
+	ck_assert(one_chunk_corrupt(REC_SEC_TRACES, 1, 1, trailing, sizeof(trailing)));
 
 	/* a table chunk that does not start where the table ends (one was lost) */
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_TRACES, 2, 1, trailing, 2);
-	r = rec_open_mem(c.buf, c.len, &err);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_int_eq(rec_truncated(r), REC_E_CORRUPT);
-	rec_close(r);
+	ck_assert(one_chunk_corrupt(REC_SEC_TRACES, 2, 1, trailing, 2));
 
 	/* an event chunk with a wrong first index or count */
 	craft_init(&c);
@@ -759,20 +765,10 @@ START_TEST(test_crafted_corrupt)
 	ck_assert_int_eq(rec_truncated(r), REC_E_CORRUPT);
 	ck_assert_uint_eq(rec_nevent_chunks(r), 0);
 	rec_close(r);
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_EVENTS, 0, 3, evs, sizeof(evs));
-	r = rec_open_mem(c.buf, c.len, &err);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_int_eq(rec_truncated(r), REC_E_CORRUPT);
-	rec_close(r);
+	ck_assert(one_chunk_corrupt(REC_SEC_EVENTS, 0, 3, evs, sizeof(evs)));
 
 	/* END must carry the event total */
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_END, 1, 0, NULL, 0);
-	r = rec_open_mem(c.buf, c.len, &err);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_int_eq(rec_truncated(r), REC_E_CORRUPT);
-	rec_close(r);
+	ck_assert(one_chunk_corrupt(REC_SEC_END, 1, 0, NULL, 0));
 
 	/* an uncompressed size over the limit */
 	craft_init(&c);
