@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "attach/internal.h"
 #include "elf/elfr.h"
 
@@ -408,11 +409,5 @@ static Suite *stage_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(stage_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(stage_suite());
 }

@@ -75,15 +75,20 @@ static inline Suite *ck_tmpdir_suite(const char *name, const char *tcase, TCase 
 }
 
 /* Run every test of s (CK_NORMAL output); EXIT_SUCCESS when none failed. Frees s. */
-static inline int ck_run_suite(Suite *s)
+/* ck_run - run every test of sr, free it; EXIT_FAILURE if one failed (main's return) */
+static inline int ck_run(SRunner *sr)
 {
-	SRunner *sr = srunner_create(s);
 	int failed;
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static inline int ck_run_suite(Suite *s)
+{
+	return ck_run(srunner_create(s));
 }
 
 #endif /* HEAPTAP_TESTS_LIB_CHECK_FIXTURE_H */

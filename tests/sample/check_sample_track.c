@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
@@ -1081,12 +1082,8 @@ static Suite *suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(suite());
-	int failed;
 
 	/* one process: the library's state is per process, sessions follow each other */
 	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

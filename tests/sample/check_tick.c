@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
@@ -169,8 +170,6 @@ int main(void)
 {
 	Suite *s = suite_create("sample_tick");
 	TCase *tc = tcase_create("tick");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, sampling_ticks_slowly);
@@ -178,9 +177,5 @@ int main(void)
 	tcase_add_test(tc, full_tracing_ticks_fast);
 	tcase_add_test(tc, sites_every_second);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run_suite(s);
 }

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
@@ -310,7 +311,6 @@ int main(void)
 	Suite *s = suite_create("timerless");
 	TCase *tc = tcase_create("sessions");
 	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, hooks_do_the_ticks);
@@ -324,8 +324,5 @@ int main(void)
 	sr = srunner_create(s);
 	/* every test in a fresh process: one thread at its start, one session at a time */
 	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(sr);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "attach/internal.h"
 
 START_TEST(reasons_have_text_and_distinct_codes)
@@ -532,11 +533,5 @@ static Suite *attach_suite(void)
 
 int main(void)
 {
-	SRunner *r = srunner_create(attach_suite());
-	int failed;
-
-	srunner_run_all(r, CK_NORMAL);
-	failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return ck_run_suite(attach_suite());
 }

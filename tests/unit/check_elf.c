@@ -8,6 +8,7 @@
  * check_elf_crafted.c and check_elf_file.c.
  */
 #define _GNU_SOURCE
+#include "tests/lib/check_fixture.h"
 #include "elf/elfr.h"
 #include "elf/internal.h"
 
@@ -526,12 +527,8 @@ static Suite *live_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(live_suite());
-	int failed;
 
 	srunner_add_suite(sr, elfr_crafted_suite());
 	srunner_add_suite(sr, elfr_file_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

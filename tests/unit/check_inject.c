@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "inject/internal.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
@@ -604,11 +605,5 @@ static Suite *inject_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(inject_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(inject_suite());
 }

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "attach/attach.h"
 #include "inject/inject.h"
 #include "interpret/interpret.h"
@@ -235,8 +236,6 @@ int main(void)
 {
 	Suite *s = suite_create("inject_attach");
 	TCase *tc = tcase_create("attach");
-	SRunner *sr;
-	int failed;
 
 	if (!ptrace_allowed()) {
 		fprintf(stderr, "ptrace not allowed here: skipped\n");
@@ -246,9 +245,5 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_attach_session);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(s);
 }

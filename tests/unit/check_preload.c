@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "check_track_decode.c"
 #include "preload/preload.h"
 
@@ -295,8 +296,6 @@ int main(int argc, char **argv)
 {
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
 	if (argc > 1 && strcmp(argv[1], "--child") == 0)
 		return child_main();
@@ -315,9 +314,5 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, run_with_library);
 	tcase_add_test(tc, run_exit_from_thread);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(s);
 }

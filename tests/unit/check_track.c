@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
 #include "check_track_decode.c"
 #include "track/buf_internal.h"
 #include "track/internal.h"
@@ -1572,11 +1573,5 @@ static Suite *track_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(track_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run_suite(track_suite());
 }
