@@ -31,6 +31,9 @@
 //   deflate N            creates N java.util.zip.Deflaters (zlib state in
 //                        native memory) and keeps them, never end()ed:
 //                        "deflaters N" (all kept so far)
+//   burst N              calls churn() N times in a row on this thread (about
+//                        a dozen allocations each): "burst ns=T", T the time
+//                        it took (bench/jvm/run --cost)
 //   quit                 stops the threads, exits 0 if bad == 0, else 3
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -262,6 +265,14 @@ public final class JvmLeak {
                         + " spawner_us=" + spawnerGap / 1000 + " max_us=" + m / 1000;
                 }
                 break;
+            case "burst": {
+                int n = Integer.parseInt(c[1]);
+                long t0 = System.nanoTime();
+                for (int i = 0; i < n; i++)
+                    churn(i, BLOCKS);
+                ans = "burst ns=" + (System.nanoTime() - t0);
+                break;
+            }
             case "deflate":
                 ans = "deflaters " + deflaters(Integer.parseInt(c[1]));
                 break;
