@@ -32,8 +32,9 @@
 //                        native memory) and keeps them, never end()ed:
 //                        "deflaters N" (all kept so far)
 //   burst N              calls churn() N times in a row on this thread (about
-//                        a dozen allocations each): "burst ns=T", T the time
-//                        it took (bench/jvm/run --cost)
+//                        a dozen allocations each): "burst ns=T cpu=C", the
+//                        time it took and this thread's CPU time in it
+//                        (bench/jvm/run --cost)
 //   quit                 stops the threads, exits 0 if bad == 0, else 3
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -267,10 +268,12 @@ public final class JvmLeak {
                 break;
             case "burst": {
                 int n = Integer.parseInt(c[1]);
-                long t0 = System.nanoTime();
+                java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+                long c0 = mx.getCurrentThreadCpuTime(), t0 = System.nanoTime();
                 for (int i = 0; i < n; i++)
                     churn(i, BLOCKS);
-                ans = "burst ns=" + (System.nanoTime() - t0);
+                long t1 = System.nanoTime(), c1 = mx.getCurrentThreadCpuTime();
+                ans = "burst ns=" + (t1 - t0) + " cpu=" + (c1 - c0);
                 break;
             }
             case "deflate":
