@@ -37,8 +37,9 @@ void cli_usage_attach(FILE *f)
 	      "      --debuginfod      let symbolization ask the DEBUGINFOD_URLS servers\n"
 	      "      --no-python-frames\n"
 	      "                        native stacks only, no Python frames in a CPython\n"
-	      "      --no-java         in a HotSpot JVM, do not load heaptap's JVMTI agent:\n"
-	      "                        native stacks end where Java code begins\n"
+	      "      --no-java-frames\n"
+	      "                        native stacks only, no Java frames in a HotSpot JVM\n"
+	      "                        (heaptap's JVMTI agent is not loaded)\n"
 	      "  -v, --verbose         say how long each attach step took and which thread\n"
 	      "                        was stopped\n"
 	      "  -h, --help            show this help\n"
@@ -62,7 +63,7 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 		{ "max-memory", required_argument, NULL, 'M' },
 		{ "debuginfod", no_argument, NULL, 'D' },
 		{ "no-python-frames", no_argument, NULL, 'P' },
-		{ "no-java", no_argument, NULL, 'J' },
+		{ "no-java-frames", no_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -114,7 +115,7 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			a->no_python_frames = 1;
 			break;
 		case 'J':
-			a->no_java = 1;
+			a->no_java_frames = 1;
 			break;
 		case 'O':
 			if (!*optarg) {

@@ -147,7 +147,7 @@ struct cli_attach_args {
 	pid_t pid;	    /* the process */
 	int help;	    /* --help seen */
 	int verbose;	    /* -v: step times */
-	int no_java;	    /* --no-java: no JVMTI agent in a JVM */
+	int no_java_frames; /* --no-java-frames: no JVMTI agent in a JVM */
 };
 
 /*
