@@ -223,9 +223,16 @@ static void name_new(jvmtiEnv *jv, JNIEnv *env, struct jvm_table *tb, uint32_t *
 	}
 }
 
+/* What the naming thread gets: its attach, and the session that asked for the agent (0: none yet). */
+struct namer_arg {
+	unsigned gen;
+	uint32_t want;
+};
+
 static void *namer_main(void *arg)
 {
-	unsigned gen = (unsigned)(uintptr_t)arg, waited = 0;
+	unsigned gen = ((struct namer_arg *)arg)->gen, waited = 0;
+	uint32_t want = ((struct namer_arg *)arg)->want;
 	JavaVMAttachArgs aa = { JNI_VERSION_1_6, "heaptap java frames", NULL };
 	struct jvm_table *tb = ag.hook.table;
 	JavaVM *vm = ag.hook.vm;
@@ -237,6 +244,8 @@ static void *namer_main(void *arg)
 		env = NULL;
 	while (env) {
 		cur = trk_xframe_session();
+		if (cur && want && cur != want)
+			break; /* not the session that loaded the agent (that one ended early) */
 		if (cur && cur != sess) {
 			sess = cur; /* a session of its own: every id is defined again */
 			done = 1;
@@ -334,7 +343,11 @@ JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 	pthread_mutex_lock(&ag.lock);
 	ret = arm(vm, env);
 	if (ret == 0) {
-		ret = -pthread_create(&ag.namer, NULL, namer_main, (void *)(uintptr_t)gen);
+		static struct namer_arg na; /* read by the thread only: the previous one was joined above */
+
+		na.gen = gen;
+		na.want = trk_xframe_session();
+		ret = -pthread_create(&ag.namer, NULL, namer_main, &na);
 		if (ret == 0)
 			ag.namer_running = 1;
 		else {
