@@ -117,7 +117,7 @@ static int check(const struct pyf_layout *L)
 	return 0;
 }
 
-int pyf_start(unsigned flags)
+bool pyf_start(unsigned flags)
 {
 	const struct pyf_layout *L;
 	uint64_t size;
@@ -128,12 +128,12 @@ int pyf_start(unsigned flags)
 
 	atomic_store(&pyf_g.on, 0);
 	if (!python_here() || !sym("Py_Initialize", &size))
-		return 0; /* no CPython here */
+		return false; /* no CPython here */
 	pyf_g.pid = getpid();
 	ver = sym("Py_Version", &size);
 	if (!ver) {
 		warn("python frames: CPython older than %u.%u not supported, native stacks only", 3, 11);
-		return 0;
+		return false;
 	}
 	v = *(const unsigned long *)ver;
 	major = (unsigned)(v >> 24) & 0xff;
@@ -143,7 +143,7 @@ int pyf_start(unsigned flags)
 	L = pyf_layout_find(major, minor);
 	if (!L) {
 		warn("python frames: CPython %u.%u not supported, native stacks only", major, minor);
-		return 0;
+		return false;
 	}
 	if (!pyf_g.L)
 		pyf_g.L = L;
@@ -151,21 +151,21 @@ int pyf_start(unsigned flags)
 	if (ret == -EINVAL) {
 		warn("python frames: CPython %u.%u not supported (its layout differs from this build's), "
 		     "native stacks only", major, minor);
-		return 0;
+		return false;
 	}
 	if (ret < 0) {
 		warn("python frames: process_vm_readv: %s, native stacks only", strerror(-ret));
-		return 0;
+		return false;
 	}
 	if (pyf_arena_init() < 0 || pyf_intern_init() < 0)
-		return 0;
+		return false;
 	if (flags & PYF_OFF)
-		return 0; /* not registered (a later session may): the hooks keep their call-site memo */
+		return false; /* not registered (a later session may): the hooks keep their call-site memo */
 	if (!registered) {
 		if (trk_xframe_set_producer(pyf_produce, NULL) < 0)
-			return 0;
+			return false;
 		registered = 1;
 	}
 	atomic_store(&pyf_g.on, 1);
-	return 1;
+	return true;
 }

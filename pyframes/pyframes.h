@@ -15,6 +15,8 @@
 #ifndef HEAPTAP_PYFRAMES_PYFRAMES_H
 #define HEAPTAP_PYFRAMES_PYFRAMES_H
 
+#include <stdbool.h>
+
 /* pyf_start flags */
 #define PYF_OFF 1u	     /* Python frames not wanted (heaptap --no-python-frames) */
 #define PYF_FAKE_VERSION 2u /* fault injection (tests): take the interpreter as CPython 3.99 */
@@ -25,9 +27,8 @@
  * process; it stays for later sessions). A CPython this build cannot read
  * gets one WIRE_REC_LOG warning ("python frames: CPython X.Y not
  * supported, native stacks only") and native stacks; a process without
- * CPython gets nothing at all. Returns 1 when Python frames are recorded,
- * else 0.
+ * CPython gets nothing at all. Returns whether Python frames are recorded.
  */
-int pyf_start(unsigned flags);
+bool pyf_start(unsigned flags);
 
 #endif /* HEAPTAP_PYFRAMES_PYFRAMES_H */

@@ -68,7 +68,7 @@ int trk_send_record(uint8_t type, const void *payload, size_t len)
 
 int probe_start(unsigned flags)
 {
-	return pyf_start(flags);
+	return pyf_start(flags) ? 1 : 0;
 }
 
 void probe_wanted(int on)

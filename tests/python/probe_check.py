@@ -1,4 +1,5 @@
 # tests/python/probe_check.py - the Python frame reader inside this python3 (ctypes), without heaptap
+# SPDX-License-Identifier: MIT
 #
 # argv[1]: libpyf_probe.so. Each check calls probe() from known Python
 # functions and compares the spliced stack with what Python itself says

@@ -1,4 +1,5 @@
 # tests/python/workload.py - a Python program whose known functions allocate native memory
+# SPDX-License-Identifier: MIT
 #
 # Lines marked "# LINE:name" are where the allocations are made (the checks
 # read the numbers from this file). Modes:
