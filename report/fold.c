@@ -18,6 +18,7 @@
  * sites and their costs see the folded stacks.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,10 +48,11 @@ struct fold {
 	uint32_t *path;		/* scratch: a pending run, outer to inner */
 };
 
-static int classify(struct fold *f)
+/* classify - each ip: a Python frame, a foldable frame or other. */
+static void classify(struct fold *f)
 {
 	const struct rpt_data *d = f->d;
-	size_t i, k, npy = 0;
+	size_t i, k;
 
 	for (i = 0; i < d->nips; i++) {
 		const struct rec_ip *ip = &d->ips[i];
@@ -60,7 +62,6 @@ static int classify(struct fold *f)
 
 		if (ip->xframe) {
 			f->cls[i] = ip->lang == WIRE_LANG_PYTHON ? PYTHON : OTHER;
-			npy += f->cls[i] == PYTHON;
 			continue;
 		}
 		while (link < d->nframes && steps++ <= d->nframes) {
@@ -74,7 +75,17 @@ static int classify(struct fold *f)
 			if (!strcmp(fn, fold_names[k]))
 				f->cls[i] = FOLD;
 	}
-	return npy != 0;
+}
+
+/* any_python - whether some ip is a Python frame (else nothing is folded, nothing else looked at). */
+static bool any_python(const struct rpt_data *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nips; i++)
+		if (d->ips[i].xframe && d->ips[i].lang == WIRE_LANG_PYTHON)
+			return true;
+	return false;
 }
 
 static inline size_t hash_pair(uint32_t parent, uint32_t ip, size_t mask)
@@ -155,15 +166,12 @@ int rpt_fold_interp(struct rpt_data *d)
 	size_t t, i;
 	int ret = -ENOMEM;
 
-	if (d->ntraces < 2 || !d->nips)
-		return 0;
+	if (d->ntraces < 2 || !any_python(d))
+		return 0; /* no Python frame: nothing changes */
 	f.cls = calloc(d->nips, 1);
 	if (!f.cls)
 		return -ENOMEM;
-	if (!classify(&f)) {
-		free(f.cls);
-		return 0; /* no Python frame: nothing changes */
-	}
+	classify(&f);
 	/*
 	 * base[t]: the new trace of t's path with its pending run (the
 	 * foldable frames since anchor[t], exclusive) left out (0: the root).

@@ -13,7 +13,11 @@
 #   loop     as once, at least one blob (a recording of some rounds)
 #   native   no Python frame at all, and the blobs' native stacks still run
 #            through _PyEval_EvalFrameDefault (the stacks of today)
-# The report must be made with --native-all (the interpreter's frames shown).
+#   folded   the default report: no stack with Python frames keeps
+#            _PyEval_EvalFrameDefault or PyEval_EvalCode, the blobs' chain
+#            is still there (make_blob, one_round, ..., <module>) and the
+#            frame after <module> is no interpreter frame of the folded set
+# The other modes need a report made with --native-all.
 import json
 import sys
 
@@ -114,6 +118,25 @@ elif mode == "threads":
                     fail("thread %d: chain %s" % (k, names), bt)
         if calls != 3:
             fail("thread %d: %d blobs with its own chain, want 3" % (k, calls))
+elif mode == "folded":
+    # (Debian's python3.11 has no names for its static functions: an unnamed frame ends a folded
+    # run, so _PyRun_SimpleFileObject and the rest beyond run_mod's frames stay)
+    FOLDED = {"_PyEval_EvalFrameDefault", "PyEval_EvalCode", "_PyFunction_Vectorcall"}
+    blobs = 0
+    for bt in backtraces():
+        names = [f["function"] for f in bt["frames"]]
+        if not py(bt):
+            continue
+        if FOLDED & set(names):
+            fail("a stack with Python frames keeps %s" % sorted(FOLDED & set(names)), bt)
+            break
+        if blob_size(bt, BLOB) and [f[0] for f in py(bt)][:2] == ["make_blob", "one_round"]:
+            blobs += bt["calls"]
+            k = names.index("<module>")
+            if k + 1 < len(names) and names[k + 1] in FOLDED:
+                fail("the frame after <module> is %s" % names[k + 1], bt)
+    if blobs != rounds:
+        fail("folded: %d blob calls with their chain, want %d" % (blobs, rounds))
 elif mode == "native":
     n = 0
     for bt in backtraces():
