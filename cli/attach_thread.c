@@ -110,8 +110,7 @@ static void *thread_main(void *arg)
 	if (ret == 0) {
 		/* at once: the library's start waits for it (docs/inject.md) */
 		cli_sample_start(conn, s->a->sample);
-		if (s->a->no_python_frames)
-			cli_xframes_off(conn);
+		cli_xframes_off(conn, s->a->no_python_frames ? 1u << WIRE_LANG_PYTHON : 0);
 		/*
 		 * The connection is all we need: remove the socket and the
 		 * directory now, so nobody else can connect and nothing is left

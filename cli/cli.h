@@ -143,7 +143,7 @@ struct cli_attach_args {
 	const char *out_dir;   /* --out DIR (snapshots) */
 	int format_pprof;      /* --format pprof given */
 	double duration;    /* --duration SECS, 0 = until a signal */
-	int no_python_frames; /* --no-python-frames: WIRE_CTL_XFRAMES 0 after the rate */
+	int no_python_frames; /* --no-python-frames: WIRE_CTL_XFRAMES with the Python bit */
 	pid_t pid;	    /* the process */
 	int help;	    /* --help seen */
 	int verbose;	    /* -v: step times */
@@ -201,10 +201,11 @@ uint64_t cli_sample_seed(void);
 void cli_sample_start(int conn, uint64_t sample);
 
 /*
- * cli_xframes_off - tell the library to record native stacks only
- * (WIRE_CTL_XFRAMES 0: no Python frames), right after cli_sample_start.
+ * cli_xframes_off - tell the library which languages' frames are not
+ * wanted (WIRE_CTL_XFRAMES: bit 1 << WIRE_LANG_PYTHON for
+ * --no-python-frames), right after cli_sample_start; nothing for 0.
  */
-void cli_xframes_off(int conn);
+void cli_xframes_off(int conn, uint32_t langs);
 /* cli_sample_options - the rate for the recording's metadata (itp_run sends nothing more). */
 void cli_sample_options(struct itp_options *opt, uint64_t sample);
 /* cli_format_bytes - v as "512K", "1M", "3G" when exact, else plain digits; returns buf. */

@@ -81,14 +81,20 @@ void cli_sample_start(int conn, uint64_t sample)
 	(void)itp_send_sample(conn, sample, sample ? cli_sample_seed() : 0);
 }
 
-void cli_xframes_off(int conn)
+void cli_xframes_off(int conn, uint32_t langs)
 {
-	uint8_t msg[3] = { WIRE_CTL_XFRAMES, 1, 0 };
-	ssize_t n;
+	uint8_t msg[2 + WIRE_VARINT_MAX];
+	size_t n = 2;
+	ssize_t w;
 
+	if (!langs)
+		return;
+	msg[0] = WIRE_CTL_XFRAMES;
+	n += wire_put_varint(msg + n, langs);
+	msg[1] = (uint8_t)(n - 2);
 	do
-		n = send(conn, msg, sizeof(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
+		w = send(conn, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (w < 0 && errno == EINTR);
 }
 
 void cli_sample_options(struct itp_options *opt, uint64_t sample)

@@ -162,7 +162,7 @@ bool pyf_start(unsigned flags)
 	if (flags & PYF_OFF)
 		return false; /* not registered (a later session may): the hooks keep their call-site memo */
 	if (!registered) {
-		if (trk_xframe_set_producer(pyf_produce, NULL) < 0)
+		if (trk_xframe_set_producer_lang(pyf_produce, NULL, WIRE_LANG_PYTHON) < 0)
 			return false;
 		registered = 1;
 	}

@@ -292,7 +292,7 @@ size_t pyf_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 	int e = errno;
 
 	(void)arg;
-	if (!atomic_load_explicit(&pyf_g.on, memory_order_relaxed) || !trk_xframe_wanted())
+	if (!atomic_load_explicit(&pyf_g.on, memory_order_relaxed) || !trk_xframe_wanted(WIRE_LANG_PYTHON))
 		return n;
 	for (first = 0; first < n && !in_eval(ips[first]); first++)
 		;

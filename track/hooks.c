@@ -91,7 +91,7 @@ static inline __attribute__((always_inline)) void put_alloc_sent(struct trk_thr 
  * libunwind as the fallback: trk_capture_libunwind) and the tree. Must be
  * inlined into the outermost hook function, whose frame pointer leads to
  * the caller (the hooks are built with frame pointers). While a foreign
- * frame producer is set (and heaptap did not switch foreign frames off:
+ * frame producer is set (and heaptap did not switch its language off:
  * WIRE_CTL_XFRAMES), trk_xf_capture (xframe.c) does it all.
  */
 static inline __attribute__((always_inline)) uint32_t capture_trace(struct trk_thr *t, const void *ra,
@@ -101,7 +101,7 @@ static inline __attribute__((always_inline)) uint32_t capture_trace(struct trk_t
 	uint32_t leaf;
 	size_t n;
 
-	if (unlikely(xp != NULL) && atomic_load_explicit(&trk_xf_wanted, memory_order_relaxed))
+	if (unlikely(xp != NULL) && !(atomic_load_explicit(&trk_xf_off, memory_order_relaxed) & xp->off_bit))
 		return trk_xf_capture(t, ra, __builtin_frame_address(0), gen, xp);
 	if (likely(trk_g.fast_unwind)) {
 		const uintptr_t *fp = __builtin_frame_address(0);

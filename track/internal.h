@@ -244,10 +244,11 @@ void trk_send_tick(bool from_timer) TRK_HIDDEN;
 int trk_timer_start(bool timerless) TRK_HIDDEN;
 
 /*
- * trk_xf_wanted - heaptap's last WIRE_CTL_XFRAMES (timer.c; 1 again at every
- * trk_start): trk_xframe_wanted.
+ * trk_xf_off - heaptap's last WIRE_CTL_XFRAMES: bit (1 << lang) for each
+ * language whose frames are not wanted (timer.c; 0 again at every
+ * trk_start): trk_xframe_wanted, and the hooks skip such a producer.
  */
-extern _Atomic int trk_xf_wanted TRK_HIDDEN;
+extern _Atomic uint32_t trk_xf_off TRK_HIDDEN;
 /* trk_tl_on - nonzero while the hooks do the timer's work (timer.c). */
 extern _Atomic int trk_tl_on TRK_HIDDEN;
 /* trk_tl_quiet_ns - hooks quiet this long: the timer thread takes over (1 s; tests change it). */

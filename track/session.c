@@ -216,7 +216,7 @@ int trk_start(const struct trk_config *cfg)
 		ret = -EPIPE;
 		goto out_close;
 	}
-	atomic_store(&trk_xf_wanted, 1); /* until heaptap's WIRE_CTL_XFRAMES says otherwise */
+	atomic_store(&trk_xf_off, 0); /* until heaptap's WIRE_CTL_XFRAMES says otherwise */
 	trk_smp_start(fd, cfg); /* sampling asked for from the start: before the first hook records */
 	atomic_store(&trk_g.state, TRK_ON);
 	ret = trk_timer_start(cfg->timerless);

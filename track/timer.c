@@ -81,7 +81,7 @@ struct ctl {
 static struct ctl ctl_state;
 
 _Atomic int trk_tl_on;
-_Atomic int trk_xf_wanted = 1;
+_Atomic uint32_t trk_xf_off;
 uint64_t trk_tl_quiet_ns = TRK_TL_QUIET_NS;
 uint64_t trk_tick_smp_ns = TRK_TICK_SMP_NS;
 
@@ -171,9 +171,9 @@ static void tick(uint64_t now, uint64_t *sites)
  * read_ctl - read what heaptap sent and act on it. Returns 1 to go on,
  * 0 when the session is over (STOP handled, EOF, error).
  */
-int trk_xframe_wanted(void)
+int trk_xframe_wanted(unsigned lang)
 {
-	return atomic_load_explicit(&trk_xf_wanted, memory_order_relaxed);
+	return lang >= 32 || !(atomic_load_explicit(&trk_xf_off, memory_order_relaxed) & (1u << lang));
 }
 
 static int read_ctl(struct ctl *c)
@@ -217,11 +217,15 @@ static int read_ctl(struct ctl *c)
 			off = (size_t)(p - c->buf) + (size_t)len;
 			continue;
 		}
-		if (type == WIRE_CTL_XFRAMES && len == 1) {
-			if (p >= end)
-				break;
-			atomic_store_explicit(&trk_xf_wanted, *p != 0, memory_order_relaxed);
-			off = (size_t)(p - c->buf) + 1;
+		if (type == WIRE_CTL_XFRAMES && len <= WIRE_VARINT_MAX) {
+			const uint8_t *q = p;
+			uint64_t mask;
+
+			if (len > (uint64_t)(end - p))
+				break; /* the rest has not arrived yet */
+			if (wire_get_varint(&q, p + len, &mask) == 0)
+				atomic_store_explicit(&trk_xf_off, (uint32_t)mask, memory_order_relaxed);
+			off = (size_t)(p - c->buf) + (size_t)len;
 			continue;
 		}
 		/* unknown types: skipped */

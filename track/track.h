@@ -230,12 +230,21 @@ int trk_xframe_define(uint64_t id, unsigned lang, unsigned kind, uint32_t line, 
 uint32_t trk_xframe_session(void);
 
 /*
- * trk_xframe_wanted - nonzero unless heaptap asked for native stacks only
- * (WIRE_CTL_XFRAMES 0: `heaptap attach --no-python-frames`). While it says
- * no, the hooks do not call the producer: stacks are captured as without
- * one (the call site's memo included). One load.
+ * trk_xframe_set_producer_lang - trk_xframe_set_producer for a producer of
+ * lang's frames only (enum wire_lang; 0 = any, which is what
+ * trk_xframe_set_producer registers): while heaptap does not want lang's
+ * frames (WIRE_CTL_XFRAMES), the hooks do not call it and capture stacks as
+ * without a producer (the call site's memo included).
  */
-int trk_xframe_wanted(void);
+int trk_xframe_set_producer_lang(trk_xframe_fn fn, void *arg, unsigned lang);
+
+/*
+ * trk_xframe_wanted - nonzero unless heaptap asked for no frames of lang
+ * (enum wire_lang) with WIRE_CTL_XFRAMES (`heaptap attach
+ * --no-python-frames`); every language is wanted at the start of a
+ * session. One load.
+ */
+int trk_xframe_wanted(unsigned lang);
 
 /*
  * trk_xframe_set_flush - fn(arg) is called when a session is about to end

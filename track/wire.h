@@ -132,10 +132,13 @@
  *   WIRE_CTL_SAMPLE  varint bytes (0 = full tracing), optional varint seed
  *                    (PRNG seed, 0 = from the clock): change sampling. Sent
  *                    by heaptap right after accepting to start sampled.
- *   WIRE_CTL_XFRAMES u8 on: 0 = native stacks only from now on (foreign-frame
- *                    producers add nothing: `heaptap attach
- *                    --no-python-frames`), 1 = as the producers do (the
- *                    default of every session). Sent after WIRE_CTL_SAMPLE.
+ *   WIRE_CTL_XFRAMES varint off: the languages whose foreign frames are not
+ *                    wanted from now on, bit (1 << lang) for each enum
+ *                    wire_lang (`heaptap attach --no-python-frames`: bit
+ *                    WIRE_LANG_PYTHON; --no-java-frames: WIRE_LANG_JAVA); 0
+ *                    = every producer adds what it does, the default of
+ *                    every session. Other bits are ignored. Sent after
+ *                    WIRE_CTL_SAMPLE.
  */
 #ifndef HEAPTAP_TRACK_WIRE_H
 #define HEAPTAP_TRACK_WIRE_H

@@ -42,6 +42,12 @@ static pthread_mutex_t prod_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int trk_xframe_set_producer(trk_xframe_fn fn, void *arg)
 {
+	return trk_xframe_set_producer_lang(fn, arg, 0);
+}
+
+int trk_xframe_set_producer_lang(trk_xframe_fn fn, void *arg, unsigned lang)
+{
+	uint32_t off_bit = lang && lang < 32 ? 1u << lang : 0;
 	const struct trk_xf_prod *p = NULL;
 	unsigned i;
 	int ret = 0;
@@ -52,10 +58,10 @@ int trk_xframe_set_producer(trk_xframe_fn fn, void *arg)
 	}
 	pthread_mutex_lock(&prod_lock);
 	for (i = 0; i < nprods; i++)
-		if (prods[i].fn == fn && prods[i].arg == arg)
+		if (prods[i].fn == fn && prods[i].arg == arg && prods[i].off_bit == off_bit)
 			p = &prods[i];
 	if (!p && nprods < TRK_XFRAME_PRODUCERS) {
-		prods[nprods] = (struct trk_xf_prod){ .fn = fn, .arg = arg };
+		prods[nprods] = (struct trk_xf_prod){ .fn = fn, .arg = arg, .off_bit = off_bit };
 		p = &prods[nprods++];
 	}
 	if (p)

@@ -11,6 +11,7 @@ struct trk_thr;
 struct trk_xf_prod {
 	trk_xframe_fn fn;
 	void *arg;
+	uint32_t off_bit; /* 1 << lang of trk_xframe_set_producer_lang; 0: any language, never skipped */
 };
 
 /* The producer the hooks call, NULL = none (one load per recorded stack). */

@@ -54,9 +54,16 @@ uint32_t trk_xframe_session(void)
 	return 1;
 }
 
-int trk_xframe_wanted(void)
+int trk_xframe_set_producer_lang(trk_xframe_fn fn, void *arg, unsigned lang)
 {
-	return wanted;
+	if (lang != WIRE_LANG_PYTHON)
+		return -22;
+	return trk_xframe_set_producer(fn, arg);
+}
+
+int trk_xframe_wanted(unsigned lang)
+{
+	return lang != WIRE_LANG_PYTHON || wanted;
 }
 
 int trk_send_record(uint8_t type, const void *payload, size_t len)
