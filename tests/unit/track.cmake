@@ -12,3 +12,8 @@ if(TARGET check_track_xframe)
   target_compile_definitions(check_track_xframe PRIVATE _GNU_SOURCE)
   target_compile_options(check_track_xframe PRIVATE -fno-omit-frame-pointer)
 endif()
+# WIRE_CTL_XFRAMES: one language's producer skipped, others not
+heaptap_unit_test(track_xfctl LIBS heaptap_track)
+if(TARGET check_track_xfctl)
+  target_compile_definitions(check_track_xfctl PRIVATE _GNU_SOURCE)
+endif()
