@@ -17,8 +17,10 @@
  * that no longer matches is left alone and the probe goes on.
  *
  * The table is lock-free: a slot is claimed by CAS (EMPTY -> BUSY), filled,
- * and published (READY, release); readers take READY slots only. A failed
- * fill gives the slot back (EMPTY).
+ * and published (READY, release); readers take READY slots only. A thread
+ * that meets the code it looks for being filled by another leaves that
+ * frame out rather than filling a second entry (which would give the same
+ * line two ids). A failed fill gives the slot back (EMPTY).
  */
 #include <errno.h>
 
@@ -38,6 +40,7 @@ struct line_slot {
 
 struct code_ent {
 	_Atomic uint32_t state;
+	_Atomic uintptr_t filling; /* the code a BUSY entry is being filled for */
 	uint32_t nunits, nslots;
 	int32_t firstlineno, firsttraceable, minline;
 	uintptr_t code, linetable, filename, qualname;
@@ -217,10 +220,14 @@ static struct code_ent *lookup(uintptr_t code, const struct code_id *id)
 				return e;
 			continue;
 		}
-		if (st == BUSY)
-			continue; /* another thread fills it; maybe this very code: named next time */
+		if (st == BUSY) {
+			if (atomic_load_explicit(&e->filling, memory_order_relaxed) == code)
+				return NULL; /* another thread names this very code: left out this time */
+			continue;
+		}
 		if (!atomic_compare_exchange_strong(&e->state, &st, BUSY))
 			continue;
+		atomic_store_explicit(&e->filling, code, memory_order_relaxed);
 		if (build(e, code, id) < 0) {
 			atomic_store_explicit(&e->state, EMPTY, memory_order_release);
 			return NULL;
