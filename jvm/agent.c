@@ -315,7 +315,8 @@ static int arm(JavaVM *vm, JNIEnv *env)
 	all_ids(ag.jvmti, env);
 	atomic_store(&ag.named, 0);
 	trk_xframe_set_flush(flush, ag.hook.table);
-	ret = trk_xframe_set_producer(jvm_produce, &ag.hook);
+	/* a producer of Java frames: heaptap's WIRE_CTL_XFRAMES may switch them off, and only them */
+	ret = trk_xframe_set_producer_lang(jvm_produce, &ag.hook, WIRE_LANG_JAVA);
 	if (ret < 0) {
 		trk_xframe_set_flush(NULL, NULL);
 		set_events(ag.jvmti, JVMTI_DISABLE);
