@@ -201,11 +201,12 @@ uint64_t cli_sample_seed(void);
 void cli_sample_start(int conn, uint64_t sample);
 
 /*
- * cli_xframes_off - tell the library which languages' frames are not
- * wanted (WIRE_CTL_XFRAMES: bit 1 << WIRE_LANG_PYTHON for
- * --no-python-frames), right after cli_sample_start; nothing for 0.
+ * cli_sample_start_xframes - cli_sample_start, and in the same write
+ * WIRE_CTL_XFRAMES with the languages whose frames are not wanted (bit
+ * 1 << WIRE_LANG_PYTHON for --no-python-frames; 0: none is sent), so an
+ * attached library starts with both.
  */
-void cli_xframes_off(int conn, uint32_t langs);
+void cli_sample_start_xframes(int conn, uint64_t sample, uint32_t langs_off);
 /* cli_sample_options - the rate for the recording's metadata (itp_run sends nothing more). */
 void cli_sample_options(struct itp_options *opt, uint64_t sample);
 /* cli_format_bytes - v as "512K", "1M", "3G" when exact, else plain digits; returns buf. */

@@ -81,17 +81,27 @@ void cli_sample_start(int conn, uint64_t sample)
 	(void)itp_send_sample(conn, sample, sample ? cli_sample_seed() : 0);
 }
 
-void cli_xframes_off(int conn, uint32_t langs)
+void cli_sample_start_xframes(int conn, uint64_t sample, uint32_t langs_off)
 {
-	uint8_t msg[2 + WIRE_VARINT_MAX];
-	size_t n = 2;
+	uint8_t msg[2 * (2 + 2 * WIRE_VARINT_MAX)];
+	uint64_t seed = sample ? cli_sample_seed() : 0;
+	size_t n = 2, k;
 	ssize_t w;
 
-	if (!langs)
+	if (!langs_off) {
+		cli_sample_start(conn, sample);
 		return;
-	msg[0] = WIRE_CTL_XFRAMES;
-	n += wire_put_varint(msg + n, langs);
+	}
+	/* one write: the library's start peeks at both before its hooks record (track/sample.c) */
+	msg[0] = WIRE_CTL_SAMPLE;
+	n += wire_put_varint(msg + n, sample);
+	n += wire_put_varint(msg + n, seed);
 	msg[1] = (uint8_t)(n - 2);
+	k = n;
+	msg[n++] = WIRE_CTL_XFRAMES;
+	n++;
+	n += wire_put_varint(msg + n, langs_off);
+	msg[k + 1] = (uint8_t)(n - k - 2);
 	do
 		w = send(conn, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (w < 0 && errno == EINTR);

@@ -54,13 +54,30 @@ struct code_ent {
 static struct code_ent *table;
 static _Atomic uint64_t next_id = 1;
 
+/*
+ * The recent frames: (code, instruction) -> id, direct-mapped, written
+ * without a lock. An entry counts only when its check word matches the
+ * other words mixed with the code's identity and the session, so a torn
+ * entry (two writers), a code object that died and left its address to
+ * another, or an id not yet defined in this session is a miss: the table
+ * above answers then. Spares the table's probe, the unit's and the line's
+ * loads (cache misses in a big program) for the frames seen again and again.
+ */
+#define MEMO_SIZE 4096
+struct memo {
+	_Atomic uint64_t code, pc, id, check;
+};
+static struct memo *memo;
+
 int pyf_intern_init(void)
 {
-	if (table)
-		return 0;
-	table = pyf_arena_alloc(TABLE_SIZE * sizeof(*table));
-	return table ? 0 : -ENOMEM;
+	if (!table)
+		table = pyf_arena_alloc(TABLE_SIZE * sizeof(*table));
+	if (!memo)
+		memo = pyf_arena_alloc(MEMO_SIZE * sizeof(*memo));
+	return table && memo ? 0 : -ENOMEM;
 }
+
 
 static inline uint32_t hash_ptr(uintptr_t p)
 {
@@ -88,6 +105,22 @@ static inline int32_t at_i32(const uint8_t *b, uint32_t off)
 
 	memcpy(&v, b + off, sizeof(v));
 	return v;
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+/* memo_check - the check word of (code, pc, id) for a code of identity ident in session sess */
+static inline uint64_t memo_check(uint64_t code, uint64_t pc, uint64_t id, const struct code_id *ident,
+				  uint32_t sess)
+{
+	uint64_t h = mix(mix(mix(code, pc), id), ident->linetable);
+
+	h = mix(mix(h, ident->filename), ident->qualname);
+	return mix(h, (uint64_t)(uint32_t)ident->firstlineno << 32 | sess) | 1; /* never 0: an empty entry */
 }
 
 /* code_head - read a code object's identity; direct: it is alive and mapped. 0 or -EFAULT. */
@@ -244,6 +277,7 @@ uint64_t pyf_frame_id(uintptr_t code, uintptr_t prev_instr, uint8_t owner, bool 
 	struct code_id id;
 	struct code_ent *e;
 	struct line_slot *s;
+	struct memo *m;
 	uintptr_t start;
 	int64_t unit;
 	uint32_t sess, slot;
@@ -254,17 +288,34 @@ uint64_t pyf_frame_id(uintptr_t code, uintptr_t prev_instr, uint8_t owner, bool 
 	/* created and not started yet (its prologue): Python's own tracebacks leave it out too */
 	if (owner != L->owned_by_generator && prev_instr < start + 2 * (uintptr_t)(uint32_t)id.firsttraceable)
 		return 0;
+	sess = trk_xframe_session();
+	m = &memo[mix(code, prev_instr) & (MEMO_SIZE - 1)];
+	if (atomic_load_explicit(&m->code, memory_order_relaxed) == code &&
+	    atomic_load_explicit(&m->pc, memory_order_relaxed) == prev_instr) {
+		uint64_t mid = atomic_load_explicit(&m->id, memory_order_relaxed);
+
+		if (atomic_load_explicit(&m->check, memory_order_relaxed) ==
+		    memo_check(code, prev_instr, mid, &id, sess))
+			return mid;
+	}
 	e = lookup(code, &id);
 	if (!e)
 		return UINT64_MAX;
 	unit = (int64_t)(prev_instr - start) / 2;
 	slot = unit >= 0 && unit < (int64_t)e->nunits ? e->unit_slot[unit] : 0;
 	s = &e->slots[slot];
-	sess = trk_xframe_session();
 	if (atomic_load_explicit(&s->sess, memory_order_relaxed) != sess &&
 	    trk_xframe_define(e->id0 + slot, WIRE_LANG_PYTHON, WIRE_XKIND_UNKNOWN, (uint32_t)s->line,
 			      e->name, e->name_len, e->file, e->file_len) == 0)
 		atomic_store_explicit(&s->sess, sess, memory_order_relaxed);
+	if (atomic_load_explicit(&s->sess, memory_order_relaxed) == sess) {
+		/* defined in this session: remembered (a torn or raced entry fails its check) */
+		atomic_store_explicit(&m->code, code, memory_order_relaxed);
+		atomic_store_explicit(&m->pc, prev_instr, memory_order_relaxed);
+		atomic_store_explicit(&m->id, e->id0 + slot, memory_order_relaxed);
+		atomic_store_explicit(&m->check, memo_check(code, prev_instr, e->id0 + slot, &id, sess),
+				      memory_order_relaxed);
+	}
 	return e->id0 + slot;
 }
 

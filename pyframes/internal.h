@@ -16,6 +16,7 @@
 
 #define PYF_FRAMES_MAX 128	 /* Python frames put into one stack, at most */
 #define PYF_SEGMENT_MAX 256	 /* frames followed for one evaluation-loop frame */
+#define PYF_SEGMENTS_MAX 64	 /* evaluation-loop frames of one stack given Python frames */
 #define PYF_CHUNKS_MAX 8	 /* frame-stack chunks of a thread looked at */
 #define PYF_INTERPS_MAX 64	 /* interpreters looked at for a thread's state */
 #define PYF_TSTATES_MAX 1024	 /* thread states of one interpreter looked at */

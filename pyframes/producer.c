@@ -227,8 +227,6 @@ static inline bool in_eval(uintptr_t ip)
 	return ip - pyf_g.eval_lo < pyf_g.eval_hi - pyf_g.eval_lo;
 }
 
-#define RES_MAX 512 /* frames of a spliced stack, at most */
-
 /*
  * segments - follow thread state ts's frame chain for each evaluation-loop
  * frame of ips[first, n), innermost first: the ids go to out (at most
@@ -238,7 +236,7 @@ static inline bool in_eval(uintptr_t ip)
  * interpreter it came from (next_state). Returns the number of segments.
  */
 static size_t segments(const uintptr_t *ips, size_t first, size_t n, uintptr_t ts, uintptr_t sp,
-		       uintptr_t hi, uintptr_t *out, size_t *m, size_t *seg_end, size_t *evals)
+		       uintptr_t hi, uintptr_t *out, size_t *m, uint16_t *seg_end, uint16_t *evals)
 {
 	uintptr_t f = current_frame(ts, sp, hi);
 	size_t i, nseg = 0;
@@ -246,7 +244,7 @@ static size_t segments(const uintptr_t *ips, size_t first, size_t n, uintptr_t t
 	struct chunks ch;
 
 	frame_chunks(ts, &ch);
-	for (i = first; i < n && nseg < PYF_FRAMES_MAX; i++) {
+	for (i = first; i < n && i <= UINT16_MAX && nseg < PYF_SEGMENTS_MAX; i++) {
 		if (!in_eval(ips[i]))
 			continue;
 		if (!f) {
@@ -278,17 +276,17 @@ static size_t segments(const uintptr_t *ips, size_t first, size_t n, uintptr_t t
 			if (fr.is_entry)
 				break;
 		}
-		evals[nseg] = i;
-		seg_end[nseg++] = *m;
+		evals[nseg] = (uint16_t)i;
+		seg_end[nseg++] = (uint16_t)*m;
 	}
 	return nseg;
 }
 
 size_t pyf_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 {
-	uintptr_t py[PYF_FRAMES_MAX], res[RES_MAX], ts, sp, hi;
-	size_t seg_end[PYF_FRAMES_MAX], evals[PYF_FRAMES_MAX];
-	size_t i, first, m = 0, r = 0, s = 0, lo = 0, nseg;
+	uintptr_t py[PYF_FRAMES_MAX], ts, sp, hi;
+	uint16_t seg_end[PYF_SEGMENTS_MAX], evals[PYF_SEGMENTS_MAX];
+	size_t first, m = 0, nseg, len, drop, w, i, s;
 	int e = errno;
 
 	(void)arg;
@@ -306,22 +304,36 @@ size_t pyf_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 	if (!ts || !pyf_ptr_ok(ts))
 		goto out;
 	nseg = segments(ips, first, n, ts, sp, hi, py, &m, seg_end, evals);
-	if (!m)
+	if (!m || n > cap)
 		goto out;
-	if (cap > RES_MAX)
-		cap = RES_MAX;
-	/* each segment in front of (inner to) its evaluation-loop frame; the outermost frames give way */
-	for (i = 0; i < n && r < cap; i++) {
-		if (s < nseg && i == evals[s]) {
-			for (; lo < seg_end[s] && r < cap; lo++)
-				res[r++] = py[lo];
-			s++;
+	/*
+	 * Each segment in front of (inner to) its evaluation-loop frame, in
+	 * place from the outermost end: the outermost frames give way when
+	 * cap is reached. Writing index w never passes the native frame i
+	 * being read (w > i: the Python frames inside i are still to come).
+	 */
+	len = n + m < cap ? n + m : cap;
+	drop = n + m - len;
+	w = len;
+	s = nseg;
+	for (i = n; i-- > 0;) {
+		if (drop)
+			drop--;
+		else
+			ips[--w] = ips[i];
+		if (s && i == evals[s - 1]) {
+			size_t lo = s > 1 ? seg_end[s - 2] : 0, k;
+
+			for (k = seg_end[s - 1]; k > lo; k--) {
+				if (drop)
+					drop--;
+				else
+					ips[--w] = py[k - 1];
+			}
+			s--;
 		}
-		if (r < cap)
-			res[r++] = ips[i];
 	}
-	memcpy(ips, res, r * sizeof(*ips));
-	n = r;
+	n = len;
 out:
 	errno = e;
 	return n;

@@ -554,10 +554,10 @@ int trk_smp_ctl(const uint8_t *p, size_t len)
  */
 static void peek_start_rate(int fd, unsigned wait_ms)
 {
-	uint8_t b[2 + 2 * WIRE_VARINT_MAX];
-	const uint8_t *p = b + 1;
+	uint8_t b[2 * (2 + 2 * WIRE_VARINT_MAX)];
+	const uint8_t *p = b + 1, *end;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	uint64_t len;
+	uint64_t len, mask;
 	ssize_t n;
 
 	if (poll(&pfd, 1, wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms) <= 0 ||
@@ -566,9 +566,16 @@ static void peek_start_rate(int fd, unsigned wait_ms)
 	n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
 	if (n < 2 || b[0] != WIRE_CTL_SAMPLE)
 		return;
-	if (wire_get_varint(&p, b + n, &len) < 0 || len > (uint64_t)(b + n - p))
+	end = b + n;
+	if (wire_get_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
 		return;
 	trk_smp_ctl(p, (size_t)len);
+	/* heaptap sends its WIRE_CTL_XFRAMES in the same write: in force before any hook records */
+	p += len;
+	if (end - p < 2 || *p++ != WIRE_CTL_XFRAMES || wire_get_varint(&p, end, &len) < 0 ||
+	    len > (uint64_t)(end - p) || wire_get_varint(&p, p + len, &mask) < 0)
+		return;
+	atomic_store_explicit(&trk_xf_off, (uint32_t)mask, memory_order_relaxed);
 }
 
 void trk_smp_start(int fd, const struct trk_config *cfg)
