@@ -517,8 +517,11 @@ void cli_ctl_set_conn(struct cli_ctl *c, int conn);
  */
 int cli_ctl_request(pid_t pid, const char *line, char *reply, size_t len, struct cli_ctl_holder *h);
 
+/* cli_ctl_parse_rate - "off", "full", "0" -> 0; else 1 .. CLI_SAMPLE_MAX bytes (ctl_sample.c). 0 or -EINVAL. */
+int cli_ctl_parse_rate(const char *s, uint64_t *rate);
+
 /*
- * cli_ctl_sample_request - the holder's side of "sample ARG" (cmd_ctl.c):
+ * cli_ctl_sample_request - the holder's side of "sample ARG" (ctl_sample.c):
  * parse ARG (bytes, "off" or 0 = full tracing), send WIRE_CTL_SAMPLE on conn
  * (-1: no session yet). Returns the answer line in buf ("sample ok N\n" or
  * "sample error REASON\n"); buf may hold ARG.

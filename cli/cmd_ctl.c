@@ -6,7 +6,7 @@
  * The heaptap attach that holds PID's session listens on the session's
  * control socket (detach_ctl.c, shared with `heaptap detach`); this command
  * sends it "sample N" and prints its answer. The holder forwards the rate
- * to the library as WIRE_CTL_SAMPLE on the event socket (itp_send_sample);
+ * to the library as WIRE_CTL_SAMPLE on the event socket (ctl_sample.c);
  * the library's timer thread applies it within one tick (10 ms): threads
  * draw their next sample distance with the new mean at their next
  * allocation, "off" records every allocation again (docs/track.md
@@ -37,48 +37,6 @@ void cli_usage_ctl(FILE *f)
 	      f);
 }
 
-/* parse_rate - "off", "full", "0" -> 0; else 1 .. CLI_SAMPLE_MAX bytes. 0 or -EINVAL. */
-static int parse_rate(const char *s, uint64_t *rate)
-{
-	if (!strcmp(s, "off") || !strcmp(s, "full") || !strcmp(s, "0")) {
-		*rate = 0;
-		return 0;
-	}
-	if (cli_parse_bytes(s, rate) < 0 || *rate == 0 || *rate > CLI_SAMPLE_MAX)
-		return -EINVAL;
-	return 0;
-}
-
-const char *cli_ctl_sample_request(int conn, const char *arg, char *buf, size_t len)
-{
-	char a[32];
-	uint64_t rate;
-	size_t n = strcspn(arg, "\r\n");
-	int ret;
-
-	if (n >= sizeof(a)) {
-		snprintf(buf, len, "sample error bad value\n");
-		return buf;
-	}
-	memcpy(a, arg, n); /* arg may live in buf */
-	a[n] = '\0';
-	if (parse_rate(a, &rate) < 0) {
-		snprintf(buf, len, "sample error bad value '%.31s'\n", a);
-		return buf;
-	}
-	if (conn < 0) {
-		snprintf(buf, len, "sample error the library has not connected yet\n");
-		return buf;
-	}
-	ret = itp_send_sample(conn, rate, 0);
-	if (ret < 0)
-		snprintf(buf, len, "sample error %.100s\n",
-			 ret == -EAGAIN ? "the library does not read its socket" : strerror(-ret));
-	else
-		snprintf(buf, len, "sample ok %" PRIu64 "\n", rate);
-	return buf;
-}
-
 int cli_cmd_ctl(int argc, char **argv)
 {
 	struct cli_ctl_holder h;
@@ -100,7 +58,7 @@ int cli_cmd_ctl(int argc, char **argv)
 		cli_msg("ctl: %s (see heaptap ctl --help)", err);
 		return CLI_EXIT_USAGE;
 	}
-	if (parse_rate(argv[3], &rate) < 0) {
+	if (cli_ctl_parse_rate(argv[3], &rate) < 0) {
 		cli_msg("ctl: sample '%s': not off or a byte count from 1 to 1G (suffixes K, M, G)",
 			argv[3]);
 		return CLI_EXIT_USAGE;
