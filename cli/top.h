@@ -194,7 +194,7 @@ struct top_ui {
 	size_t nsyms, cap_syms;
 };
 
-/* top_loop.c: the symbol of ip (never NULL) */
+/* top_syms.c: the symbol of ip (never NULL) */
 const struct top_sym *top_sym(struct top_ui *u, uint64_t ip);
 
 /* top_view.c: draw the whole screen (erase, draw, refresh: only changes reach the terminal) */
