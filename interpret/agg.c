@@ -25,19 +25,26 @@
  *   - in use: the ratio estimate, each trace's values times the site's
  *     exact bytes (calls) over its samples' sums when those counts came
  *     (itp_agg_sites notes them), so the counts' lag does not bias it;
- *   - allocated since the last snapshot: the growth of the site's exact
- *     counts since then, brought to now (the samples that came after the
- *     last counts are added at that ratio), shared by the site's traces as
- *     their samples since then (as all their samples when none came). The
- *     snapshots then add up to the exact counts; the first snapshots before
- *     and at the first counts use the raw samples and the ratio.
+ *   - allocated since the last snapshot: the site's rate over the last
+ *     round of counts (itp_sites_rate: the growth of its exact counts
+ *     between the last two rounds over the library's time between them)
+ *     times the time since the last snapshot, shared by the site's traces
+ *     as their samples since then (as all their samples when none came).
+ *     The counts come about once a second out of step with the snapshots
+ *     and a sample stands for 512K of a site's allocations: the growth of
+ *     the counts between two snapshots (one round, none or two) or the
+ *     samples since the last counts would make the rates jump from zero to
+ *     several times the real one. Before two rounds ended: the growth of
+ *     the counts since the last snapshot, brought to now (the samples that
+ *     came after the last counts are added at the ratio), or, before the
+ *     first counts, the raw samples and the ratio.
  * A trace that had samples and then fully traced allocations (the rate was
  * changed to full tracing during the session) is calibrated for its
  * sampled part only; the exact part since the last snapshot is added as it
  * is (the site counts stop with sampling).
  * A site counted since the last snapshot but never sampled gets a trace of
- * its own (the site alone) with its exact calls and bytes allocated since
- * then and nothing in use (not known).
+ * its own (the site alone) with its calls and bytes allocated since then
+ * (at its rate, as above) and nothing in use (not known).
  */
 #include <elf.h>
 #include <errno.h>
@@ -252,6 +259,7 @@ struct site_sums {
 	long double *db, *dob;	/* its samples' sums since the last snapshot */
 	struct est_sums *est;	/* its exact counts brought to now */
 	uint32_t other;		/* the counts' "other" site, UINT32_MAX: none */
+	long double dt;		/* seconds since the last snapshot */
 };
 
 static void site_sums_free(struct site_sums *ss)
@@ -278,6 +286,8 @@ static int site_sums_fill(struct itp_ctx *c, struct site_sums *ss)
 	uint32_t si;
 
 	ss->other = other_site(c);
+	ss->dt = c->st.elapsed_ns > g->last_ns ? (long double)(c->st.elapsed_ns - g->last_ns) / 1e9L
+					       : 0;
 	ss->sb = calloc(st->n, sizeof(*ss->sb));
 	ss->so = calloc(st->n, sizeof(*ss->so));
 	ss->db = calloc(st->n, sizeof(*ss->db));
@@ -313,7 +323,7 @@ static void calibrate_trace(const struct itp_ctx *c, const struct site_sums *ss,
 	const struct itp_agg *g = &c->agg;
 	const struct itp_sites *st = &c->sites;
 	struct itp_agg_cum ex = exact_of(g, t);
-	long double fb, fo;
+	long double fb, fo, rc, rb;
 
 	/* the sampled part is calibrated, the fully traced part is added as it is */
 	tr->alloc_bytes -= ex.bytes;
@@ -330,6 +340,18 @@ static void calibrate_trace(const struct itp_ctx *c, const struct site_sums *ss,
 	}
 	tr->inuse_bytes = times(tr->inuse_bytes, fb);
 	tr->inuse_objects = times(tr->inuse_objects, fo);
+	if (!itp_sites_rate(st, si, &rc, &rb)) {
+		/* the site's rate over the last round of counts, for the time since the last snapshot */
+		long double wb = ss->db[si] > 0 ? (long double)tr->alloc_bytes / ss->db[si]
+						: (long double)g->cum[t].bytes / ss->sb[si];
+		long double wo = ss->dob[si] > 0 ? (long double)tr->alloc_objects / ss->dob[si]
+			       : ss->so[si] > 0	 ? (long double)g->cum[t].objects / ss->so[si]
+						 : 0;
+
+		tr->alloc_bytes = (uint64_t)times(1, rb * ss->dt * wb) + ex.bytes;
+		tr->alloc_objects = (uint64_t)times(1, rc * ss->dt * wo) + ex.objects;
+		return;
+	}
 	if (si < g->nsite_last) {
 		/*
 		 * A site the last snapshot calibrated: what it allocated
@@ -356,10 +378,16 @@ static void calibrate_trace(const struct itp_ctx *c, const struct site_sums *ss,
 			    ex.objects;
 }
 
-/* a site counted since the last snapshot but never sampled (it gets a trace of its own) */
+/* a site never sampled that allocates (it gets a trace of its own): at a rate, else counted since the last snapshot */
 static int unsampled(const struct itp_ctx *c, const struct site_sums *ss, size_t i)
 {
-	return ss->sb[i] == 0 && c->sites.v[i].calls != c->agg.site_last[i].objects;
+	long double rc, rb;
+
+	if (ss->sb[i] != 0)
+		return 0;
+	if (!itp_sites_rate(&c->sites, i, &rc, &rb))
+		return rc > 0 || rb > 0;
+	return c->sites.v[i].calls != c->agg.site_last[i].objects;
 }
 
 /*
@@ -372,6 +400,7 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 	struct itp_agg *g = &c->agg;
 	const struct itp_sites *st = &c->sites;
 	struct site_sums ss = {0};
+	long double rc, rb;
 	uint32_t si;
 	size_t t, i, nx = 0, x = 0;
 	int ret = -ENOMEM;
@@ -406,8 +435,13 @@ static int calibrate(struct itp_ctx *c, struct calib *cal)
 		memset(tr, 0, sizeof(*tr));
 		tr->parent = 0;
 		tr->ip = (uint32_t)(g->nips + x);
-		tr->alloc_objects = st->v[i].calls - g->site_last[i].objects;
-		tr->alloc_bytes = st->v[i].bytes - g->site_last[i].bytes;
+		if (!itp_sites_rate(st, i, &rc, &rb)) {
+			tr->alloc_objects = (uint64_t)times(1, rc * ss.dt);
+			tr->alloc_bytes = (uint64_t)times(1, rb * ss.dt);
+		} else {
+			tr->alloc_objects = st->v[i].calls - g->site_last[i].objects;
+			tr->alloc_bytes = st->v[i].bytes - g->site_last[i].bytes;
+		}
 		cal->ips[g->nips + x] = st->v[i].ip;
 		x++;
 	}

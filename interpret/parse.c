@@ -528,6 +528,9 @@ static int parse_tick(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 	if (wire_get_varint(&p, end, &t.time_ns) || wire_get_varint(&p, end, &t.rss) ||
 	    wire_get_varint(&p, end, &t.seq))
 		return itp_fail(c, ITP_E_CORRUPT, "tick record cut short");
+	/* the site counts just before it are of this moment */
+	if (itp_sites_tick(&c->sites, t.time_ns))
+		return itp_fail(c, ITP_E_NOMEM, "out of memory for site rates");
 	return itp_order_tick(c, &t);
 }
 

@@ -6,9 +6,9 @@
  * as sums added since its previous SITES record. They are not ordered by
  * sequence numbers: here they are only added up (one entry per distinct ip,
  * at most ITP_MAX_SITES; more ips than that go to the "no ip" entry, so the
- * totals stay exact). At the end each site's ip joins the recording's ip
- * table (and so gets symbolized) and the sums are written to the site-count
- * section (recfile/sites.c).
+ * totals stay exact); site_rate.c keeps their rates. At the end each
+ * site's ip joins the recording's ip table (and so gets symbolized) and the
+ * sums are written to the site-count section (recfile/sites.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -64,6 +64,7 @@ int itp_sites_parse(struct itp_ctx *c, const uint8_t *p, const uint8_t *end)
 			return itp_fail(c, ITP_E_NOMEM, "out of memory adding site counts");
 	}
 	c->sites.records++;
+	c->sites.pending = 1;
 	return itp_agg_sites(c);
 }
 
@@ -91,6 +92,9 @@ void itp_sites_free(struct itp_sites *s)
 {
 	itp_map_free(&s->idx);
 	free(s->v);
+	free(s->cur);
+	free(s->prev);
 	s->v = NULL;
-	s->n = s->cap = 0;
+	s->cur = s->prev = NULL;
+	s->n = s->cap = s->ncur = s->nprev = s->cap_at = 0;
 }

@@ -22,16 +22,41 @@ struct itp_site {
 	uint64_t calls, bytes;
 };
 
+/* A site's counts as they were at the end of a round (see itp_sites_tick). */
+struct itp_site_at {
+	uint64_t calls, bytes;
+};
+
 struct itp_sites {
 	struct itp_map idx; /* ip -> index in v */
 	struct itp_site *v;
 	size_t n, cap;
 	uint64_t calls, bytes; /* totals */
 	uint64_t records;      /* SITES records seen */
+	/*
+	 * Rounds: the library sends the counts of one look (maybe several
+	 * records) and then a TICK, whose time is the look's. cur and prev are
+	 * every site's counts at the last two rounds' ends (ncur, nprev sites),
+	 * at stream times cur_ns and prev_ns: the rates (itp_sites_rate).
+	 */
+	int pending;		/* records came since the last round's end */
+	uint64_t rounds;	/* rounds ended */
+	struct itp_site_at *cur, *prev;
+	size_t ncur, nprev, cap_at;
+	uint64_t cur_ns, prev_ns;
 };
 
 /* itp_sites_parse - add one WIRE_REC_SITES payload; 0 or a negative enum itp_err. */
 int itp_sites_parse(struct itp_ctx *c, const uint8_t *p, const uint8_t *end);
+/* itp_sites_tick - a TICK at stream time time_ns: it ends the round of counts before it. 0 or -ENOMEM. */
+int itp_sites_tick(struct itp_sites *s, uint64_t time_ns);
+/*
+ * itp_sites_rate - site i's calls and bytes per second over the last round
+ * (the growth of its counts between the last two rounds' ends over the
+ * time between them). 0, or -EAGAIN when fewer than two rounds ended.
+ */
+int itp_sites_rate(const struct itp_sites *s, size_t i, long double *calls_ps,
+		   long double *bytes_ps);
 /* itp_sites_write - put every site's ip and sums into the recording (before symbolizing). */
 int itp_sites_write(struct itp_ctx *c);
 void itp_sites_free(struct itp_sites *s);

@@ -98,7 +98,9 @@
  *                    return address - 1, the innermost frame's ip; 0 = sites
  *                    that found no slot) added since the previous SITES
  *                    record, in sampling mode only (every allocation, sampled
- *                    or not; not ordered by sequence numbers: sums)
+ *                    or not; not ordered by sequence numbers: sums); the
+ *                    records of one look at the counts are followed by a
+ *                    TICK, whose time is that look's (the reader's rates)
  *   WIRE_REC_START   varint n, n x varint (enum wire_start_field order; a
  *                    reader takes the fields it knows, treats missing ones
  *                    as 0 and ignores extra ones), varint path_len, path
