@@ -15,6 +15,8 @@
 #                  with P >= H and R > 0, and lines 3 and 4 are the heap and
 #                  RSS sparklines (a label, at least one bar, "max V"); print
 #                  "H P R C B" as numbers; else print why and exit 1
+#   rates          print the header's allocs/s and bytes/s (line 2) as numbers;
+#                  exit 1 when line 2 has none
 #   row FUNCTION   print the five columns of FUNCTION's row as numbers ("-"
 #                  stays "-"); exit 1 when it has no row
 # The table is the lines after the one starting with "NOT FREED" up to the
@@ -111,6 +113,12 @@ def main():
                 print("line %d is not the %s sparkline: %r" % (i + 1, label.strip(), ln))
                 sys.exit(1)
         print("%d %d %d %d %d" % (h, pk, rss, calls, nbytes))
+    elif what == "rates":
+        m = re.search(r"  allocs (\S+)/s  (\S+)/s", lines[1] if len(lines) > 1 else "")
+        if not m:
+            print("line 2 has no allocs/s and bytes/s: %r" % (lines[1:2],))
+            sys.exit(1)
+        print("%d %d" % tuple(value(x) for x in m.groups()))
     elif what == "row":
         for cols, fn in rows:
             if fn == sys.argv[3]:
