@@ -2,9 +2,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * itp_run calls cli_snap_write with the interpreter's per-trace sums
- * (interpret/agg.c) every SECS and at the end. Each call builds one profile
- * with report/'s pprof builder (rpt_pprof_*): sample types alloc_objects,
- * alloc_space (allocated since the previous snapshot), inuse_objects,
+ * (interpret/agg.c) every SECS and at the end (the last one holds all
+ * since the one before: none is taken while the session stops). Each call
+ * builds one profile with report/'s pprof builder (rpt_pprof_*): sample
+ * types alloc_objects, alloc_space (allocated since the previous snapshot), inuse_objects,
  * inuse_space (live now), one sample per trace, one location per call site
  * address with the lines of its symbol chain (the interpreter names each
  * address once per session, interpret/snapsym.c), one mapping per loaded

@@ -213,8 +213,9 @@ struct itp_options {
 	/*
 	 * Periodic heap snapshots (heaptap attach --snapshot-every): when set,
 	 * itp_run keeps per-trace sums (interpret/agg.c, no per-event storage)
-	 * and calls snapshot about every snapshot_ns, and once at the end, with
-	 * a view valid during the call. The first comes snapshot_first_ns
+	 * and calls snapshot about every snapshot_ns until a stop is asked or
+	 * the stream ends, and once at the end (all since the one before),
+	 * with a view valid during the call. The first comes snapshot_first_ns
 	 * after the start (0: snapshot_ns), or as soon as the stream's header
 	 * is in when that is later; the rest keep the snapshot_ns schedule.
 	 */

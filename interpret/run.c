@@ -253,8 +253,13 @@ static void snapshot_due(struct itp_ctx *c, uint64_t t, uint64_t *next, int *tim
 /*
  * periodic - the timed work: status and pin retries, snapshots, flushes; 0
  * or -ITP_E_OUTPUT. *timeout: the read's wait, shortened to the next snapshot.
+ * ending: a stop was asked or the stream has ended; no periodic snapshot
+ * then: what is left (the library's last events and site counts, which
+ * come just before its end record) goes into the last one, which would
+ * otherwise cover only what came after a snapshot cut in between, often
+ * nothing.
  */
-static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t, int *timeout)
+static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t, int ending, int *timeout)
 {
 	const struct itp_options *opt = c->opt;
 	int rc;
@@ -264,7 +269,7 @@ static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t, int *tim
 		itp_pin_retry(c);
 		last->status = t;
 	}
-	if (opt->snapshot && opt->snapshot_ns)
+	if (opt->snapshot && opt->snapshot_ns && !ending)
 		snapshot_due(c, t, &last->snap, timeout);
 	if (c->w && t - last->flush >= FLUSH_NS) {
 		rc = rec_writer_flush(c->w);
@@ -320,7 +325,7 @@ static int read_loop(struct itp_ctx *c, int fd, struct itp_inq *q)
 		ret = stopping(c, fd, q, &st, t, &timeout);
 		if (ret)
 			break;
-		ret = periodic(c, &due, t, &timeout);
+		ret = periodic(c, &due, t, st.asked || itp_inq_ended(q), &timeout);
 		if (ret)
 			break;
 		if (off == len && c->have_header) {

@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,6 +396,108 @@ START_TEST(names_once_per_session)
 }
 END_TEST
 
+/* the end of a session: a stop asked, the library's last burst, its end record late */
+struct ending {
+	int fd;
+	volatile sig_atomic_t stop;
+	struct sbuf part[3];
+};
+
+static void send_all(int fd, const struct sbuf *b)
+{
+	const uint8_t *p = b->p;
+	size_t n = b->len;
+
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			break;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void *feed_ending(void *arg)
+{
+	struct ending *f = arg;
+
+	send_all(f->fd, &f->part[0]);
+	usleep(400 * 1000); /* periodic snapshots of the session */
+	f->stop = 1;	    /* heaptap attach's SIGINT */
+	usleep(50 * 1000);
+	send_all(f->fd, &f->part[1]); /* the library's last samples and site counts */
+	usleep(400 * 1000);	      /* its end record late: a loaded machine */
+	send_all(f->fd, &f->part[2]);
+	shutdown(f->fd, SHUT_WR);
+	return NULL;
+}
+
+/*
+ * Once a stop is asked no periodic snapshot cuts the end of the session:
+ * the last one holds the library's last burst (its samples and the growth
+ * of its site counts), not the empty stretch before its end record.
+ */
+START_TEST(last_snapshot_holds_the_end)
+{
+	static const char cmd[] = "prog";
+	uint64_t sites1[] = { IP_A, 1000, 131072 }, sites2[] = { IP_A, 2000, 262144 };
+	struct seen v = { 0 };
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	struct ending f;
+	struct chunkb c;
+	struct sbuf p = { 0 };
+	pthread_t th;
+	int sv[2], rc;
+
+	memset(&f, 0, sizeof(f));
+	sb_header(&f.part[0], 4242, WIRE_F_ATTACHED, "/usr/bin/prog", cmd, sizeof(cmd));
+	ck_begin(&c, 4242, 0);
+	ck_node(&c, 0, 1, 0, IP_MAIN);
+	ck_node(&c, 1, 2, 1, IP_A);
+	ck_alloc_w(&c, 2, 16, 2, 0x7f0000001000ull, 65536);
+	ck_free(&c, 3, 0x7f0000001000ull);
+	ck_end(&f.part[0], &c);
+	sb_var(&p, 1);
+	for (size_t i = 0; i < 3; i++)
+		sb_var(&p, sites1[i]);
+	sb_record(&f.part[0], WIRE_REC_SITES, &p);
+	sb_free(&p);
+	ck_begin(&c, 4242, 4);
+	ck_alloc_w(&c, 4, 16, 2, 0x7f0000002000ull, 65536);
+	ck_free(&c, 5, 0x7f0000002000ull);
+	ck_end(&f.part[1], &c);
+	sb_var(&p, 1);
+	for (size_t i = 0; i < 3; i++)
+		sb_var(&p, sites2[i]);
+	sb_record(&f.part[1], WIRE_REC_SITES, &p);
+	sb_free(&p);
+	sb_end(&f.part[2], 6, WIRE_END_STOP);
+	opt.no_symbols = 1;
+	opt.snapshot = on_snap;
+	opt.snapshot_arg = &v;
+	opt.snapshot_ns = 100ull * 1000000u;
+	opt.stop = &f.stop;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.fd = sv[1];
+	ck_assert_int_eq(pthread_create(&th, NULL, feed_ending, &f), 0);
+	rc = itp_run(sv[0], &opt, &res);
+	pthread_join(th, NULL);
+	close(sv[0]);
+	close(sv[1]);
+	for (int i = 0; i < 3; i++)
+		sb_free(&f.part[i]);
+	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
+	ck_assert_int_ge(v.views, 2);
+	/* the last view: what the site's counts grew by in the last burst */
+	ck_assert_uint_eq(v.nrow, 1);
+	ck_assert_uint_eq(v.row[0].leaf, IP_A);
+	ck_assert_uint_eq(v.row[0].alloc_b, 262144);
+	ck_assert_uint_eq(v.row[0].alloc_o, 2000);
+}
+END_TEST
+
 /* snapshot_early: per view, the unnamed count, its time, and which of the two sites are named */
 struct early {
 	int views;
@@ -534,6 +637,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, names_once_per_session);
 	tcase_add_test(tc, early_figures_then_names);
+	tcase_add_test(tc, last_snapshot_holds_the_end);
 	suite_add_tcase(s, tc);
 	return ck_run_suite(s);
 }
