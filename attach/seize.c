@@ -47,9 +47,14 @@ static enum att_reason await_stop(struct att_ctx *ctx, struct att_thread *thr, u
 	return d == ATT_D_DONE ? ATT_OK : why;
 }
 
+static int check_stop_regs(struct att_ctx *ctx, struct att_thread *thr, char *why, size_t cap,
+			   enum att_reason *fatal);
+
 void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr)
 {
+	enum att_state was = thr->state;
 	enum att_reason why;
+	char reason[96];
 
 	if (thr->state == ATT_TS_UNTRACED || thr->state == ATT_TS_GONE)
 		return;
@@ -62,6 +67,16 @@ void att_thread_detach(struct att_ctx *ctx, struct att_thread *thr)
 		why = await_stop(ctx, thr, 10000);
 		if (why && thr->state != ATT_TS_STOPPED)
 			return;	/* gone, or still not stopped: our exit detaches it */
+		/*
+		 * Never stopped before (the stop came after its deadline, or a
+		 * failure right after the seize): our interrupt broke its call
+		 * as at any first stop, so a waiting call that returned EINTR
+		 * is set up to go on (reenter.c) before it is let go.
+		 */
+		if (was == ATT_TS_SEIZED && thr->state == ATT_TS_STOPPED)
+			(void)check_stop_regs(ctx, thr, reason, sizeof(reason), &why);
+		if (thr->state == ATT_TS_GONE || thr->state == ATT_TS_UNTRACED)
+			return;	/* gone, or let go with a signal of its own (reenter.c) */
 	}
 	if (thr->regs_saved || thr->mask_changed) {
 		why = ATT_OK;
