@@ -147,6 +147,7 @@ def cycle(ht, idle, tmp, i):
         print("%s: heaptap's stop deadline passed; again" % idle.kind, file=sys.stderr)
         if os.path.exists(name + ".htap"):
             os.unlink(name + ".htap")
+        idle.event()  # out of restart_syscall, which no attach may interrupt
         idle.waiting()
     try:
         end = time.monotonic() + 60
@@ -202,6 +203,8 @@ def seize_fault(ht, idle):
     if r.returncode != 62:
         raise Fail("%s: HEAPTAP_FAULT=seize: heaptap attach exited %d: %s" %
                    (idle.kind, r.returncode, r.stderr))
+    # a restarted poll waits in restart_syscall, which no attach may interrupt: a fresh call
+    idle.event()
 
 
 def run_kind(ht, prog, tmp, cycles, kind, tmo):
