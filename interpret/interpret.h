@@ -193,6 +193,14 @@ struct itp_options {
 	 * (len bytes, already stripped of control characters); may be NULL.
 	 */
 	void (*log)(int level, const char *msg, size_t len, void *arg);
+	/*
+	 * 1 = no flush of the recording once a second, only when its buffers
+	 * fill and at the end: the recording's bytes then depend on the stream
+	 * alone, not on when it was read (bench/consume compares two builds'
+	 * recordings byte for byte). A live session keeps the flushes, so that
+	 * a cut-short recording holds what came before.
+	 */
+	int no_timed_flush;
 	/* Bytes of pending out-of-order events before a gap is skipped; 0 = 256 MiB. */
 	size_t reorder_limit;
 	/*

@@ -271,7 +271,7 @@ static int periodic(struct itp_ctx *c, struct timers *last, uint64_t t, int endi
 	}
 	if (opt->snapshot && opt->snapshot_ns && !ending)
 		snapshot_due(c, t, &last->snap, timeout);
-	if (c->w && t - last->flush >= FLUSH_NS) {
+	if (c->w && !opt->no_timed_flush && t - last->flush >= FLUSH_NS) {
 		rc = rec_writer_flush(c->w);
 		if (rc)
 			return itp_out_fail(c, rc, "a periodic flush");

@@ -16,8 +16,10 @@
  * goes to a temporary file that is removed; symbolization is skipped
  * unless --symbols (it is a once-per-ip cost at the end, not per event).
  * The header's start_mono_ns is cleared in the copy in memory: the session's
- * duration then comes from the ticks alone, so every replay (and every
- * build's) writes the same recording, which bench/consume/run compares.
+ * duration then comes from the ticks alone, and the recording is flushed
+ * only when its buffers fill (itp_options.no_timed_flush), so every replay
+ * (and every build's) writes the same recording, byte for byte, which
+ * bench/consume/run compares.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -116,7 +118,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 static int run_once(const uint8_t *s, size_t len, const char *out, int symbols, double *cpu,
 		    uint64_t *events, struct itp_result *res)
 {
-	struct itp_options opt = {.no_symbols = !symbols, .output = out};
+	struct itp_options opt = {.no_symbols = !symbols, .output = out, .no_timed_flush = 1};
 	struct feeder f = {.p = s, .len = len};
 	pthread_t th;
 	int sv[2], rc;
