@@ -101,7 +101,6 @@ _Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)];
 #define SET_MIN (1u << 12)		/* to begin with: 32 KiB, grown by doubling */
 #define SET_MAX (SET_CAP / 4 * 3)
 #define SITE_PROBES 8
-#define SITES_BUF (32 * 1024)		/* payload bytes of one SITES record at most */
 
 /*
  * The sampled-pointer set and its filter. The set begins with SET_MIN slots
@@ -122,9 +121,7 @@ static struct {
 } pset = { .lock = ATOMIC_FLAG_INIT };
 
 /* Every thread's sampling state, for the timer (pushed once, never removed). */
-static _Atomic(struct trk_smp_thr *) smp_threads;
-static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t sites_buf[SITES_BUF + 4 * WIRE_VARINT_MAX];
+_Atomic(struct trk_smp_thr *) trk_smp_threads;
 
 static inline size_t set_at(uintptr_t p)
 {
@@ -342,10 +339,10 @@ static struct trk_smp_thr *thr_new(struct trk_thr *t)
 
 	if (!s)
 		return NULL;
-	head = atomic_load(&smp_threads);
+	head = atomic_load(&trk_smp_threads);
 	do
 		s->next = head;
-	while (!atomic_compare_exchange_weak(&smp_threads, &head, s));
+	while (!atomic_compare_exchange_weak(&trk_smp_threads, &head, s));
 	t->smp = s;
 	return s;
 }
@@ -580,8 +577,6 @@ static void peek_start_rate(int fd, unsigned wait_ms)
 
 void trk_smp_start(int fd, const struct trk_config *cfg)
 {
-	struct trk_smp_thr *s;
-
 	/*
 	 * the hot paths jump to these (their one global line): set before the
 	 * filter and any key can be (both after the gen bump below, release)
@@ -616,15 +611,7 @@ void trk_smp_start(int fd, const struct trk_config *cfg)
 	set_unlock();
 	if (pset.slot)
 		atomic_store(&trk_smp.filter, 1);
-	/* counts of earlier sessions are not this one's */
-	pthread_mutex_lock(&sites_lock);
-	for (s = atomic_load(&smp_threads); s; s = s->next) {
-		size_t i;
-
-		for (i = 0; i <= TRK_SMP_SITES; i++)
-			trk_smp_site_read(s, i, &s->sent[i].calls, &s->sent[i].bytes);
-	}
-	pthread_mutex_unlock(&sites_lock);
+	trk_smp_sites_reset(); /* counts of earlier sessions are not this one's */
 	if (cfg->sample_given)
 		trk_smp_set_rate(cfg->sample_rate, cfg->sample_seed);
 	else
@@ -638,69 +625,4 @@ void trk_smp_stop(void)
 	/* the hot paths check neither state nor guard: their key and the filter go stale here */
 	atomic_store(&trk_smp.filter, 0);
 	atomic_fetch_add(&trk_smp.gen, 1);
-}
-
-/* ---- sending the site counts --------------------------------------------------- */
-
-/* sites_flush - send the n entries (len bytes) at sites_buf + WIRE_VARINT_MAX as one record. */
-static void sites_flush(size_t *len, uint64_t *n)
-{
-	uint8_t hdr[WIRE_VARINT_MAX];
-	size_t hl;
-
-	if (!*n)
-		return;
-	/* the count goes in front: move the entries up by its length */
-	hl = wire_put_varint(hdr, *n);
-	memmove(sites_buf + hl, sites_buf + WIRE_VARINT_MAX, *len);
-	memcpy(sites_buf, hdr, hl);
-	trk_sock_send(WIRE_REC_SITES, sites_buf, hl + *len);
-	*len = 0;
-	*n = 0;
-}
-
-void trk_smp_send_sites(void)
-{
-	struct trk_smp_thr *s;
-	size_t len = 0;
-	uint64_t n = 0;
-
-	pthread_mutex_lock(&sites_lock);
-	for (s = atomic_load(&smp_threads); s; s = s->next) {
-		size_t i;
-
-		/* every slot is looked at: the hot path writes no "changed" mark (40 KiB a thread) */
-		for (i = 0; i <= TRK_SMP_SITES; i++) {
-			struct trk_smp_sent *d = &s->sent[i];
-			uintptr_t ra = atomic_load_explicit(&s->site[i].ra, memory_order_acquire);
-			uint64_t c, b;
-			uint8_t *q;
-
-			if (!ra && i < TRK_SMP_SITES)
-				continue;
-			trk_smp_site_read(s, i, &c, &b);
-			if (c == d->calls && b == d->bytes)
-				continue;
-			q = sites_buf + WIRE_VARINT_MAX + len;
-			q += wire_put_varint(q, i < TRK_SMP_SITES ? ra - 1 : 0); /* the call site */
-			q += wire_put_varint(q, c - d->calls);
-			q += wire_put_varint(q, b - d->bytes);
-			len = (size_t)(q - sites_buf) - WIRE_VARINT_MAX;
-			n++;
-			d->calls = c;
-			d->bytes = b;
-			if (len + 3 * WIRE_VARINT_MAX > SITES_BUF - WIRE_VARINT_MAX)
-				sites_flush(&len, &n);
-		}
-	}
-	sites_flush(&len, &n);
-	pthread_mutex_unlock(&sites_lock);
-}
-
-void trk_smp_sites_due(uint64_t now, uint64_t *last)
-{
-	if (now - *last < TRK_SMP_SITES_NS)
-		return;
-	*last = now;
-	trk_smp_send_sites();
 }

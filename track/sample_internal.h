@@ -245,6 +245,10 @@ void trk_smp_start(int fd, const struct trk_config *cfg) TRK_HIDDEN;
 int trk_smp_ctl(const uint8_t *p, size_t len) TRK_HIDDEN;
 /* trk_smp_set_rate - change the mean (0 = full tracing); seed 0 keeps the seed. */
 void trk_smp_set_rate(uint64_t rate, uint64_t seed) TRK_HIDDEN;
+/* Every thread's sampling state (sample.c pushes, never removes; sample_sites.c reads). */
+extern _Atomic(struct trk_smp_thr *) trk_smp_threads TRK_HIDDEN;
+/* trk_smp_sites_reset - take the counts so far as sent: a new session starts from zero. */
+void trk_smp_sites_reset(void) TRK_HIDDEN;
 /* trk_smp_send_sites - send the site counts that changed (WIRE_REC_SITES); timer, trk_end. */
 void trk_smp_send_sites(void) TRK_HIDDEN;
 /*
