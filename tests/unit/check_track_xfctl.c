@@ -20,6 +20,7 @@
 #include "track/internal.h"
 #include "track/track.h"
 #include "track/wire.h"
+#include "tests/lib/check_libc_real.h"
 
 static _Atomic unsigned calls_py, calls_any;
 
@@ -36,19 +37,6 @@ static size_t prod_any(void *arg, uintptr_t *ips, size_t n, size_t cap)
 	calls_any++;
 	return n;
 }
-
-static const struct trk_real libc_real = {
-	.malloc = malloc,
-	.free = free,
-	.calloc = calloc,
-	.realloc = realloc,
-	.reallocarray = reallocarray,
-	.posix_memalign = posix_memalign,
-	.aligned_alloc = aligned_alloc,
-	.memalign = memalign,
-	.valloc = valloc,
-	.pvalloc = pvalloc,
-};
 
 /* drain - read and drop what the library sends, until EOF */
 static void *drain(void *arg)

@@ -19,6 +19,7 @@
 #include "check_track_decode.c"
 #include "track/internal.h"
 #include "track/track.h"
+#include "tests/lib/check_libc_real.h"
 
 /* ---- the session ------------------------------------------------------------ */
 
@@ -50,19 +51,6 @@ static void *reader_main(void *arg)
 		r->len += (size_t)n;
 	}
 }
-
-static const struct trk_real libc_real = {
-	.malloc = malloc,
-	.free = free,
-	.calloc = calloc,
-	.realloc = realloc,
-	.reallocarray = reallocarray,
-	.posix_memalign = posix_memalign,
-	.aligned_alloc = aligned_alloc,
-	.memalign = memalign,
-	.valloc = valloc,
-	.pvalloc = pvalloc,
-};
 
 static void session_start(struct reader *r)
 {
