@@ -261,6 +261,21 @@ static size_t other_producer(void *arg, uintptr_t *ips, size_t n, size_t cap)
 }
 
 static void *volatile keep;
+static void *kept[32]; /* every block call_site made, freed at the end of its test */
+static size_t nkept;
+
+static void hold(void *p)
+{
+	keep = p;
+	if (nkept < sizeof(kept) / sizeof(kept[0]))
+		kept[nkept++] = p;
+}
+
+static void release_all(void)
+{
+	while (nkept)
+		free(kept[--nkept]);
+}
 
 __attribute__((noinline)) static void *call_site(size_t n)
 {
@@ -304,16 +319,16 @@ START_TEST(producer_splices_and_caches_stay_right)
 
 	session_start(&r);
 	for (i = 0; i < 3; i++)
-		keep = call_site(100 + (size_t)i); /* native; the call site gets memoised */
+		hold(call_site(100 + (size_t)i)); /* native; the call site gets memoised */
 	ck_assert_int_eq(trk_xframe_set_producer(producer, &produced), 0);
 	for (i = 0; i < 6; i++) {
 		splice_id = 1 + (uint64_t)(i % 3); /* 1 2 3 1 2 3 */
-		keep = call_site(200 + (size_t)i);
+		hold(call_site(200 + (size_t)i));
 	}
 	splice_id = 0;
-	keep = call_site(300); /* producer set, nothing spliced */
+	hold(call_site(300)); /* producer set, nothing spliced */
 	ck_assert_int_eq(trk_xframe_set_producer(NULL, NULL), 0);
-	keep = call_site(400);
+	hold(call_site(400));
 	ck_assert_int_eq(atomic_load(&produced), 7);
 	session_end(&r, &s);
 	n = leaf_ips(&s, leaf, 16);
@@ -325,6 +340,7 @@ START_TEST(producer_splices_and_caches_stay_right)
 	/* the native leaf again, the same node as before the producer */
 	ck_assert_uint_eq(leaf[9], leaf[0]);
 	ck_assert_uint_eq(leaf[10], leaf[0]);
+	release_all();
 	tstream_free(&s);
 	free(r.buf);
 }
