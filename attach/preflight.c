@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "attach/internal.h"
+#include "util/procids.h"
 
 #define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
 #define PROC_MAGIC 0x9fa0	/* PROC_SUPER_MAGIC, linux/magic.h */
@@ -68,23 +69,22 @@ static const char *setid_note(unsigned long ur, unsigned long ue, unsigned long 
 
 static enum att_reason check_ids(struct att_ctx *ctx, const char *status, bool cap)
 {
-	unsigned long r, e, s, f, gr = 0, ge = 0;
-	const char *v = att_status_field(status, "Uid");
+	struct util_ids ids;
+	unsigned long r, e, s, gr, ge;
 	char path[96], note[80];
 	struct stat sb;
 	uid_t me = geteuid();
 
-	if (!v || sscanf(v, "%lu %lu %lu %lu", &r, &e, &s, &f) != 4)
-		return att_fail(ctx, ATT_E_NO_PROCESS, 0, "no Uid line in /proc/%d/status",
-				(int)ctx->pid);
+	if (util_ids_parse(status, strlen(status), &ids) < 0)
+		return att_fail(ctx, ATT_E_NO_PROCESS, 0,
+				"no well-formed Uid and Gid lines in /proc/%d/status", (int)ctx->pid);
+	r = ids.uid[UTIL_ID_REAL];
+	e = ids.uid[UTIL_ID_EFFECTIVE];
+	s = ids.uid[UTIL_ID_SAVED];
+	gr = ids.gid[UTIL_ID_REAL];
+	ge = ids.gid[UTIL_ID_EFFECTIVE];
 	ctx->uid = (uid_t)e;
-	v = att_status_field(status, "Gid");
-	if (v && sscanf(v, "%lu %lu", &gr, &ge) == 2) {
-		ctx->gid = (gid_t)ge;
-	} else {
-		ctx->gid = (gid_t)-1;
-		gr = ge = 0;
-	}
+	ctx->gid = (gid_t)ge;
 	if (cap)
 		return ATT_OK;
 	/* kernel ptrace_may_access(): our uid must equal all of the target's */

@@ -35,34 +35,10 @@
 
 #include "attach/attach.h"
 #include "cli/cli.h"
+#include "util/procids.h"
 
 #define POLL_MS 50
 #define NAME_TRIES 100
-
-/* The target's filesystem uid and gid (4th field of Uid:/Gid: in /proc/PID/status). */
-static int target_ids(pid_t pid, uid_t *uid, gid_t *gid)
-{
-	char path[64], line[256];
-	unsigned long r, e, s, f;
-	int have = 0;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return -errno;
-	while (fgets(line, sizeof(line), fp) && have != 3) {
-		if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &f) == 4) {
-			*uid = (uid_t)f;
-			have |= 1;
-		} else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &f) == 4) {
-			*gid = (gid_t)f;
-			have |= 2;
-		}
-	}
-	fclose(fp);
-	return have == 3 ? 0 : -ESRCH;
-}
 
 /*
  * Make heaptap-XXXXXX under parent_fd: 0700 and ours (checked through the
@@ -243,18 +219,22 @@ out_rmdir:
 int cli_attach_dir_open(struct cli_attach_dir *d, pid_t pid)
 {
 	static const char *const where[] = { "tmp", "dev/shm" };
+	struct util_ids ids;
 	char procdir[32];
-	uid_t uid = 0;
-	gid_t gid = 0;
+	uid_t uid;
+	gid_t gid;
 	int ret, first = 0;
 	size_t i;
 
 	snprintf(procdir, sizeof(procdir), "/proc/%d", (int)pid);
 	memset(d, 0, sizeof(*d));
 	d->parent_fd = d->dir_fd = d->listen_fd = d->sock_fd = -1;
-	ret = target_ids(pid, &uid, &gid);
+	/* the ids it creates files with: the filesystem ones */
+	ret = util_ids_read(pid, &ids);
 	if (ret < 0)
 		return ret;
+	uid = ids.uid[UTIL_ID_FS];
+	gid = ids.gid[UTIL_ID_FS];
 	/* what a killed heaptap left there (attach/sweep.c) */
 	att_sweep(procdir, uid);
 	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {

@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/procids.h"
 
 #define CTL_MAX_CLIENTS 8
 #define CTL_HELLO_MS 5000 /* a live holder answers at once */
@@ -103,19 +104,10 @@ static int start_time(pid_t pid, unsigned long long *st)
 /* The real uid of pid, or 0 (root only) when it cannot be read. */
 static uid_t target_uid(pid_t pid)
 {
-	char path[64], line[256];
-	unsigned long r = 0;
-	FILE *f;
+	struct util_ids ids = { 0 }; /* left alone when it cannot be read */
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %lu", &r) == 1)
-			break;
-	fclose(f);
-	return (uid_t)r;
+	util_ids_read(pid, &ids);
+	return ids.uid[UTIL_ID_REAL];
 }
 
 static int ctl_addr(pid_t pid, struct sockaddr_un *a, socklen_t *len)

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "interpret/interpret.h"
+#include "util/procids.h"
 
 int cli_parse_max_memory(const char *s, uint64_t *out, char *err, size_t errlen)
 {
@@ -22,34 +23,9 @@ int cli_parse_max_memory(const char *s, uint64_t *out, char *err, size_t errlen)
 	return 0;
 }
 
-/* the effective uid and gid of pid (/proc/PID/status); 0 or -errno */
-static int target_ids(pid_t pid, uint32_t *uid, uint32_t *gid)
-{
-	char path[64], line[256];
-	unsigned r, e;
-	int have = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f) && have != 3) {
-		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
-			*uid = e;
-			have |= 1;
-		} else if (sscanf(line, "Gid: %u %u", &r, &e) == 2) {
-			*gid = e;
-			have |= 2;
-		}
-	}
-	fclose(f);
-	return have == 3 ? 0 : -EINVAL;
-}
-
 int cli_sym_options(struct itp_options *opt, pid_t pid, uint64_t max_memory, int debuginfod)
 {
-	uint32_t uid = 0, gid = 0;
+	struct util_ids ids;
 	int rc;
 
 	opt->pid = (int)pid;
@@ -59,13 +35,13 @@ int cli_sym_options(struct itp_options *opt, pid_t pid, uint64_t max_memory, int
 	if (geteuid() != 0)
 		return 0;
 	/* root reading another user's files: the child becomes that user */
-	rc = target_ids(pid, &uid, &gid);
+	rc = util_ids_read(pid, &ids);
 	if (rc < 0)
 		return rc;
-	if (uid != 0) {
+	if (ids.uid[UTIL_ID_EFFECTIVE] != 0) {
 		opt->sym_drop = 1;
-		opt->sym_uid = uid;
-		opt->sym_gid = gid;
+		opt->sym_uid = ids.uid[UTIL_ID_EFFECTIVE];
+		opt->sym_gid = ids.gid[UTIL_ID_EFFECTIVE];
 	}
 	return 0;
 }

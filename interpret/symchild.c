@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "interpret/sym_internal.h"
+#include "util/procids.h"
 
 #define SYM_AS_EXTRA ((uint64_t)1 << 30) /* address space the child may add, at least */
 #define SYM_CPU_S 300			 /* CPU seconds the child may use */
@@ -135,31 +136,6 @@ static uint64_t vm_bytes(void)
 	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* the effective uid and gid of pid (/proc/PID/status); 0 or -errno */
-static int target_ids(int pid, uint32_t *uid, uint32_t *gid)
-{
-	char path[64], line[256];
-	unsigned r, e;
-	int have = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (have != 3 && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
-			*uid = e;
-			have |= 1;
-		} else if (sscanf(line, "Gid: %u %u", &r, &e) == 2) {
-			*gid = e;
-			have |= 2;
-		}
-	}
-	fclose(f);
-	return have == 3 ? 0 : -EINVAL;
-}
-
 /*
  * Who the child runs as, decided again now: a target that started as root
  * (a recorded program) may have become another user since. *drop, *uid,
@@ -170,8 +146,9 @@ static int target_ids(int pid, uint32_t *uid, uint32_t *gid)
 static void choose_user(struct itp_ctx *c, int *drop, uint32_t *uid, uint32_t *gid)
 {
 	const struct itp_options *opt = c->opt;
-	uint32_t u = 0, g = 0;
-	int now = opt->pid > 0 ? target_ids(opt->pid, &u, &g) : -ESRCH;
+	struct util_ids ids = { 0 }; /* left alone when it cannot be read */
+	int now = opt->pid > 0 ? util_ids_read(opt->pid, &ids) : -ESRCH;
+	uint32_t u = ids.uid[UTIL_ID_EFFECTIVE], g = ids.gid[UTIL_ID_EFFECTIVE];
 
 	*drop = opt->sym_drop;
 	*uid = opt->sym_uid;

@@ -46,6 +46,7 @@
 #include "attach/attach.h"
 #include "jvm/jvm.h"
 #include "util/clock.h"
+#include "util/procids.h"
 
 /* What the child hands back through the pipe. */
 struct result {
@@ -94,34 +95,33 @@ enum jvm_kind jvm_hotspot_probe(pid_t pid, const char *libname, char *lib, size_
 	return kind;
 }
 
+/* The JVM's effective ids (util_ids_read), then its NSpid line's last pid. */
 static int read_ids(pid_t pid, struct ids *id)
 {
 	char path[64], line[512];
-	unsigned long r, e;
-	int have = 0;
+	struct util_ids all;
 	FILE *fp;
+	int ret;
 
+	ret = util_ids_read(pid, &all);
+	if (ret < 0)
+		return ret;
+	id->uid = all.uid[UTIL_ID_EFFECTIVE];
+	id->gid = all.gid[UTIL_ID_EFFECTIVE];
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	fp = fopen(path, "re");
 	if (!fp)
 		return -errno;
-	while (fgets(line, sizeof(line), fp)) {
-		if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2) {
-			id->uid = (uid_t)e;
-			have |= 1;
-		} else if (sscanf(line, "Gid: %lu %lu", &r, &e) == 2) {
-			id->gid = (gid_t)e;
-			have |= 2;
-		} else if (!strncmp(line, "NSpid:", 6)) {
+	id->nspid = 0;
+	while (fgets(line, sizeof(line), fp) && id->nspid <= 0) {
+		if (!strncmp(line, "NSpid:", 6)) {
 			char *last = strrchr(line, '\t');
 
 			id->nspid = last ? strtol(last + 1, NULL, 10) : 0;
-			if (id->nspid > 0)
-				have |= 4;
 		}
 	}
 	fclose(fp);
-	return have == 7 ? 0 : -ESRCH;
+	return id->nspid > 0 ? 0 : -ESRCH;
 }
 
 /* Whether the JVM was told to refuse attaching: its command line or the JVM's option variables say so. */
