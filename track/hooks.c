@@ -92,7 +92,8 @@ static inline __attribute__((always_inline)) void put_alloc_sent(struct trk_thr 
  * inlined into the outermost hook function, whose frame pointer leads to
  * the caller (the hooks are built with frame pointers). While a foreign
  * frame producer is set (and heaptap did not switch its language off:
- * WIRE_CTL_XFRAMES), trk_xf_capture (xframe.c) does it all.
+ * WIRE_CTL_XFRAMES), trk_xf_capture (xframe.c) does it all, and the memo
+ * must not be asked first: its leaf says nothing of the producer's frames.
  */
 static inline __attribute__((always_inline)) uint32_t capture_trace(struct trk_thr *t, const void *ra,
 								    uint32_t *gen)

@@ -23,8 +23,11 @@ extern _Atomic(const struct trk_xf_prod *) trk_xf_cur TRK_HIDDEN;
  * p splices its frames into t->frames, then the tree (its caches are keyed
  * on the spliced frames, so they stay right). The per-call-site memo
  * (trk_walk_repeat, trk_walk_note) is neither asked nor fed: it answers from
- * the native stack alone, which no longer determines the frames. Out of
- * line; fp is the outermost hook's frame (its caller's state at entry).
+ * the native stack alone, which no longer determines the frames (asked, it
+ * gives a native leaf noted before the producer, or the previous answer's
+ * leaf; unit.track_xframe memo_not_taken_under_a_producer; docs/track.md
+ * "Foreign frames" says why it is not keyed on the answer). Out of line;
+ * fp is the outermost hook's frame (its caller's state at entry).
  */
 uint32_t trk_xf_capture(struct trk_thr *t, const void *ra, const uintptr_t *fp, uint32_t *gen,
 			const struct trk_xf_prod *p) TRK_HIDDEN;

@@ -346,6 +346,91 @@ START_TEST(producer_splices_and_caches_stay_right)
 }
 END_TEST
 
+/* put wire_xframe_ip(splice_id) below the two innermost frames: an outer frame, as Java and Python do */
+static size_t outer_producer(void *arg, uintptr_t *ips, size_t n, size_t cap)
+{
+	size_t at = n < 2 ? n : 2;
+
+	(void)arg;
+	atomic_fetch_add(&produced, 1);
+	if (n >= cap)
+		return n;
+	memmove(ips + at + 1, ips + at, (n - at) * sizeof(*ips));
+	ips[at] = wire_xframe_ip(splice_id);
+	return n + 1;
+}
+
+/* xframe_ids - per ALLOC of the stream (in sequence order), the foreign frame id on its stack, 0 if none */
+static size_t xframe_ids(const struct tstream *s, uint64_t *out, size_t cap)
+{
+	struct tev *v = tstream_by_seq(s);
+	size_t nn = atomic_load(&trk_g.next_node) + 1, n = 0;
+	uint64_t *ip_of = calloc(nn, sizeof(*ip_of)), *parent = calloc(nn, sizeof(*parent));
+
+	for (size_t i = 0; i < s->nev; i++) {
+		if (v[i].op == WIRE_EV_NODE) {
+			ck_assert_uint_lt(v[i].a, nn);
+			ip_of[v[i].a] = v[i].c;
+			parent[v[i].a] = v[i].b;
+		} else if (v[i].op == WIRE_EV_ALLOC && n < cap) {
+			uint64_t id = 0;
+
+			for (uint64_t k = v[i].b, d = 0; k && k < nn && d < 256; k = parent[k], d++)
+				if (wire_is_xframe(ip_of[k]))
+					id = ip_of[k];
+			out[n++] = id ? wire_xframe_id(id) : 0;
+		}
+	}
+	free(ip_of);
+	free(parent);
+	free(v);
+	return n;
+}
+
+/* out of the loop's body, so that the compiler makes no second copy of the call for i == 3 */
+__attribute__((noipa)) static void before_call(int i)
+{
+	if (i == 3)
+		ck_assert_int_eq(trk_xframe_set_producer(outer_producer, NULL), 0);
+	splice_id = 1 + (uint64_t)(i % 2);
+}
+
+/*
+ * The hooks' per-call-site memo answers from the native state alone, so
+ * it must not answer while a producer is set: the same native call site
+ * (one loop, so the same stack in memory each time) memoised before the
+ * producer, then under a producer whose answer changes every time. A memo
+ * asked there would give the native stack, or the previous answer's.
+ */
+START_TEST(memo_not_taken_under_a_producer)
+{
+	struct reader r;
+	struct tstream s;
+	uint64_t id[16];
+	size_t n;
+	int i;
+
+	session_start(&r);
+	for (i = 0; i < 8; i++) {
+		before_call(i);
+		hold(call_site(64));
+	}
+	ck_assert_int_eq(trk_xframe_set_producer(NULL, NULL), 0);
+	session_end(&r, &s);
+	n = xframe_ids(&s, id, 16);
+	ck_assert_uint_eq(n, 8);
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(id[i], 0);
+	for (i = 3; i < 8; i++)
+		ck_assert_msg(id[i] == 1 + (uint64_t)(i % 2), "allocation %d: frame %llu, not %d", i,
+			      (unsigned long long)id[i], 1 + i % 2);
+	ck_assert_int_eq(atomic_load(&produced), 5);
+	release_all();
+	tstream_free(&s);
+	free(r.buf);
+}
+END_TEST
+
 START_TEST(producer_slots)
 {
 	static char args[TRK_XFRAME_PRODUCERS + 1];
@@ -371,6 +456,7 @@ static Suite *track_xframe_suite(void)
 	tcase_add_test(tc, define_cuts_long_names);
 	tcase_add_test(tc, define_queue_full_and_drained);
 	tcase_add_test(tc, producer_splices_and_caches_stay_right);
+	tcase_add_test(tc, memo_not_taken_under_a_producer);
 	tcase_add_test(tc, producer_slots);
 	suite_add_tcase(s, tc);
 	return s;
