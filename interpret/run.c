@@ -471,6 +471,8 @@ int itp_run(int fd, const struct itp_options *opt, struct itp_result *res)
 			 opt->output ? opt->output : "the discarding writer", rec_strerror(rerr));
 		goto out_free;
 	}
+	/* the recording's encoder and zstd off this thread (without it, written here) */
+	(void)rec_writer_thread(c.w);
 	itp_budget(opt, &tables, NULL, &input_limit);
 	rc = itp_inq_start(&q, fd, input_limit);
 	if (rc < 0) {

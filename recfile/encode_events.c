@@ -157,13 +157,13 @@ struct prefix {
 	int64_t hw;
 };
 
-static void prefix_to(const struct rec_writer *w, struct prefix *pf, size_t start)
+static void prefix_to(const struct rec_evcols *ev, struct prefix *pf, size_t start)
 {
 	int64_t hw = pf->hw;
 
 	for (size_t i = pf->upto; i < start; i++)
-		if ((int64_t)w->ev_info[i] > hw)
-			hw = w->ev_info[i];
+		if ((int64_t)ev->info[i] > hw)
+			hw = ev->info[i];
 	pf->upto = start;
 	pf->hw = hw;
 }
@@ -175,29 +175,30 @@ static void prefix_to(const struct rec_writer *w, struct prefix *pf, size_t star
  * see what the real coder would, or a fresh start flatters some modes);
  * pf is the prefix scan, brought up to start here
  */
-static void prime(struct rec_writer *w, size_t start, struct prefix *pf, struct code_state *st)
+static void prime(struct rec_writer *w, const struct rec_evcols *ev, size_t start, struct prefix *pf,
+		  struct code_state *st)
 {
 	size_t k = start, h = 0;
 	int seen[2] = { 0, 0 };
 
-	prefix_to(w, pf, start);
+	prefix_to(ev, pf, start);
 	*st = (struct code_state){ .hw = pf->hw, .age = 1 };
 	while (k > 0 && (!seen[0] || !seen[1] || h < REC_EV_PRIME)) {
-		int cl = rec_ev_class(w->ev_op[--k]);
+		int cl = rec_ev_class(ev->op[--k]);
 
 		if (!seen[cl]) {
-			st->prev[cl] = w->ev_info[k];
+			st->prev[cl] = ev->info[k];
 			seen[cl] = 1;
 			if (cl)
-				st->prev_free = w->ev_info[k];
+				st->prev_free = ev->info[k];
 		}
 		if (!cl && h < REC_EV_PRIME)
 			h++;
 	}
 	/* the h allocs before start, oldest first */
 	for (size_t i = k; i < start; i++)
-		if (!rec_ev_class(w->ev_op[i]))
-			w->ev_hist[st->nh++] = w->ev_info[i];
+		if (!rec_ev_class(ev->op[i]))
+			w->ev_hist[st->nh++] = ev->info[i];
 }
 
 /*
@@ -222,12 +223,12 @@ put_infos_in(const struct cols *col, int mode, int age, struct code_state *st, s
 	return p;
 }
 
-static uint8_t *put_infos(struct rec_writer *w, int mode, const struct code_state *st0, size_t start,
-			  size_t n, uint8_t *p)
+static uint8_t *put_infos(struct rec_writer *w, const struct rec_evcols *ev, int mode,
+			  const struct code_state *st0, size_t start, size_t n, uint8_t *p)
 {
 	struct code_state st = *st0;
-	struct cols c = {.info = w->ev_info, .rank = w->ev_rank, .op = w->ev_op,
-			 .age = w->ev_age, .hist = w->ev_hist};
+	struct cols c = {.info = ev->info, .rank = w->ev_rank, .op = ev->op,
+			 .age = ev->age, .hist = w->ev_hist};
 
 	/* one loop per mode, each with its mode a constant */
 	switch (mode) {
@@ -261,19 +262,20 @@ static uint8_t *put_infos(struct rec_writer *w, int mode, const struct code_stat
  * level 1, from the primed state st (prime leaves ev_hist[0, st->nh) alone
  * for the next mode: put_infos only appends after it)
  */
-static size_t trial(struct rec_writer *w, int m, const struct code_state *st, size_t start,
-		    size_t n)
+static size_t trial(struct rec_writer *w, const struct rec_evcols *ev, int m,
+		    const struct code_state *st, size_t start, size_t n)
 {
 	size_t len, cs;
 
-	len = (size_t)(put_infos(w, m, st, start, n, w->sample) - w->sample);
+	len = (size_t)(put_infos(w, ev, m, st, start, n, w->sample) - w->sample);
 	cs = ZSTD_compressCCtx(w->sample_cctx, w->sample_out, w->sample_out_cap, w->sample, len, 1);
 	return ZSTD_isError(cs) ? len : cs;
 }
 
 #define NMODES ((REC_EVM_DELTA | REC_EVF_AGE) + 1)
 
-static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
+static int choose_mode(struct rec_writer *w, const struct rec_evcols *ev, size_t n, size_t nd,
+		       int can_rank)
 {
 	size_t nslices = n <= REC_EV_SAMPLE ? 1 : REC_EV_SLICES;
 	size_t ns = n <= REC_EV_SAMPLE ? n : REC_EV_SAMPLE / REC_EV_SLICES;
@@ -295,12 +297,12 @@ static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
 	for (size_t k = 0; k < nslices; k++) {
 		struct code_state st;
 
-		prime(w, k * (n / nslices), &pf, &st);
+		prime(w, ev, k * (n / nslices), &pf, &st);
 		for (int m = 0; m < NMODES; m++) {
 			if ((m & ~REC_EVF_AGE) > REC_EVM_DELTA ||
 			    ((m & ~REC_EVF_AGE) == REC_EVM_RANKED && !can_rank))
 				continue;
-			cs[m] += trial(w, m, &st, k * (n / nslices), ns);
+			cs[m] += trial(w, ev, m, &st, k * (n / nslices), ns);
 		}
 	}
 	for (int m = 0; m < NMODES; m++) {
@@ -320,23 +322,23 @@ static int choose_mode(struct rec_writer *w, size_t n, size_t nd, int can_rank)
 	return mode;
 }
 
-int rec_encode_events(struct rec_writer *w)
+int rec_encode_events(struct rec_writer *w, const struct rec_evcols *ev, size_t n, uint32_t ninfos,
+		      struct rec_wbuf *b)
 {
-	struct rec_wbuf *b = &w->sec[REC_SEC_EVENTS];
-	size_t n = b->count, nd = 0, cap;
+	size_t nd = 0, cap;
 	uint32_t maxf = 0;
 	uint8_t *p;
 	int can_rank, mode, ret;
 
 	/* count uses per info (the arrays grow with the info table) */
-	if (w->ev_freq_cap < w->ninfos) {
+	if (w->ev_freq_cap < ninfos) {
 		cap = w->ev_freq_cap;
-		ret = rec_grow((void **)&w->ev_freq, &cap, 0, w->ninfos, sizeof(*w->ev_freq));
+		ret = rec_grow((void **)&w->ev_freq, &cap, 0, ninfos, sizeof(*w->ev_freq));
 		if (ret)
 			return ret;
 		memset(w->ev_freq + w->ev_freq_cap, 0, (cap - w->ev_freq_cap) * sizeof(*w->ev_freq));
 		cap = w->ev_freq_cap;
-		ret = rec_grow((void **)&w->ev_rank, &cap, 0, w->ninfos, sizeof(*w->ev_rank));
+		ret = rec_grow((void **)&w->ev_rank, &cap, 0, ninfos, sizeof(*w->ev_rank));
 		if (ret)
 			return ret;
 		w->ev_freq_cap = cap;
@@ -348,10 +350,10 @@ int rec_encode_events(struct rec_writer *w)
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t f = ++w->ev_freq[w->ev_info[i]];
+		uint32_t f = ++w->ev_freq[ev->info[i]];
 
 		if (f == 1)
-			w->ev_ids[nd++] = w->ev_info[i];
+			w->ev_ids[nd++] = ev->info[i];
 		if (f > maxf)
 			maxf = f;
 	}
@@ -362,12 +364,12 @@ int rec_encode_events(struct rec_writer *w)
 		if (ret)
 			goto out_reset;
 	}
-	mode = choose_mode(w, n, nd, can_rank);
+	mode = choose_mode(w, ev, n, nd, can_rank);
 
 	/* mode + table + ops + infos + weights */
 	b->len = 0;
 	ret = rec_wbuf_reserve(b, 1 + (nd + 1) * WIRE_VARINT_MAX + (n + 3) / 4 +
-				      n * WIRE_VARINT_MAX + w->ev_weights.len);
+				      n * WIRE_VARINT_MAX + ev->weights.len);
 	if (ret)
 		goto out_reset;
 	p = b->p;
@@ -379,7 +381,7 @@ int rec_encode_events(struct rec_writer *w)
 	}
 	{
 		/* four ops a byte, event i at bits 2 * (i % 4) */
-		const uint8_t *op = w->ev_op;
+		const uint8_t *op = ev->op;
 		size_t i = 0;
 
 		for (; i + 4 <= n; i += 4)
@@ -394,11 +396,11 @@ int rec_encode_events(struct rec_writer *w)
 	{
 		struct code_state st = { .hw = -1, .age = 1 };
 
-		p = put_infos(w, mode, &st, 0, n, p);
+		p = put_infos(w, ev, mode, &st, 0, n, p);
 	}
-	if (w->ev_weights.len)
-		memcpy(p, w->ev_weights.p, w->ev_weights.len);
-	p += w->ev_weights.len;
+	if (ev->weights.len)
+		memcpy(p, ev->weights.p, ev->weights.len);
+	p += ev->weights.len;
 	b->len = (size_t)(p - b->p);
 	ret = 0;
 out_reset:

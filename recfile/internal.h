@@ -200,6 +200,25 @@ struct rec_strtab {
 	size_t arena_len, arena_cap;
 };
 
+/* the pending events' columns: put.c appends, encode_events.c codes them */
+struct rec_evcols {
+	uint32_t *info;
+	uint8_t *op;
+	/*
+	 * per event: for a free whose alloc is known (rec_put_free_of), how
+	 * many allocs back it was, counted from the free (>= 1); else 0, also
+	 * for an age past UINT32_MAX (the coder looks back at most a chunk).
+	 * 4 bytes, not the alloc's 8-byte number: the columns of a 512
+	 * Ki-event chunk are written once and read in every mode trial and the
+	 * final coding, past the caches.
+	 */
+	uint32_t *age;
+	size_t cap;		/* entries of info, op and age */
+	struct rec_wbuf weights; /* varints */
+};
+
+struct rec_bg;
+
 struct rec_writer {
 	int fd;		 /* -1: a discarding writer (rec_writer_discard) */
 	int discard;	 /* chunks are dropped, not compressed or written */
@@ -216,11 +235,9 @@ struct rec_writer {
 	uint8_t *symbolized; /* bitmap over ips */
 	size_t symbolized_bytes;
 	uint64_t written;    /* file bytes written */
-	/* pending events, encoded at flush (encode_events.c) */
-	uint32_t *ev_info;
-	uint8_t *ev_op;
-	size_t ev_cap;
-	struct rec_wbuf ev_weights; /* varints */
+	struct rec_evcols ev;	    /* pending events, encoded at flush (encode_events.c) */
+	struct rec_bg *bg;	    /* the chunk thread (bg.c), or NULL: chunks written inline */
+	/* the encoder's own (the chunk thread's while there is one) */
 	uint32_t *ev_freq;	    /* per info: uses in the pending chunk */
 	uint32_t *ev_rank;
 	size_t ev_freq_cap;
@@ -228,15 +245,6 @@ struct rec_writer {
 	size_t ev_ids_cap;
 	uint32_t *ev_hist;	    /* infos of the chunk's allocs, in order (AGE) */
 	size_t ev_hist_cap;
-	/*
-	 * per pending event: for a free whose alloc is known
-	 * (rec_put_free_of), how many allocs back it was, counted from the
-	 * free (>= 1); else 0, also for an age past UINT32_MAX (the coder
-	 * looks back at most a chunk). 4 bytes, not the alloc's 8-byte
-	 * number: the columns of a 512 Ki-event chunk are written once and
-	 * read in every mode trial and the final coding, past the caches.
-	 */
-	uint32_t *ev_age;
 	uint64_t nallocs;	    /* alloc events so far (rec_writer_nallocs) */
 	void *sample_cctx;	    /* ZSTD_CCtx judging the modes */
 	uint8_t *sample, *sample_out;
@@ -256,8 +264,19 @@ int rec_wbuf_reserve(struct rec_wbuf *b, size_t more);
 int rec_writer_flush_upto(struct rec_writer *w, int sec);
 /* rec_writer_record_done - count a record appended to sec and cut the chunk if full. */
 int rec_writer_record_done(struct rec_writer *w, int sec);
-/* rec_encode_events - encode the pending events into sec[REC_SEC_EVENTS]. */
-int rec_encode_events(struct rec_writer *w);
+/*
+ * rec_encode_events - encode n events of ev (whose infos are below ninfos)
+ * into out (its len set to the payload's); uses w's encoder scratch only.
+ */
+int rec_encode_events(struct rec_writer *w, const struct rec_evcols *ev, size_t n, uint32_t ninfos,
+		      struct rec_wbuf *out);
+/* rec_write_chunk - compress and write one chunk (writer.c); 0 or a negative enum rec_err */
+int rec_write_chunk(struct rec_writer *w, int sec, const uint8_t *p, size_t len, uint64_t first,
+		    uint32_t count);
+/* bg.c: the chunk thread; see there */
+int rec_bg_start(struct rec_writer *w);
+int rec_bg_submit(struct rec_writer *w, int sec, struct rec_wbuf *b);
+int rec_bg_stop(struct rec_writer *w);
 /* rec_decode_events - decode an event chunk payload; 0 or -REC_E_CORRUPT / -REC_E_NOMEM. */
 int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, uint32_t count,
 		      struct rec_event *ev, size_t *n);

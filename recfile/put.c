@@ -259,34 +259,34 @@ static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32
 		return -w->err;
 	if (info >= w->ninfos)
 		return -REC_E_RANGE;
-	if (n == w->ev_cap) {
-		cap = w->ev_cap;
-		ret = rec_grow((void **)&w->ev_info, &cap, n, 1, sizeof(*w->ev_info));
+	if (n == w->ev.cap) {
+		cap = w->ev.cap;
+		ret = rec_grow((void **)&w->ev.info, &cap, n, 1, sizeof(*w->ev.info));
 		if (ret)
 			return ret;
-		cap = w->ev_cap;
-		ret = rec_grow((void **)&w->ev_op, &cap, n, 1, sizeof(*w->ev_op));
+		cap = w->ev.cap;
+		ret = rec_grow((void **)&w->ev.op, &cap, n, 1, sizeof(*w->ev.op));
 		if (ret)
 			return ret;
-		cap = w->ev_cap;
-		ret = rec_grow((void **)&w->ev_age, &cap, n, 1, sizeof(*w->ev_age));
+		cap = w->ev.cap;
+		ret = rec_grow((void **)&w->ev.age, &cap, n, 1, sizeof(*w->ev.age));
 		if (ret)
 			return ret;
-		w->ev_cap = cap;
+		w->ev.cap = cap;
 	}
 	if (op == REC_EV_WEIGHTED) {
-		ret = rec_wbuf_reserve(&w->ev_weights, WIRE_VARINT_MAX);
+		ret = rec_wbuf_reserve(&w->ev.weights, WIRE_VARINT_MAX);
 		if (ret)
 			return ret;
-		put_varint(&w->ev_weights, weight);
+		put_varint(&w->ev.weights, weight);
 	}
-	w->ev_info[n] = info;
-	w->ev_op[n] = (uint8_t)op;
-	w->ev_age[n] = age;
+	w->ev.info[n] = info;
+	w->ev.op[n] = (uint8_t)op;
+	w->ev.age[n] = age;
 	if (!rec_ev_class(op))
 		w->nallocs++;
 	w->nevents++;
-	if (b->count + 1 < REC_EV_CHUNK && w->ev_weights.len < REC_CHUNK_TARGET) {
+	if (b->count + 1 < REC_EV_CHUNK && w->ev.weights.len < REC_CHUNK_TARGET) {
 		b->count++;
 		return 0;
 	}
@@ -309,7 +309,7 @@ static inline __attribute__((always_inline)) int put_event(struct rec_writer *w,
 	size_t n = b->count;
 	int full;
 
-	if (__builtin_expect(w->err | (info >= w->ninfos) | (n == w->ev_cap) |
+	if (__builtin_expect(w->err | (info >= w->ninfos) | (n == w->ev.cap) |
 				     (op == REC_EV_WEIGHTED),
 			     0))
 		return put_event_slow(w, info, op, weight, age);
@@ -317,10 +317,10 @@ static inline __attribute__((always_inline)) int put_event(struct rec_writer *w,
 	if (!rec_ev_class(op))
 		w->nallocs++;
 	/* rec_writer_record_done's test for the events section, without the call */
-	full = n + 1 >= REC_EV_CHUNK || w->ev_weights.len >= REC_CHUNK_TARGET;
-	w->ev_info[n] = info;
-	w->ev_age[n] = age;
-	w->ev_op[n] = (uint8_t)op;
+	full = n + 1 >= REC_EV_CHUNK || w->ev.weights.len >= REC_CHUNK_TARGET;
+	w->ev.info[n] = info;
+	w->ev.age[n] = age;
+	w->ev.op[n] = (uint8_t)op;
 	if (__builtin_expect(!full, 1)) {
 		b->count = (uint32_t)(n + 1);
 		return 0;

@@ -185,6 +185,18 @@ int rec_writer_flush(struct rec_writer *w);
  */
 int rec_writer_close(struct rec_writer *w);
 
+/*
+ * rec_writer_thread - from now on, full chunks are encoded, compressed and
+ * written by a thread of the writer's own (all signals blocked), in the
+ * order they fill, so the file is the same as without it; the caller's
+ * thread only fills the tables. An error of that thread is returned by a
+ * later rec_put_* that fills a chunk, rec_writer_flush or rec_writer_close.
+ * rec_writer_close and rec_writer_abort join it. rec_writer_bytes lags by
+ * the chunks not yet written. No-op for a discarding writer. 0 or a
+ * negative enum rec_err.
+ */
+int rec_writer_thread(struct rec_writer *w);
+
 /* rec_writer_abort - close and free without marking complete (keeps what was flushed). */
 void rec_writer_abort(struct rec_writer *w);
 

@@ -4,7 +4,9 @@
  * Each section has its own buffer of encoded records. A buffer that passes
  * REC_CHUNK_TARGET is compressed into one chunk, after every non-empty
  * buffer it depends on (lower section number), so a file cut after any
- * chunk never refers forward to something it does not hold.
+ * chunk never refers forward to something it does not hold. With the chunk
+ * thread (rec_writer_thread, bg.c) a full buffer is handed to it instead,
+ * in the same order, and it encodes, compresses and writes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@ static int set_err(struct rec_writer *w, int ret)
 	return ret;
 }
 
+/* the chunk thread's writes too: the error is the caller's to keep; w->written is read by others */
 static int write_all(struct rec_writer *w, const uint8_t *p, size_t len)
 {
 	while (len) {
@@ -29,15 +32,15 @@ static int write_all(struct rec_writer *w, const uint8_t *p, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return set_err(w, -REC_E_IO);
+			return -REC_E_IO;
 		}
 		if (n == 0) {
 			errno = EIO;
-			return set_err(w, -REC_E_IO);
+			return -REC_E_IO;
 		}
 		p += n;
 		len -= (size_t)n;
-		w->written += (uint64_t)n;
+		__atomic_fetch_add(&w->written, (uint64_t)n, __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -48,8 +51,8 @@ int rec_wbuf_reserve(struct rec_wbuf *b, size_t more)
 }
 
 /* write one chunk: header, then the zstd frame of payload p[0..len) */
-static int write_chunk(struct rec_writer *w, int sec, const uint8_t *p, size_t len, uint64_t first,
-		       uint32_t count)
+int rec_write_chunk(struct rec_writer *w, int sec, const uint8_t *p, size_t len, uint64_t first,
+		    uint32_t count)
 {
 	struct rec_chunk_hdr h = { .section = (uint16_t)sec, .first = first, .count = count };
 	size_t bound = len ? ZSTD_compressBound(len) : 0;
@@ -57,16 +60,16 @@ static int write_chunk(struct rec_writer *w, int sec, const uint8_t *p, size_t l
 	int ret;
 
 	if (len > REC_MAX_CHUNK)
-		return set_err(w, -REC_E_RANGE);
+		return -REC_E_RANGE;
 	if (w->discard)
 		return 0;
 	ret = rec_grow((void **)&w->out, &w->out_cap, 0, REC_CHUNK_HDR + bound, 1);
 	if (ret)
-		return set_err(w, ret);
+		return ret;
 	if (len) {
 		csize = ZSTD_compress2(w->cctx, w->out + REC_CHUNK_HDR, bound, p, len);
 		if (ZSTD_isError(csize))
-			return set_err(w, -REC_E_ZSTD);
+			return -REC_E_ZSTD;
 	}
 	h.csize = (uint32_t)csize;
 	h.usize = (uint32_t)len;
@@ -81,8 +84,14 @@ static int flush_section(struct rec_writer *w, int sec)
 
 	if (!b->count)
 		return 0;
+	if (sec == REC_SEC_EVENTS && w->bg) {
+		ret = rec_bg_submit(w, sec, b);
+		if (ret)
+			return set_err(w, ret);
+		goto out_reset;
+	}
 	if (sec == REC_SEC_EVENTS) {
-		ret = rec_encode_events(w);
+		ret = rec_encode_events(w, &w->ev, b->count, w->ninfos, b);
 		if (ret)
 			return set_err(w, ret);
 	}
@@ -94,9 +103,11 @@ static int flush_section(struct rec_writer *w, int sec)
 		b->len += b->len2;
 		b->len2 = 0;
 	}
-	ret = write_chunk(w, sec, b->p, b->len, b->first, b->count);
+	ret = w->bg ? rec_bg_submit(w, sec, b) : rec_write_chunk(w, sec, b->p, b->len, b->first,
+								 b->count);
 	if (ret)
-		return ret;
+		return set_err(w, ret);
+out_reset:
 	b->first += b->count;
 	b->count = 0;
 	b->len = 0;
@@ -104,7 +115,7 @@ static int flush_section(struct rec_writer *w, int sec)
 	b->prev_b = 0;
 	b->prev_c = 0;
 	if (sec == REC_SEC_EVENTS)
-		w->ev_weights.len = 0;
+		w->ev.weights.len = 0;
 	return 0;
 }
 
@@ -128,7 +139,7 @@ int rec_writer_record_done(struct rec_writer *w, int sec)
 
 	b->count++;
 	if (sec == REC_SEC_EVENTS) {
-		if (b->count < REC_EV_CHUNK && w->ev_weights.len < REC_CHUNK_TARGET)
+		if (b->count < REC_EV_CHUNK && w->ev.weights.len < REC_CHUNK_TARGET)
 			return 0;
 	} else if (b->len + b->len2 < REC_CHUNK_TARGET && b->count < REC_MAX_INDEX) {
 		return 0;
@@ -236,14 +247,14 @@ static void writer_free(struct rec_writer *w)
 		free(w->sec[s].p2);
 	}
 	rec_strtab_free(&w->strs);
-	free(w->ev_info);
-	free(w->ev_op);
-	free(w->ev_weights.p);
+	free(w->ev.info);
+	free(w->ev.op);
+	free(w->ev.weights.p);
 	free(w->ev_freq);
 	free(w->ev_rank);
 	free(w->ev_ids);
 	free(w->ev_hist);
-	free(w->ev_age);
+	free(w->ev.age);
 	ZSTD_freeCCtx(w->sample_cctx);
 	free(w->sample);
 	free(w->sample_out);
@@ -260,8 +271,10 @@ int rec_writer_close(struct rec_writer *w)
 	if (!w)
 		return 0;
 	ret = rec_writer_flush(w);
+	if (rec_bg_stop(w) && !ret)
+		ret = -w->err;
 	if (!ret)
-		ret = write_chunk(w, REC_SEC_END, NULL, 0, w->nevents, 0);
+		ret = set_err(w, rec_write_chunk(w, REC_SEC_END, NULL, 0, w->nevents, 0));
 	if (w->fd >= 0 && close(w->fd) < 0 && !ret && errno != EINTR)
 		ret = set_err(w, -REC_E_IO);
 	if (w->err)
@@ -274,6 +287,7 @@ void rec_writer_abort(struct rec_writer *w)
 {
 	if (!w)
 		return;
+	rec_bg_stop(w);
 	if (w->fd >= 0)
 		close(w->fd);
 	writer_free(w);
@@ -282,5 +296,5 @@ void rec_writer_abort(struct rec_writer *w)
 /* rec_writer_bytes - bytes written to the file so far (chunks already flushed). */
 uint64_t rec_writer_bytes(const struct rec_writer *w)
 {
-	return w ? w->written : 0;
+	return w ? __atomic_load_n(&w->written, __ATOMIC_RELAXED) : 0;
 }

@@ -1,0 +1,254 @@
+/* tests/unit/check_recfile_thread.c - the writer's chunk thread: same file, errors come back */
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* program_invocation_short_name, nftw (tests/lib/check_fixture.h) */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/lib/check_fixture.h"
+#include "recfile/recfile.h"
+#include "util/hash.h"
+
+#define REQUIRE(c)                                                                \
+	do {                                                                      \
+		if (!(c))                                                         \
+			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);        \
+	} while (0)
+
+static char *tpath(const char *name)
+{
+	static char p[2][PATH_MAX + 64];
+	static int k;
+
+	k ^= 1;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", ck_tmpdir, name);
+	return p[k];
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	uint8_t *buf;
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	buf = malloc(st.st_size + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(read(fd, buf, st.st_size), st.st_size);
+	close(fd);
+	*len = st.st_size;
+	return buf;
+}
+
+static int nthreads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+#define NEV 1700000 /* four event chunks (512 Ki events each), the last one short */
+
+/*
+ * A recording that makes every kind of job: event chunks whose infos grow
+ * while the chunks fill (the encoder sizes its tables by the infos known at
+ * the cut), weighted allocs, string and trace chunks past 1 MiB, ticks,
+ * metadata and flushes of half-filled buffers in between.
+ */
+static void write_mixed(struct rec_writer *w)
+{
+	uint32_t ip, t = 0, a, ninfo = 0, s;
+	char str[48];
+
+	for (uint64_t k = 0; k < NEV; k++) {
+		uint64_t x = util_fmix64(k + 1);
+
+		if (k % 16 == 0) {
+			REQUIRE(rec_put_ip(w, 0x400000 + (x & 0xffffff) * 16, &ip) == 0);
+			REQUIRE(rec_put_trace(w, k % 64 ? t : 0, ip, &t) == 0);
+			REQUIRE(rec_put_allocinfo(w, x >> 52, t, 1 + (k & 1), &a) == 0);
+			ninfo = a + 1;
+		}
+		if (k % 50 == 0) {
+			snprintf(str, sizeof(str), "%016llx-%llu", (unsigned long long)x,
+				 (unsigned long long)k);
+			REQUIRE(rec_put_string(w, str, &s) == 0);
+		}
+		if (k % 2)
+			REQUIRE(rec_put_free_of(w, (uint32_t)((x >> 20) % ninfo), k % 7 == 1,
+						k / 2 - (x >> 60)) == 0);
+		else
+			REQUIRE(rec_put_alloc(w, (uint32_t)((x >> 20) % ninfo),
+					      k % 10 == 4 ? 4096 + k : 0) == 0);
+		if (k % 100000 == 0)
+			REQUIRE(rec_put_tick(w, k * 1000, k * 4096) == 0);
+		if (k % 300007 == 0)
+			REQUIRE(rec_writer_flush(w) == 0);
+	}
+	REQUIRE(rec_put_meta(w, "state", "done") == 0);
+}
+
+START_TEST(test_thread_same_file)
+{
+	struct rec_writer *w;
+	struct rec_reader *r;
+	uint8_t *a, *b;
+	size_t na, nb;
+	int err, before;
+
+	w = rec_writer_create(tpath("inline.htap"), &err);
+	ck_assert_ptr_nonnull(w);
+	write_mixed(w);
+	ck_assert_int_eq(rec_writer_close(w), 0);
+
+	before = nthreads();
+	w = rec_writer_create(tpath("thread.htap"), &err);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(rec_writer_thread(w), 0);
+	ck_assert_int_eq(nthreads(), before + 1); /* the work is really done elsewhere */
+	write_mixed(w);
+	ck_assert_int_eq(rec_writer_close(w), 0);
+	ck_assert_int_eq(nthreads(), before);
+
+	a = slurp(tpath("inline.htap"), &na);
+	b = slurp(tpath("thread.htap"), &nb);
+	ck_assert_uint_gt(na, 1 << 20);
+	ck_assert_uint_eq(na, nb);
+	ck_assert(!memcmp(a, b, na));
+	free(a);
+	free(b);
+	r = rec_open(tpath("thread.htap"), &err);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rec_truncated(r), 0);
+	ck_assert_uint_eq(rec_nevents(r), NEV);
+	ck_assert_uint_ge(rec_nevent_chunks(r), 4);
+	ck_assert_str_eq(rec_meta(r, "state"), "done");
+	rec_close(r);
+}
+END_TEST
+
+START_TEST(test_thread_abort_keeps_flushed)
+{
+	struct rec_writer *w;
+	struct rec_reader *r;
+	uint32_t a, ip, t;
+	int err;
+
+	w = rec_writer_create(tpath("ab.htap"), &err);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(rec_writer_thread(w), 0);
+	ck_assert_int_eq(rec_put_ip(w, 1, &ip), 0);
+	ck_assert_int_eq(rec_put_trace(w, 0, ip, &t), 0);
+	ck_assert_int_eq(rec_put_allocinfo(w, 8, t, 1, &a), 0);
+	ck_assert_int_eq(rec_put_alloc(w, a, 0), 0);
+	ck_assert_int_eq(rec_put_meta(w, "state", "flushed"), 0);
+	ck_assert_int_eq(rec_writer_flush(w), 0);
+	ck_assert_int_eq(rec_put_free(w, a, 0), 0);
+	ck_assert_int_eq(rec_put_meta(w, "state", "lost"), 0);
+	rec_writer_abort(w); /* what was handed over before is written before the file is closed */
+	r = rec_open(tpath("ab.htap"), &err);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
+	ck_assert_uint_eq(rec_nevents(r), 1);
+	ck_assert_str_eq(rec_meta(r, "state"), "flushed");
+	rec_close(r);
+}
+END_TEST
+
+START_TEST(test_thread_write_error)
+{
+	/* a child whose files may not grow past 1 MiB: the thread's writes fail with EFBIG */
+	struct rec_reader *r;
+	pid_t pid;
+	int err, status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
+		struct rec_writer *w;
+		uint32_t idx;
+		int ret = 0, i;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(10);
+		w = rec_writer_create(tpath("efbig.htap"), &err);
+		if (!w || rec_writer_thread(w))
+			_exit(11);
+		/* incompressible strings: STRINGS chunks are handed over until one fails */
+		for (i = 0; i < 4000000 && !ret; i++) {
+			char s[64];
+
+			snprintf(s, sizeof(s), "%08x-%d", (unsigned)(i * 2654435761u), i);
+			ret = rec_put_string(w, s, &idx);
+		}
+		/* the failure comes back at a later hand-over */
+		if (ret != -REC_E_IO)
+			_exit(12);
+		if (rec_put_ip(w, 1, &idx) != -REC_E_IO || rec_writer_flush(w) != -REC_E_IO)
+			_exit(13);
+		if (rec_writer_bytes(w) > 1 << 20)
+			_exit(14);
+		_exit(rec_writer_close(w) == -REC_E_IO ? 0 : 15);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	/* what got out whole is readable */
+	r = rec_open(tpath("efbig.htap"), &err);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
+	ck_assert_str_eq(rec_string(r, 1), "00000000-0");
+	rec_close(r);
+}
+END_TEST
+
+START_TEST(test_thread_discard_noop)
+{
+	struct rec_writer *w;
+	int err, before = nthreads();
+
+	w = rec_writer_discard(&err);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(rec_writer_thread(w), 0);
+	ck_assert_int_eq(nthreads(), before);
+	ck_assert_int_eq(rec_writer_close(w), 0);
+}
+END_TEST
+
+static Suite *recfile_thread_suite(void)
+{
+	Suite *s = suite_create("recfile_thread");
+	TCase *tc = tcase_create("thread");
+
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_thread_same_file);
+	tcase_add_test(tc, test_thread_abort_keeps_flushed);
+	tcase_add_test(tc, test_thread_write_error);
+	tcase_add_test(tc, test_thread_discard_noop);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run_suite(recfile_thread_suite());
+}
