@@ -16,17 +16,13 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
-#include "check_interpret_wire.h"
+#include "tests/lib/check_stream.h"
 #include "interpret/interpret.h"
 
 #define IP_A 0x401234u
@@ -37,14 +33,6 @@
 #define BURST 3		      /* rounds handed over at once */
 #define A_CALLS 1000u	      /* per round: 10000/s */
 #define B_CALLS 100u	      /* per round: 1000/s */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* per snapshot: its interval and what sites A and B allocated in it */
 struct views {
@@ -77,52 +65,18 @@ static void on_snap(const struct itp_snapshot *s, void *arg)
 	}
 }
 
-struct feeder {
-	int fd;
+/* the stream: the header and A's sample, ROUNDS rounds of site counts, the end */
+struct parts {
 	uint64_t start; /* the header's start_mono_ns */
 	struct sbuf head, round[ROUNDS], end;
 };
 
-static void put(int fd, const struct sbuf *b)
-{
-	const uint8_t *p = b->p;
-	size_t n = b->len;
-
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
-/* the rounds BURST at a time, each burst when its last round is due */
-static void *feed(void *arg)
-{
-	struct feeder *f = arg;
-
-	put(f->fd, &f->head);
-	for (int k = 0; k < ROUNDS; k++) {
-		if (k % BURST == 0) {
-			uint64_t due = f->start + (uint64_t)(k + BURST) * ROUND_NS, now = mono_ns();
-
-			if (due > now)
-				usleep((useconds_t)((due - now) / 1000));
-		}
-		put(f->fd, &f->round[k]);
-	}
-	put(f->fd, &f->end);
-	shutdown(f->fd, SHUT_WR);
-	return NULL;
-}
-
-static void build(struct feeder *f)
+static void build(struct parts *f)
 {
 	static const char cmd[] = "prog";
 	struct chunkb c;
-	uint64_t start = mono_ns();
+	uint64_t start = ck_mono_ns();
+	const uint64_t sites[] = { IP_A, A_CALLS, A_CALLS * 16, IP_B, B_CALLS, B_CALLS * 64 };
 
 	f->start = start;
 	sb_header(&f->head, 4242, WIRE_F_ATTACHED, "/usr/bin/prog", cmd, sizeof(cmd));
@@ -134,17 +88,7 @@ static void build(struct feeder *f)
 	ck_alloc_w(&c, 2, 16, 2, 0x7f0000001000ull, 65536); /* A's one sample */
 	ck_end(&f->head, &c);
 	for (int k = 0; k < ROUNDS; k++) {
-		struct sbuf p = { 0 };
-
-		sb_var(&p, 2);
-		sb_var(&p, IP_A);
-		sb_var(&p, A_CALLS);
-		sb_var(&p, A_CALLS * 16);
-		sb_var(&p, IP_B);
-		sb_var(&p, B_CALLS);
-		sb_var(&p, B_CALLS * 64);
-		sb_record(&f->round[k], WIRE_REC_SITES, &p);
-		sb_free(&p);
+		sb_sites(&f->round[k], 2, sites);
 		sb_tick(&f->round[k], (uint64_t)(k + 1) * ROUND_NS, 1u << 20, 3);
 	}
 	sb_end(&f->end, 3, WIRE_END_STOP);
@@ -152,27 +96,30 @@ static void build(struct feeder *f)
 
 START_TEST(rates_steady_when_counts_come_in_bursts)
 {
-	struct feeder f;
+	struct parts f;
+	struct ck_feed feed = { 0 };
 	struct views *vs = calloc(1, sizeof(*vs));
 	struct itp_options opt = { 0 };
 	struct itp_result res;
-	pthread_t th;
-	int sv[2], rc, checked = 0;
+	int rc, checked = 0;
 
 	ck_assert_ptr_nonnull(vs);
 	memset(&f, 0, sizeof(f));
 	build(&f);
+	/* the rounds BURST at a time, each burst when its last round is due */
+	ck_feed_add(&feed, &f.head, 0);
+	for (int k = 0; k < ROUNDS; k++) {
+		struct ck_feed_part *p = ck_feed_add(&feed, &f.round[k], 0);
+
+		if (k % BURST == 0)
+			p->due_ns = f.start + (uint64_t)(k + BURST) * ROUND_NS;
+	}
+	ck_feed_add(&feed, &f.end, 0);
 	opt.no_symbols = 1;
 	opt.snapshot = on_snap;
 	opt.snapshot_arg = vs;
 	opt.snapshot_ns = ROUND_NS;
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f.fd = sv[1];
-	ck_assert_int_eq(pthread_create(&th, NULL, feed, &f), 0);
-	rc = itp_run(sv[0], &opt, &res);
-	pthread_join(th, NULL);
-	close(sv[0]);
-	close(sv[1]);
+	rc = ck_feed_run(&feed, &opt, &res);
 	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
 	ck_assert_uint_eq(res.site_calls, ROUNDS * (A_CALLS + B_CALLS));
 	for (int i = 0; i < vs->n; i++) {

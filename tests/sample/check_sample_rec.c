@@ -13,85 +13,28 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
-#include "check_interpret_wire.h"
+#include "tests/lib/check_stream.h"
 #include "interpret/interpret.h"
 #include "recfile/recfile.h"
 
 static char outpath[160];
 static int nrun;
 
-struct feeder {
-	int fd;
-	const struct sbuf *s;
-	uint8_t ctl[64];
-	ssize_t nctl;
-	int expect_ctl; /* wait up to 10 s for what itp_run sends (else 200 ms) */
-};
-
-static void *feed(void *arg)
-{
-	struct feeder *f = arg;
-	const uint8_t *p = f->s->p;
-	size_t n = f->s->len;
-
-	while (n) {
-		ssize_t w = send(f->fd, p, n, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			break;
-		p += w;
-		n -= (size_t)w;
-	}
-	shutdown(f->fd, SHUT_WR);
-	/* whatever itp_run sent us (it may start reading after we are done writing) */
-	{
-		struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
-
-		f->nctl = poll(&pfd, 1, f->expect_ctl ? 10000 : 200) > 0
-				  ? recv(f->fd, f->ctl, sizeof(f->ctl), MSG_DONTWAIT)
-				  : -1;
-	}
-	return NULL;
-}
-
+/* s through itp_run into a fresh recording (outpath), read back by f's settings */
 static int run(const struct sbuf *s, struct itp_options *opt, struct itp_result *res,
-	       struct feeder *f)
+	       struct ck_feed *f)
 {
-	pthread_t th;
-	int sv[2], rc;
-
 	snprintf(outpath, sizeof(outpath), "%s/rec%d.htap", ck_tmpdir, nrun++);
 	opt->output = outpath;
 	opt->no_symbols = 1;
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f->fd = sv[1];
-	f->s = s;
-	ck_assert_int_eq(pthread_create(&th, NULL, feed, f), 0);
-	rc = itp_run(sv[0], opt, res);
-	pthread_join(th, NULL);
-	close(sv[0]);
-	close(sv[1]);
-	return rc;
-}
-
-static void sites_rec(struct sbuf *s, size_t n, const uint64_t *v)
-{
-	struct sbuf p = { 0 };
-
-	sb_var(&p, n);
-	for (size_t i = 0; i < 3 * n; i++)
-		sb_var(&p, v[i]);
-	sb_record(s, WIRE_REC_SITES, &p);
-	sb_free(&p);
+	ck_feed_add(f, s, 0);
+	return ck_feed_run(f, opt, res);
 }
 
 START_TEST(sites_summed_and_stored)
@@ -101,7 +44,7 @@ START_TEST(sites_summed_and_stored)
 	struct chunkb c;
 	struct itp_options opt = { 0 };
 	struct itp_result res;
-	struct feeder f = { 0 };
+	struct ck_feed f = { 0 };
 	struct rec_reader *r;
 	const struct rec_site_count *sc;
 	const struct rec_ip *ips;
@@ -116,25 +59,25 @@ START_TEST(sites_summed_and_stored)
 	ck_node(&c, 0, 1, 0, 0x401234);
 	ck_alloc_w(&c, 1, 16, 1, 0x7f0000001000ull, 65536);
 	ck_end(&s, &c);
-	sites_rec(&s, 2, a);
-	sites_rec(&s, 2, b);
+	sb_sites(&s, 2, a);
+	sb_sites(&s, 2, b);
 	sb_end(&s, 2, WIRE_END_STOP);
 	opt.sample_ctl = 1;
 	opt.sample_bytes = 65536;
 	opt.sample_seed = 9;
-	f.expect_ctl = 1;
+	f.back_ms = 10000; /* what itp_run sends first */
 	ck_assert_int_eq(run(&s, &opt, &res, &f), 0);
 	ck_assert_uint_eq(res.site_calls, 23);
 	ck_assert_uint_eq(res.site_bytes, 5666);
 	ck_assert_uint_eq(res.site_records, 2);
 	/* the rate went out first: type, length 4, varint 65536 (3 bytes), seed 9 */
-	ck_assert_int_ge(f.nctl, 6);
-	ck_assert_uint_eq(f.ctl[0], WIRE_CTL_SAMPLE);
-	ck_assert_uint_eq(f.ctl[1], 4);
-	ck_assert_uint_eq(f.ctl[2], 0x80);
-	ck_assert_uint_eq(f.ctl[3], 0x80);
-	ck_assert_uint_eq(f.ctl[4], 0x04);
-	ck_assert_uint_eq(f.ctl[5], 9);
+	ck_assert_int_ge(f.nback, 6);
+	ck_assert_uint_eq(f.back[0], WIRE_CTL_SAMPLE);
+	ck_assert_uint_eq(f.back[1], 4);
+	ck_assert_uint_eq(f.back[2], 0x80);
+	ck_assert_uint_eq(f.back[3], 0x80);
+	ck_assert_uint_eq(f.back[4], 0x04);
+	ck_assert_uint_eq(f.back[5], 9);
 
 	r = rec_open(outpath, &err);
 	ck_assert_msg(r, "rec_open: %s", rec_strerror(err));
@@ -175,20 +118,21 @@ START_TEST(sites_bad_count)
 	struct sbuf s = { 0 }, p = { 0 };
 	struct itp_options opt = { 0 };
 	struct itp_result res;
-	struct feeder f = { 0 };
+	struct ck_feed f = { 0 };
 	uint64_t a[] = { 0x401234, 10, 1000 };
 
 	sb_header(&s, 1, 0, "/bin/x", cmd, sizeof(cmd));
-	sites_rec(&s, 1, a);
+	sb_sites(&s, 1, a);
 	sb_var(&p, 1000000); /* claims a million entries in 4 bytes */
 	sb_var(&p, 1);
 	sb_record(&s, WIRE_REC_SITES, &p);
 	sb_end(&s, 0, WIRE_END_STOP);
+	f.back_ms = 200;
 	ck_assert_int_eq(run(&s, &opt, &res, &f), -ITP_E_CORRUPT);
 	ck_assert_ptr_nonnull(strstr(res.detail, "site counts"));
 	ck_assert_uint_eq(res.site_calls, 10);
 	/* no sample_ctl: nothing was sent */
-	ck_assert_int_le(f.nctl, 0);
+	ck_assert_int_le(f.nback, 0);
 	sb_free(&p);
 	sb_free(&s);
 }

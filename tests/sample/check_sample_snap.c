@@ -22,16 +22,14 @@
 #include <check.h>
 #include <dirent.h>
 #include <link.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
-#include "check_interpret_wire.h"
+#include "tests/lib/check_stream.h"
 #include "interpret/interpret.h"
 
 #define IP_A 0x401234u
@@ -138,35 +136,11 @@ static const struct row *find(const struct seen *v, uint64_t leaf, uint64_t pare
 	return NULL;
 }
 
-struct feeder {
-	int fd;
-	struct sbuf s;
-};
-
-static void *feed(void *arg)
-{
-	struct feeder *f = arg;
-	const uint8_t *p = f->s.p;
-	size_t n = f->s.len;
-
-	while (n) {
-		ssize_t w = send(f->fd, p, n, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			break;
-		p += w;
-		n -= (size_t)w;
-	}
-	shutdown(f->fd, SHUT_WR);
-	return NULL;
-}
-
 static void stream(struct sbuf *s)
 {
 	static const char cmd[] = "prog";
 	struct chunkb c;
-	struct sbuf p = { 0 };
-	uint64_t sites[] = { IP_A, 10000, 131072, IP_B, 3, 4096 };
+	const uint64_t sites[] = { IP_A, 10000, 131072, IP_B, 3, 4096 };
 
 	sb_header(s, 4242, WIRE_F_ATTACHED, "/usr/bin/prog", cmd, sizeof(cmd));
 	ck_begin(&c, 4242, 0);
@@ -183,37 +157,27 @@ static void stream(struct sbuf *s)
 	ck_free(&c, 10, 0x7f0000002000ull);
 	ck_alloc(&c, 11, WIRE_KIND_MALLOC, 100, 5, 0x7f0000005000ull);
 	ck_end(s, &c);
-	sb_var(&p, 2);
-	for (size_t i = 0; i < 6; i++)
-		sb_var(&p, sites[i]);
-	sb_record(s, WIRE_REC_SITES, &p);
-	sb_free(&p);
+	sb_sites(s, 2, sites);
 	sb_end(s, 12, WIRE_END_STOP);
 }
 
 static int run(const char *output, struct seen *v)
 {
-	struct feeder f;
+	struct ck_feed f = { 0 };
+	struct sbuf s = { 0 };
 	struct itp_options opt = { 0 };
 	struct itp_result res;
-	pthread_t th;
-	int sv[2], rc;
+	int rc;
 
-	memset(&f, 0, sizeof(f));
-	stream(&f.s);
+	stream(&s);
+	ck_feed_add(&f, &s, 0);
 	opt.output = output;
 	opt.no_symbols = 1;
 	opt.snapshot = on_snap;
 	opt.snapshot_arg = v;
 	opt.snapshot_ns = 3600ull * 1000000000u; /* only the final one */
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f.fd = sv[1];
-	ck_assert_int_eq(pthread_create(&th, NULL, feed, &f), 0);
-	rc = itp_run(sv[0], &opt, &res);
-	pthread_join(th, NULL);
-	close(sv[0]);
-	close(sv[1]);
-	sb_free(&f.s);
+	rc = ck_feed_run(&f, &opt, &res);
+	sb_free(&s);
 	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
 	ck_assert_uint_eq(res.site_calls, 10003);
 	return rc;
@@ -309,77 +273,64 @@ static int first_module(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1; /* the first one is the main program */
 }
 
-struct paced {
-	int fd;
-	struct sbuf part[3];
-};
-
-/* the parts with a pause between them, so the snapshot clock runs in between */
-static void *feed_paced(void *arg)
-{
-	struct paced *f = arg;
-
-	for (int i = 0; i < 3; i++) {
-		const uint8_t *p = f->part[i].p;
-		size_t n = f->part[i].len;
-
-		while (n) {
-			ssize_t w = send(f->fd, p, n, MSG_NOSIGNAL);
-
-			if (w <= 0)
-				break;
-			p += w;
-			n -= (size_t)w;
-		}
-		if (i < 2)
-			usleep(400 * 1000);
-	}
-	shutdown(f->fd, SHUT_WR);
-	return NULL;
-}
-
-START_TEST(names_once_per_session)
+/*
+ * self_parts - the names cases' stream in three parts: the header, this
+ * program as its module and an allocation at snap_site_one; then one ->
+ * snap_site_two and an allocation there; then the end.
+ */
+static void self_parts(struct sbuf part[3])
 {
 	static const char cmd[] = "self";
 	struct self_mod m = { 0 };
-	struct named v = { 0 };
-	struct itp_options opt = { 0 };
-	struct itp_result res;
-	struct paced f;
 	struct chunkb c;
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	pthread_t th;
-	int sv[2], rc;
 
 	ck_assert_int_gt(n, 0);
 	exe[n] = '\0';
 	dl_iterate_phdr(first_module, &m);
 	ck_assert_uint_gt(m.nseg, 0);
-	memset(&f, 0, sizeof(f));
-	sb_header(&f.part[0], 4242, WIRE_F_ATTACHED, exe, cmd, sizeof(cmd));
+	memset(part, 0, 3 * sizeof(*part));
+	sb_header(&part[0], 4242, WIRE_F_ATTACHED, exe, cmd, sizeof(cmd));
 	ck_begin(&c, 4242, 0);
 	ck_module(&c, 0, m.base, m.nseg, m.segs, NULL, 0, exe);
 	ck_node(&c, 1, 1, 0, ip_one());
 	ck_alloc(&c, 2, WIRE_KIND_MALLOC, 100, 1, 0x7f0000001000ull);
-	ck_end(&f.part[0], &c);
+	ck_end(&part[0], &c);
 	ck_begin(&c, 4242, 3);
 	ck_node(&c, 3, 2, 1, ip_two()); /* one -> two: comes after the first snapshots */
 	ck_alloc(&c, 4, WIRE_KIND_MALLOC, 200, 2, 0x7f0000002000ull);
-	ck_end(&f.part[1], &c);
-	sb_end(&f.part[2], 5, WIRE_END_STOP);
+	ck_end(&part[1], &c);
+	sb_end(&part[2], 5, WIRE_END_STOP);
+}
+
+/* run_paced - the parts with 400 ms between them (the snapshot clock runs in between), freed */
+static int run_paced(struct sbuf part[3], const struct itp_options *opt, struct itp_result *res)
+{
+	struct ck_feed f = { 0 };
+	int rc;
+
+	for (int i = 0; i < 3; i++)
+		ck_feed_add(&f, &part[i], i ? 400 : 0);
+	rc = ck_feed_run(&f, opt, res);
+	for (int i = 0; i < 3; i++)
+		sb_free(&part[i]);
+	return rc;
+}
+
+START_TEST(names_once_per_session)
+{
+	struct named v = { 0 };
+	struct itp_options opt = { 0 };
+	struct itp_result res;
+	struct sbuf part[3];
+	int rc;
+
+	self_parts(part);
 	opt.snapshot = on_named;
 	opt.snapshot_arg = &v;
 	opt.snapshot_ns = 100ull * 1000000u;
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f.fd = sv[1];
-	ck_assert_int_eq(pthread_create(&th, NULL, feed_paced, &f), 0);
-	rc = itp_run(sv[0], &opt, &res);
-	pthread_join(th, NULL);
-	close(sv[0]);
-	close(sv[1]);
-	for (int i = 0; i < 3; i++)
-		sb_free(&f.part[i]);
+	rc = run_paced(part, &opt, &res);
 	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
 	/* a snapshot before the second node came and the last one; a loaded machine may
 	 * take fewer than one per pause */
@@ -396,43 +347,6 @@ START_TEST(names_once_per_session)
 }
 END_TEST
 
-/* the end of a session: a stop asked, the library's last burst, its end record late */
-struct ending {
-	int fd;
-	volatile sig_atomic_t stop;
-	struct sbuf part[3];
-};
-
-static void send_all(int fd, const struct sbuf *b)
-{
-	const uint8_t *p = b->p;
-	size_t n = b->len;
-
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			break;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
-static void *feed_ending(void *arg)
-{
-	struct ending *f = arg;
-
-	send_all(f->fd, &f->part[0]);
-	usleep(400 * 1000); /* periodic snapshots of the session */
-	f->stop = 1;	    /* heaptap attach's SIGINT */
-	usleep(50 * 1000);
-	send_all(f->fd, &f->part[1]); /* the library's last samples and site counts */
-	usleep(400 * 1000);	      /* its end record late: a loaded machine */
-	send_all(f->fd, &f->part[2]);
-	shutdown(f->fd, SHUT_WR);
-	return NULL;
-}
-
 /*
  * Once a stop is asked no periodic snapshot cuts the end of the session:
  * the last one holds the library's last burst (its samples and the growth
@@ -441,53 +355,42 @@ static void *feed_ending(void *arg)
 START_TEST(last_snapshot_holds_the_end)
 {
 	static const char cmd[] = "prog";
-	uint64_t sites1[] = { IP_A, 1000, 131072 }, sites2[] = { IP_A, 2000, 262144 };
+	const uint64_t sites1[] = { IP_A, 1000, 131072 }, sites2[] = { IP_A, 2000, 262144 };
 	struct seen v = { 0 };
 	struct itp_options opt = { 0 };
 	struct itp_result res;
-	struct ending f;
+	struct ck_feed f = { 0 };
+	struct sbuf part[3] = { { 0 } };
+	volatile sig_atomic_t stop = 0;
 	struct chunkb c;
-	struct sbuf p = { 0 };
-	pthread_t th;
-	int sv[2], rc;
+	int rc;
 
-	memset(&f, 0, sizeof(f));
-	sb_header(&f.part[0], 4242, WIRE_F_ATTACHED, "/usr/bin/prog", cmd, sizeof(cmd));
+	sb_header(&part[0], 4242, WIRE_F_ATTACHED, "/usr/bin/prog", cmd, sizeof(cmd));
 	ck_begin(&c, 4242, 0);
 	ck_node(&c, 0, 1, 0, IP_MAIN);
 	ck_node(&c, 1, 2, 1, IP_A);
 	ck_alloc_w(&c, 2, 16, 2, 0x7f0000001000ull, 65536);
 	ck_free(&c, 3, 0x7f0000001000ull);
-	ck_end(&f.part[0], &c);
-	sb_var(&p, 1);
-	for (size_t i = 0; i < 3; i++)
-		sb_var(&p, sites1[i]);
-	sb_record(&f.part[0], WIRE_REC_SITES, &p);
-	sb_free(&p);
+	ck_end(&part[0], &c);
+	sb_sites(&part[0], 1, sites1);
 	ck_begin(&c, 4242, 4);
 	ck_alloc_w(&c, 4, 16, 2, 0x7f0000002000ull, 65536);
 	ck_free(&c, 5, 0x7f0000002000ull);
-	ck_end(&f.part[1], &c);
-	sb_var(&p, 1);
-	for (size_t i = 0; i < 3; i++)
-		sb_var(&p, sites2[i]);
-	sb_record(&f.part[1], WIRE_REC_SITES, &p);
-	sb_free(&p);
-	sb_end(&f.part[2], 6, WIRE_END_STOP);
+	ck_end(&part[1], &c);
+	sb_sites(&part[1], 1, sites2);
+	sb_end(&part[2], 6, WIRE_END_STOP);
+	ck_feed_add(&f, &part[0], 0);
+	ck_feed_add(&f, NULL, 400)->raise = &stop; /* periodic snapshots, then heaptap's SIGINT */
+	ck_feed_add(&f, &part[1], 50);  /* the library's last samples and site counts */
+	ck_feed_add(&f, &part[2], 400); /* its end record late: a loaded machine */
 	opt.no_symbols = 1;
 	opt.snapshot = on_snap;
 	opt.snapshot_arg = &v;
 	opt.snapshot_ns = 100ull * 1000000u;
-	opt.stop = &f.stop;
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f.fd = sv[1];
-	ck_assert_int_eq(pthread_create(&th, NULL, feed_ending, &f), 0);
-	rc = itp_run(sv[0], &opt, &res);
-	pthread_join(th, NULL);
-	close(sv[0]);
-	close(sv[1]);
+	opt.stop = &stop;
+	rc = ck_feed_run(&f, &opt, &res);
 	for (int i = 0; i < 3; i++)
-		sb_free(&f.part[i]);
+		sb_free(&part[i]);
 	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
 	ck_assert_int_ge(v.views, 2);
 	/* the last view: what the site's counts grew by in the last burst */
@@ -543,48 +446,19 @@ static void on_early(const struct itp_snapshot *s, void *arg)
  */
 START_TEST(early_figures_then_names)
 {
-	static const char cmd[] = "self";
-	struct self_mod m = { 0 };
 	struct early e = { 0 };
 	struct itp_options opt = { 0 };
 	struct itp_result res;
-	struct paced f;
-	struct chunkb c;
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	pthread_t th;
-	int sv[2], rc, early = 0;
+	struct sbuf part[3];
+	int rc, early = 0;
 
-	ck_assert_int_gt(n, 0);
-	exe[n] = '\0';
-	dl_iterate_phdr(first_module, &m);
-	ck_assert_uint_gt(m.nseg, 0);
-	memset(&f, 0, sizeof(f));
-	sb_header(&f.part[0], 4242, WIRE_F_ATTACHED, exe, cmd, sizeof(cmd));
-	ck_begin(&c, 4242, 0);
-	ck_module(&c, 0, m.base, m.nseg, m.segs, NULL, 0, exe);
-	ck_node(&c, 1, 1, 0, ip_one());
-	ck_alloc(&c, 2, WIRE_KIND_MALLOC, 100, 1, 0x7f0000001000ull);
-	ck_end(&f.part[0], &c);
-	ck_begin(&c, 4242, 3);
-	ck_node(&c, 3, 2, 1, ip_two());
-	ck_alloc(&c, 4, WIRE_KIND_MALLOC, 200, 2, 0x7f0000002000ull);
-	ck_end(&f.part[1], &c);
-	sb_end(&f.part[2], 5, WIRE_END_STOP);
+	self_parts(part);
 	opt.snapshot = on_early;
 	opt.snapshot_arg = &e;
 	opt.snapshot_ns = 3600ull * 1000000000u;
 	opt.snapshot_first_ns = 1000000u;
 	opt.snapshot_early = 1;
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f.fd = sv[1];
-	ck_assert_int_eq(pthread_create(&th, NULL, feed_paced, &f), 0);
-	rc = itp_run(sv[0], &opt, &res);
-	pthread_join(th, NULL);
-	close(sv[0]);
-	close(sv[1]);
-	for (int i = 0; i < 3; i++)
-		sb_free(&f.part[i]);
+	rc = run_paced(part, &opt, &res);
 	ck_assert_msg(rc == 0, "itp_run: %d %s", rc, res.detail);
 	/* the first snapshot (early and named) and the last one (at least the named) */
 	ck_assert_int_ge(e.views, 3);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
+#include "tests/lib/check_stream.h"
 
 #include "check_interpret_wire.h"
 #include "interpret/interpret.h"
@@ -52,18 +53,6 @@ struct feeder {
 #define P3 0x7f0000003000ull
 #define P4 0x7f0000004000ull
 
-static inline void write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 static inline void *feed(void *arg)
 {
 	struct feeder *f = arg;
@@ -82,18 +71,18 @@ static inline void *feed(void *arg)
 			n = 1 + x % f->pieces;
 			if (n > f->s->len - off)
 				n = f->s->len - off;
-			write_all(f->fd, f->s->p + off, n);
+			ck_send_all(f->fd, f->s->p + off, n);
 			off += n;
 			if (x % 16 == 0)
 				usleep(200); /* the reader catches up: records cut at a read's end */
 		}
 		split = f->s->len;
 	} else {
-		write_all(f->fd, f->s->p, split);
+		ck_send_all(f->fd, f->s->p, split);
 	}
 	if (split < f->s->len) {
 		usleep(20000);
-		write_all(f->fd, f->s->p + split, f->s->len - split);
+		ck_send_all(f->fd, f->s->p + split, f->s->len - split);
 	}
 	if (f->wait_stop) {
 		uint8_t msg[2];
@@ -103,7 +92,7 @@ static inline void *feed(void *arg)
 
 			f->got_stop = 1;
 			sb_end(&e, 0, WIRE_END_STOP);
-			write_all(f->fd, e.p, e.len);
+			ck_send_all(f->fd, e.p, e.len);
 			sb_free(&e);
 		}
 	}

@@ -86,6 +86,17 @@ void sb_tick(struct sbuf *b, uint64_t mono_ns, uint64_t rss, uint64_t seq)
 	sb_free(&p);
 }
 
+void sb_sites(struct sbuf *b, size_t n, const uint64_t *v)
+{
+	struct sbuf p = {0};
+
+	sb_var(&p, n);
+	for (size_t i = 0; i < 3 * n; i++)
+		sb_var(&p, v[i]);
+	sb_record(b, WIRE_REC_SITES, &p);
+	sb_free(&p);
+}
+
 void sb_end(struct sbuf *b, uint64_t total_seq, uint64_t reason)
 {
 	struct sbuf p = {0};

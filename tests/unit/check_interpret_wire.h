@@ -23,6 +23,8 @@ void sb_header(struct sbuf *b, uint32_t pid, uint32_t flags, const char *exe, co
 	       size_t cmd_len);
 void sb_record(struct sbuf *b, uint8_t type, const struct sbuf *payload);
 void sb_tick(struct sbuf *b, uint64_t mono_ns, uint64_t rss, uint64_t seq);
+/* SITES record of n exact site counts: v holds n triples (ip, calls, bytes) */
+void sb_sites(struct sbuf *b, size_t n, const uint64_t *v);
 /* END record with slots_restored 3, slots_left 0, events_dropped 0 */
 void sb_end(struct sbuf *b, uint64_t total_seq, uint64_t reason);
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
-#include "check_interpret_wire.h"
+#include "tests/lib/check_stream.h"
 #include "interpret/internal.h"
 #include "interpret/module_internal.h"
 #include "interpret/interpret.h"
@@ -43,18 +43,6 @@ struct feeder {
 	double t_stop2;		/* when */
 };
 
-static void write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 /* the stream, then END once STOP came (as the library does), then EOF */
 static double now_s(void);
 
@@ -63,7 +51,7 @@ static void *feed(void *arg)
 	struct feeder *f = arg;
 	uint8_t msg[2];
 
-	write_all(f->fd, f->s->p, f->s->len);
+	ck_send_all(f->fd, f->s->p, f->s->len);
 	if (read(f->fd, msg, 2) == 2 && msg[0] == WIRE_CTL_STOP && f->hold) {
 		f->got_stop = 1;
 		usleep(300000);
@@ -76,7 +64,7 @@ static void *feed(void *arg)
 
 		f->got_stop = 1;
 		sb_end(&e, 0, WIRE_END_STOP);
-		write_all(f->fd, e.p, e.len);
+		ck_send_all(f->fd, e.p, e.len);
 		sb_free(&e);
 	}
 	shutdown(f->fd, SHUT_WR);
