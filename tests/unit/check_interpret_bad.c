@@ -30,17 +30,13 @@ START_TEST(test_bad_magic)
 {
 	struct sbuf s = {0};
 	struct itp_result res;
-	struct rec_reader *r;
 
 	header(&s);
 	s.p[0] = 'X';
 	sb_end(&s, 0, WIRE_END_EXIT);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_HEADER);
+	run_refused(&s, &res, ITP_E_HEADER, "magic");
 	ck_assert_int_eq(res.err, ITP_E_HEADER);
-	ck_assert_ptr_nonnull(strstr(res.detail, "magic"));
-	r = open_rec();
-	ck_assert_uint_eq(rec_nevents(r), 0);
-	rec_close(r);
+	rec_close(open_kept(0, NULL));
 	sb_free(&s);
 }
 END_TEST
@@ -52,8 +48,7 @@ START_TEST(test_bad_version)
 
 	header(&s);
 	s.p[8] = 2;
-	ck_assert_int_eq(run(&s, &res), -ITP_E_HEADER);
-	ck_assert_ptr_nonnull(strstr(res.detail, "version 2"));
+	run_refused(&s, &res, ITP_E_HEADER, "version 2");
 	sb_free(&s);
 }
 END_TEST
@@ -66,8 +61,7 @@ START_TEST(test_header_len_too_big)
 
 	header(&s);
 	memcpy(s.p + 12, &big, 4);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_HEADER);
-	ck_assert_ptr_nonnull(strstr(res.detail, "header length"));
+	run_refused(&s, &res, ITP_E_HEADER, "header length");
 	rec_close(open_rec());
 	sb_free(&s);
 }
@@ -80,8 +74,7 @@ START_TEST(test_header_exe_past_end)
 
 	header(&s);
 	s.p[WIRE_HDR_FIXED] = 120; /* exe_len beyond header_len */
-	ck_assert_int_eq(run(&s, &res), -ITP_E_HEADER);
-	ck_assert_ptr_nonnull(strstr(res.detail, "exe length"));
+	run_refused(&s, &res, ITP_E_HEADER, "exe length");
 	sb_free(&s);
 }
 END_TEST
@@ -92,8 +85,7 @@ START_TEST(test_empty_stream)
 	struct itp_result res;
 
 	sb_u8(&s, 'H');
-	ck_assert_int_eq(run(&s, &res), -ITP_E_HEADER);
-	ck_assert_ptr_nonnull(strstr(res.detail, "before its header"));
+	run_refused(&s, &res, ITP_E_HEADER, "before its header");
 	rec_close(open_rec());
 	sb_free(&s);
 }
@@ -104,7 +96,6 @@ START_TEST(test_record_too_long)
 	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
-	struct rec_reader *r;
 
 	header(&s);
 	ck_begin(&c, 1, 0);
@@ -112,12 +103,8 @@ START_TEST(test_record_too_long)
 	ck_end(&s, &c);
 	sb_u8(&s, WIRE_REC_CHUNK);
 	sb_var(&s, WIRE_MAX_RECORD + 1);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_CORRUPT);
-	ck_assert_ptr_nonnull(strstr(res.detail, "record of 1048577 bytes"));
-	r = open_rec();
-	ck_assert_uint_eq(rec_nevents(r), 1);
-	ck_assert_str_eq(rec_meta(r, "end_reason"), "corrupt");
-	rec_close(r);
+	run_refused(&s, &res, ITP_E_CORRUPT, "record of 1048577 bytes");
+	rec_close(open_kept(1, "corrupt"));
 	sb_free(&s);
 }
 END_TEST
@@ -127,7 +114,6 @@ START_TEST(test_truncated_varint)
 	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
-	struct rec_reader *r;
 
 	header(&s);
 	ck_begin(&c, 1, 0);
@@ -138,11 +124,8 @@ START_TEST(test_truncated_varint)
 	sb_u8(&c.b, 0x80); /* ptr varint cut by the end of the record */
 	ck_end(&s, &c);
 	sb_end(&s, 3, WIRE_END_EXIT);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_CORRUPT);
-	ck_assert_ptr_nonnull(strstr(res.detail, "thread 1"));
-	r = open_rec();
-	ck_assert_uint_eq(rec_nevents(r), 2); /* the events before the fault */
-	rec_close(r);
+	run_refused(&s, &res, ITP_E_CORRUPT, "thread 1");
+	rec_close(open_kept(2, NULL)); /* the events before the fault */
 	sb_free(&s);
 }
 END_TEST
@@ -157,8 +140,7 @@ START_TEST(test_overlong_length_varint)
 	sb_u8(&s, WIRE_REC_CHUNK);
 	for (i = 0; i < 11; i++)
 		sb_u8(&s, 0xff);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_CORRUPT);
-	ck_assert_ptr_nonnull(strstr(res.detail, "varint"));
+	run_refused(&s, &res, ITP_E_CORRUPT, "varint");
 	sb_free(&s);
 }
 END_TEST
@@ -267,8 +249,7 @@ START_TEST(test_unknown_op)
 	sb_u8(&c.b, 99);
 	sb_u8(&c.b, 1);
 	ck_end(&s, &c);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_CORRUPT);
-	ck_assert_ptr_nonnull(strstr(res.detail, "unknown event op 99"));
+	run_refused(&s, &res, ITP_E_CORRUPT, "unknown event op 99");
 	sb_free(&s);
 }
 END_TEST
@@ -278,7 +259,6 @@ START_TEST(test_truncated_stream)
 	struct sbuf s = {0};
 	struct chunkb c;
 	struct itp_result res;
-	struct rec_reader *r;
 
 	header(&s);
 	ck_begin(&c, 1, 0);
@@ -288,12 +268,8 @@ START_TEST(test_truncated_stream)
 	ck_alloc(&c, 1, WIRE_KIND_MALLOC, 8, 0, P2);
 	ck_end(&s, &c);
 	s.len -= 3; /* cut inside the second chunk */
-	ck_assert_int_eq(run(&s, &res), -ITP_E_TRUNCATED);
-	ck_assert_ptr_nonnull(strstr(res.detail, "inside a record"));
-	r = open_rec();
-	ck_assert_uint_eq(rec_nevents(r), 1);
-	ck_assert_str_eq(rec_meta(r, "end_reason"), "truncated");
-	rec_close(r);
+	run_refused(&s, &res, ITP_E_TRUNCATED, "inside a record");
+	rec_close(open_kept(1, "truncated"));
 	sb_free(&s);
 }
 END_TEST
@@ -308,8 +284,7 @@ START_TEST(test_no_end_record)
 	ck_begin(&c, 1, 0);
 	ck_alloc(&c, 0, WIRE_KIND_MALLOC, 8, 0, P1);
 	ck_end(&s, &c);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_TRUNCATED);
-	ck_assert_ptr_nonnull(strstr(res.detail, "without an end record"));
+	run_refused(&s, &res, ITP_E_TRUNCATED, "without an end record");
 	ck_assert_uint_eq(res.final.alloc_calls, 1);
 	sb_free(&s);
 }
@@ -344,10 +319,9 @@ END_TEST
 
 static Suite *interpret_bad_suite(void)
 {
-	Suite *s = suite_create("interpret_bad");
-	TCase *tc = tcase_create("stream");
+	TCase *tc;
+	Suite *s = ck_tmpdir_suite("interpret_bad", "stream", &tc);
 
-	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_bad_magic);
 	tcase_add_test(tc, test_bad_version);
 	tcase_add_test(tc, test_header_len_too_big);
@@ -362,7 +336,6 @@ static Suite *interpret_bad_suite(void)
 	tcase_add_test(tc, test_truncated_stream);
 	tcase_add_test(tc, test_no_end_record);
 	tcase_add_test(tc, test_unknown_record_and_log);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -7,8 +7,13 @@
  *   run_feed(s, opt, res, f)  s through itp_run with opt (output filled in);
  *                             f (may be NULL) sets the feeder's options
  *   run(s, res)               the same with default options
+ *   run_refused(s, res, err, what)
+ *                             run(s, res) must fail with -err and a detail
+ *                             that names what (a hostile stream)
  *   open_rec()                the recording of the last run (fails the test
  *                             if it cannot be opened)
+ *   open_kept(n, end)         open_rec() holding n events (what came before
+ *                             the fault), its end_reason end (NULL: any)
  *   events(r, &n)             all events of r, malloc'd
  *   header(s)                 a stream header: pid 4242, /usr/bin/prog -x arg
  *   now_s(), cpu_s()          monotonic and process CPU seconds (benchmarks)
@@ -143,6 +148,23 @@ static inline struct rec_reader *open_rec(void)
 	struct rec_reader *r = rec_open(outpath, &err);
 
 	ck_assert_msg(r, "rec_open %s: %s", outpath, rec_strerror(err));
+	return r;
+}
+
+static inline void run_refused(const struct sbuf *s, struct itp_result *res, int err,
+			       const char *what)
+{
+	ck_assert_int_eq(run(s, res), -err);
+	ck_assert_msg(strstr(res->detail, what) != NULL, "detail '%s' lacks '%s'", res->detail, what);
+}
+
+static inline struct rec_reader *open_kept(uint64_t n, const char *end_reason)
+{
+	struct rec_reader *r = open_rec();
+
+	ck_assert_uint_eq(rec_nevents(r), n);
+	if (end_reason)
+		ck_assert_str_eq(rec_meta(r, "end_reason"), end_reason);
 	return r;
 }
 

@@ -176,12 +176,10 @@ static void bad_record(const struct sbuf *p, const char *what)
 	ck_end(&s, &c);
 	sb_record(&s, WIRE_REC_XFRAME, p);
 	sb_end(&s, 2, WIRE_END_EXIT);
-	ck_assert_int_eq(run(&s, &res), -ITP_E_CORRUPT);
-	ck_assert_msg(strstr(res.detail, what) != NULL, "detail '%s' lacks '%s'", res.detail, what);
+	run_refused(&s, &res, ITP_E_CORRUPT, what);
 	ck_assert_ptr_nonnull(strstr(res.detail, "foreign frame"));
 	/* what came before is kept, and the undefined frame is still named */
-	r = open_rec();
-	ck_assert_uint_eq(rec_nevents(r), 1);
+	r = open_kept(1, NULL);
 	ck_assert_str_eq(rec_string(r, frame_of(r, ip_of(r, wire_xframe_ip(1)))->function),
 			 "[frame #1]");
 	rec_close(r);
@@ -274,15 +272,13 @@ END_TEST
 
 static Suite *interpret_xframe_suite(void)
 {
-	Suite *s = suite_create("interpret_xframe");
-	TCase *tc = tcase_create("xframe");
+	TCase *tc;
+	Suite *s = ck_tmpdir_suite("interpret_xframe", "xframe", &tc);
 
-	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_add_test(tc, test_defined_before_and_after_use);
 	tcase_add_test(tc, test_empty_name_and_hostile_bytes);
 	tcase_add_test(tc, test_garbage_records_rejected);
 	tcase_add_test(tc, test_definitions_count_in_the_budget);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
