@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
+#include "tests/lib/check_session.h"
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
@@ -210,36 +211,6 @@ static int by_seq(const void *a, const void *b)
 
 /* ---- sessions ----------------------------------------------------------------- */
 
-struct reader {
-	int fd;
-	uint8_t *buf;
-	size_t len, cap;
-	pthread_t th;
-};
-
-static void *reader_main(void *arg)
-{
-	struct reader *r = arg;
-	uint8_t tmp[65536];
-
-	for (;;) {
-		ssize_t n = read(r->fd, tmp, sizeof(tmp));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return NULL;
-		if (r->cap - r->len < (size_t)n) {
-			r->cap = r->cap ? r->cap * 2 : 1 << 20;
-			while (r->cap - r->len < (size_t)n)
-				r->cap *= 2;
-			r->buf = realloc(r->buf, r->cap);
-		}
-		memcpy(r->buf + r->len, tmp, (size_t)n);
-		r->len += (size_t)n;
-	}
-}
-
 static void send_sample(int fd, uint64_t rate, uint64_t seed)
 {
 	uint8_t m[2 + 2 * WIRE_VARINT_MAX], pl[2 * WIRE_VARINT_MAX];
@@ -257,20 +228,15 @@ static void send_sample(int fd, uint64_t rate, uint64_t seed)
 static const struct trk_real *start_real;
 
 /* start - a session; rate != 0: CTL_SAMPLE is waiting in the socket before trk_start. */
-static void start(struct reader *r, uint64_t rate, uint64_t seed)
+static void start(struct ck_reader *r, uint64_t rate, uint64_t seed)
 {
 	struct trk_config cfg = { 0 };
-	int sv[2];
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	memset(r, 0, sizeof(*r));
-	r->fd = sv[1];
+	cfg.fd = ck_reader_start(r);
 	if (rate)
 		send_sample(r->fd, rate, seed);
 	trk_set_real(start_real ? start_real : &libc_real);
-	cfg.fd = sv[0];
 	ck_assert_int_eq(trk_start(&cfg), 0);
-	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
 }
 
 /*
@@ -293,19 +259,15 @@ static void *late_main(void *arg)
 	return NULL;
 }
 
-static void start_cfg(struct reader *r, uint64_t rate, uint64_t seed, unsigned wait_ms,
+static void start_cfg(struct ck_reader *r, uint64_t rate, uint64_t seed, unsigned wait_ms,
 		      unsigned late_ms)
 {
 	struct trk_config cfg = { 0 };
 	struct late_ctl l = { 0 };
 	pthread_t th;
-	int sv[2];
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	memset(r, 0, sizeof(*r));
-	r->fd = sv[1];
+	cfg.fd = ck_reader_start(r);
 	trk_set_real(&libc_real);
-	cfg.fd = sv[0];
 	if (wait_ms) {
 		cfg.sample_wait_ms = wait_ms;
 		l = (struct late_ctl){ .fd = r->fd, .late_ms = late_ms, .rate = rate, .seed = seed };
@@ -318,14 +280,12 @@ static void start_cfg(struct reader *r, uint64_t rate, uint64_t seed, unsigned w
 	ck_assert_int_eq(trk_start(&cfg), 0);
 	if (wait_ms)
 		pthread_join(th, NULL);
-	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
 }
 
-static void finish(struct reader *r, struct sstream *s)
+static void finish(struct ck_reader *r, struct sstream *s)
 {
 	trk_stop(WIRE_END_STOP);
-	pthread_join(r->th, NULL);
-	close(r->fd);
+	ck_reader_join(r);
 	/* the next session may start once the timer let go */
 	for (int i = 0; i < 5000 && atomic_load(&trk_g.started); i++)
 		usleep(1000);
@@ -376,7 +336,7 @@ START_TEST(sampled_from_start)
 	static void *keep[N_SMALL + N_MID + N_BIG];
 	uint64_t true_small = 0, true_mid = 0, true_big = 0, est[3] = { 0 };
 	uint64_t site_calls = 0, site_bytes = 0, nw = 0, nfree = 0;
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	size_t k = 0, live_max = 0;
 	struct sev *v;
@@ -467,7 +427,7 @@ START_TEST(fixed_seed_repeats)
 	uint64_t sum[2] = { 0 }, n[2] = { 0 };
 
 	for (int run = 0; run < 2; run++) {
-		struct reader r;
+		struct ck_reader r;
 		struct sstream s;
 
 		start(&r, 4096, 777);
@@ -493,7 +453,7 @@ START_TEST(rate_from_config)
 	uint64_t sum[2] = { 0 }, n[2] = { 0 }, frees[2] = { 0 };
 
 	for (int run = 0; run < 2; run++) {
-		struct reader r;
+		struct ck_reader r;
 		struct sstream s;
 
 		if (run == 0) {
@@ -527,7 +487,7 @@ END_TEST
 /* an attach start waits for heaptap's first CTL_SAMPLE, which comes late: sampling from the start */
 START_TEST(attach_waits_for_rate)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t w = 0, f = 0;
 
@@ -562,7 +522,7 @@ __attribute__((noinline)) static void many_sites(size_t k)
 
 START_TEST(many_sites_exact)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t calls = 0, bytes = 0, want_bytes = 0, other = 0;
 
@@ -601,7 +561,7 @@ __attribute__((noinline)) static void *site_realloc(void *p, size_t n)
 
 START_TEST(realloc_counts_exact)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t calls = 0, bytes = 0, want = 0, w = 0, f = 0;
 
@@ -633,7 +593,7 @@ END_TEST
 
 START_TEST(switch_full_and_back)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t plain = 0, weighted = 0, frees = 0;
 	void *a[1000];
@@ -678,7 +638,7 @@ END_TEST
 /* the set: random inserts and removals against a plain array, with realloc moving blocks */
 START_TEST(set_under_churn)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	static void *p[20000];
 	uint64_t freed_sampled = 0, sampled = 0;
@@ -709,7 +669,7 @@ END_TEST
 
 START_TEST(full_session_unchanged)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t plain = 0, frees = 0;
 
@@ -746,7 +706,7 @@ static void *thr_main(void *arg)
 
 START_TEST(threads)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	pthread_t th[4];
 	struct thr_arg a = { .n = 100000 };
@@ -795,7 +755,7 @@ static uint64_t thread_calls(void)
  */
 START_TEST(hot_path_key)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t before;
 	pid_t pid;
@@ -846,7 +806,7 @@ END_TEST
  */
 START_TEST(set_grows)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	static void *p[15000];
 	uint64_t sampled = 0, freed = 0;
@@ -931,7 +891,7 @@ static void site_totals(const struct sstream *s, uint64_t *calls, uint64_t *byte
 START_TEST(packed_calls_exact)
 {
 	const uint64_t n = (1u << 24) + 1000;
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t calls, bytes, before, live;
 
@@ -958,7 +918,7 @@ END_TEST
  */
 START_TEST(packed_bytes_exact)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	uint64_t calls, bytes, want = 0, w = 0;
 
@@ -1017,7 +977,7 @@ static void *owner_main(void *arg)
 
 START_TEST(site_read_consistent)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct sstream s;
 	struct trk_smp_thr *t;
 	pthread_t th;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
+#include "tests/lib/check_session.h"
 #include "check_track_decode.c"
 #include "track/buf_internal.h"
 #include "track/internal.h"
@@ -730,40 +731,6 @@ END_TEST
 
 /* ---- sessions over a socketpair ---------------------------------------------- */
 
-struct reader {
-	int fd;
-	pthread_mutex_t lock; /* buf and len, while the thread runs */
-	uint8_t *buf;
-	size_t len, cap;
-	pthread_t th;
-};
-
-static void *reader_main(void *arg)
-{
-	struct reader *r = arg;
-
-	for (;;) {
-		ssize_t n;
-
-		uint8_t tmp[65536];
-
-		n = read(r->fd, tmp, sizeof(tmp));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return NULL;
-		pthread_mutex_lock(&r->lock);
-		if (r->cap - r->len < (size_t)n) {
-			r->cap = r->cap ? r->cap * 2 : 1 << 20;
-			r->buf = realloc(r->buf, r->cap);
-			ck_assert_ptr_nonnull(r->buf);
-		}
-		memcpy(r->buf + r->len, tmp, (size_t)n);
-		r->len += (size_t)n;
-		pthread_mutex_unlock(&r->lock);
-	}
-}
-
 /* test_realloc - libc's, but huge requests fail like an exhausted heap (also under ASan) */
 static void *test_realloc(void *p, size_t n)
 {
@@ -798,30 +765,23 @@ static void fake_restore(void *arg, uint64_t *restored, uint64_t *left)
 	*left = 1;
 }
 
-static void session_start(struct reader *r)
+static void session_start(struct ck_reader *r)
 {
 	struct trk_config cfg = { .before_end = fake_restore, .before_end_arg = &before_end_calls };
-	int sv[2];
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	memset(r, 0, sizeof(*r));
-	pthread_mutex_init(&r->lock, NULL);
-	r->fd = sv[1];
-	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
+	cfg.fd = ck_reader_start(r);
 	if (!trk_g.real.malloc)
 		trk_set_real(&libc_real); /* once: hooks of other threads may be running */
-	cfg.fd = sv[0];
 	ck_assert_int_eq(trk_start(&cfg), 0);
 	ck_assert_int_eq(trk_active(), 1);
 }
 
 /* session_finish - end (reason) or wait for the end, then decode everything. */
-static void session_finish(struct reader *r, int reason, struct tstream *s)
+static void session_finish(struct ck_reader *r, int reason, struct tstream *s)
 {
 	if (reason)
 		trk_stop(reason);
-	pthread_join(r->th, NULL);
-	close(r->fd);
+	ck_reader_join(r);
 	ck_assert_msg(tstream_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu of %zu",
 		      s->error_at, r->len);
 	free(r->buf);
@@ -867,7 +827,7 @@ __attribute__((noinline)) static void *call_site(size_t n)
 
 START_TEST(session_round_trip)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	void *a, *b, *c, *d, *e, *f, *g, *h, *big;
 	void *pm = NULL;
@@ -977,7 +937,7 @@ static void *seq_main(void *arg)
 START_TEST(session_threads_sequence)
 {
 	pthread_t th[SEQ_THREADS];
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	struct tev *v;
 	size_t allocs = 0, frees = 0;
@@ -1019,7 +979,7 @@ END_TEST
 
 START_TEST(session_ctl_stop)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	const uint8_t stop[2] = { WIRE_CTL_STOP, 0 };
 	void *p;
@@ -1045,7 +1005,7 @@ END_TEST
 
 START_TEST(session_ticks_and_idle_flush)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	void *p;
 
@@ -1083,7 +1043,7 @@ END_TEST
 
 START_TEST(session_fork_child)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	pid_t pid;
 	int st;
@@ -1112,7 +1072,7 @@ START_TEST(session_fork_child)
 END_TEST
 
 /* wait_ticks - let the timer run n more ticks (bounded: 10 s on a loaded machine). */
-static void wait_ticks(struct reader *r, size_t n)
+static void wait_ticks(struct ck_reader *r, size_t n)
 {
 	size_t start = (size_t)-1;
 
@@ -1136,7 +1096,7 @@ static void wait_ticks(struct reader *r, size_t n)
 
 START_TEST(session_modules)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	uintptr_t zbase = 0;
 	int vdso = 0, main_exe = 0, added = 0, removed = 0;
@@ -1181,7 +1141,7 @@ END_TEST
 
 START_TEST(session_fd_taken_over)
 {
-	struct reader r;
+	struct ck_reader r;
 	int pfd[2], fd;
 	char buf[16];
 	ssize_t got;
@@ -1208,8 +1168,7 @@ START_TEST(session_fd_taken_over)
 	ck_assert_int_ne(fcntl(fd, F_GETFD), -1); /* and its fd was not closed */
 	close(pfd[0]);
 	close(pfd[1]);
-	pthread_join(r.th, NULL); /* our socket is gone: the reader saw EOF */
-	close(r.fd);
+	ck_reader_join(&r); /* our socket is gone: the reader saw EOF */
 	free(r.buf);
 }
 END_TEST
@@ -1278,7 +1237,7 @@ static void check_session(const struct tstream *s, const char *self)
 
 START_TEST(session_twice)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s1, s2;
 	struct trk_config cfg = { 0 };
 	struct trk_thr *t;
@@ -1363,7 +1322,7 @@ START_TEST(session_ptr_delta)
 {
 	static const uint64_t shapes[] = { 0, 1, UINT64_MAX, 1ull << 56, (1ull << 56) - 1,
 					   0x7ffff7a00010ull, 0x555555559000ull, 0x10, 1ull << 63 };
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	struct trk_thr *t;
 	uint64_t *want = malloc(PD_CRAFT * sizeof(*want));
@@ -1509,7 +1468,7 @@ static void check_order_busy(const struct tstream *s)
 START_TEST(session_twice_busy)
 {
 	pthread_t th[BUSY_THREADS];
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 
 	trk_set_real(&libc_real);

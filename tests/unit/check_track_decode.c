@@ -46,6 +46,14 @@ static int tstream_decode(const uint8_t *buf, size_t len, struct tstream *s);
 static void tstream_free(struct tstream *s);
 /* tstream_by_seq - events sorted by sequence number (malloc'd copy). */
 static struct tev *tstream_by_seq(const struct tstream *s);
+/* A stream's trace tree as its NODE events built it: per node index (< n), its ip and parent. */
+struct tnodes {
+	uint64_t *ip, *parent; /* calloc'd; 0 for an index no NODE named */
+	size_t n;	       /* the largest index named + 1 */
+};
+/* tstream_nodes - the tree of s; tnodes_free releases it. */
+static void tstream_nodes(const struct tstream *s, struct tnodes *t);
+static void tnodes_free(struct tnodes *t);
 
 
 static int get(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -225,4 +233,28 @@ static __attribute__((unused)) struct tev *tstream_by_seq(const struct tstream *
 	memcpy(v, s->ev, s->nev * sizeof(*v));
 	qsort(v, s->nev, sizeof(*v), by_seq);
 	return v;
+}
+
+static __attribute__((unused)) void tstream_nodes(const struct tstream *s, struct tnodes *t)
+{
+	t->n = 1;
+	for (size_t i = 0; i < s->nev; i++)
+		if (s->ev[i].op == WIRE_EV_NODE && s->ev[i].a >= t->n)
+			t->n = s->ev[i].a + 1;
+	t->ip = calloc(t->n, sizeof(*t->ip));
+	t->parent = calloc(t->n, sizeof(*t->parent));
+	ck_assert(t->ip && t->parent);
+	for (size_t i = 0; i < s->nev; i++) {
+		if (s->ev[i].op == WIRE_EV_NODE) {
+			t->ip[s->ev[i].a] = s->ev[i].c;
+			t->parent[s->ev[i].a] = s->ev[i].b;
+		}
+	}
+}
+
+static __attribute__((unused)) void tnodes_free(struct tnodes *t)
+{
+	free(t->ip);
+	free(t->parent);
+	t->ip = t->parent = NULL;
 }

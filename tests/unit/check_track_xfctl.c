@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/lib/check_session.h"
 #include "track/internal.h"
 #include "track/track.h"
 #include "track/wire.h"
@@ -36,17 +37,6 @@ static size_t prod_any(void *arg, uintptr_t *ips, size_t n, size_t cap)
 	(void)arg, (void)ips, (void)cap;
 	calls_any++;
 	return n;
-}
-
-/* drain - read and drop what the library sends, until EOF */
-static void *drain(void *arg)
-{
-	int fd = *(int *)arg;
-	char buf[65536];
-
-	while (read(fd, buf, sizeof(buf)) > 0 || errno == EINTR)
-		;
-	return NULL;
 }
 
 static void allocs(unsigned n)
@@ -73,21 +63,19 @@ static void wait_wanted(int want)
 	ck_assert_int_eq(trk_xframe_wanted(WIRE_LANG_PYTHON), want);
 }
 
-static void start(int sv[2], pthread_t *th)
+static void start(struct ck_reader *r)
 {
 	struct trk_config cfg = { 0 };
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	ck_assert_int_eq(pthread_create(th, NULL, drain, &sv[1]), 0);
-	cfg.fd = sv[0];
+	cfg.fd = ck_reader_start(r);
 	ck_assert_int_eq(trk_start(&cfg), 0);
 }
 
-static void finish(int sv[2], pthread_t th)
+static void finish(struct ck_reader *r)
 {
 	trk_stop(WIRE_END_EXIT);
-	pthread_join(th, NULL);
-	close(sv[1]);
+	ck_reader_join(r);
+	free(r->buf);
 	for (int i = 0; i < 1000 && atomic_load(&trk_g.started); i++)
 		usleep(10000); /* the timer lets go of the session */
 	ck_assert_int_eq(atomic_load(&trk_g.started), 0);
@@ -95,17 +83,16 @@ static void finish(int sv[2], pthread_t th)
 
 START_TEST(xframes_mask)
 {
-	pthread_t th;
-	int sv[2];
+	struct ck_reader r;
 
 	trk_set_real(&libc_real);
-	start(sv, &th);
+	start(&r);
 	ck_assert_int_eq(trk_xframe_wanted(WIRE_LANG_PYTHON), 1);
 	ck_assert_int_eq(trk_xframe_set_producer_lang(prod_py, NULL, WIRE_LANG_PYTHON), 0);
 	allocs(10);
 	ck_assert_uint_ge(calls_py, 10);
 
-	send_mask(sv[1], 1u << WIRE_LANG_PYTHON);
+	send_mask(r.fd, 1u << WIRE_LANG_PYTHON);
 	wait_wanted(0);
 	ck_assert_int_eq(trk_xframe_wanted(WIRE_LANG_JAVA), 1);
 	calls_py = 0;
@@ -118,24 +105,24 @@ START_TEST(xframes_mask)
 	ck_assert_uint_eq(calls_py, 0);
 
 	ck_assert_int_eq(trk_xframe_set_producer_lang(prod_py, NULL, WIRE_LANG_PYTHON), 0);
-	send_mask(sv[1], 0);
+	send_mask(r.fd, 0);
 	wait_wanted(1);
 	allocs(10);
 	ck_assert_uint_ge(calls_py, 10);
 
 	/* switched off again, then a new session: every language wanted again */
-	send_mask(sv[1], 1u << WIRE_LANG_PYTHON);
+	send_mask(r.fd, 1u << WIRE_LANG_PYTHON);
 	wait_wanted(0);
-	finish(sv, th);
-	start(sv, &th);
+	finish(&r);
+	start(&r);
 	ck_assert_int_eq(trk_xframe_wanted(WIRE_LANG_PYTHON), 1);
 	calls_py = 0;
 	allocs(10);
 	ck_assert_uint_ge(calls_py, 10);
 	trk_xframe_set_producer(NULL, NULL);
 	trk_stop(WIRE_END_EXIT);
-	pthread_join(th, NULL);
-	close(sv[1]);
+	ck_reader_join(&r);
+	free(r.buf);
 }
 END_TEST
 

@@ -2,9 +2,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A real session over a socketpair in the test process (Check forks each
- * test), the hooks called directly, the stream decoded with the independent
- * reader of check_track_decode.c plus a scan of the WIRE_REC_XFRAME records
- * done here with wire.h alone.
+ * test; tests/lib/check_session.h), the hooks called directly, the stream
+ * decoded with the independent reader of check_track_decode.c plus a scan
+ * of the WIRE_REC_XFRAME records done here with wire.h alone.
  */
 #include <check.h>
 #include <errno.h>
@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/lib/check_fixture.h"
+#include "tests/lib/check_session.h"
 #include "check_track_decode.c"
 #include "track/internal.h"
 #include "track/track.h"
@@ -23,46 +25,12 @@
 
 /* ---- the session ------------------------------------------------------------ */
 
-struct reader {
-	int fd;
-	uint8_t *buf;
-	size_t len, cap;
-	pthread_t th;
-};
-
-static void *reader_main(void *arg)
-{
-	struct reader *r = arg;
-	uint8_t tmp[65536];
-
-	for (;;) {
-		ssize_t n = read(r->fd, tmp, sizeof(tmp));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return NULL;
-		if (r->cap - r->len < (size_t)n) {
-			r->cap = r->cap ? r->cap * 2 : 1 << 20;
-			r->buf = realloc(r->buf, r->cap);
-			ck_assert_ptr_nonnull(r->buf);
-		}
-		memcpy(r->buf + r->len, tmp, (size_t)n);
-		r->len += (size_t)n;
-	}
-}
-
-static void session_start(struct reader *r)
+static void session_start(struct ck_reader *r)
 {
 	struct trk_config cfg = { 0 };
-	int sv[2];
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	memset(r, 0, sizeof(*r));
-	r->fd = sv[1];
-	ck_assert_int_eq(pthread_create(&r->th, NULL, reader_main, r), 0);
+	cfg.fd = ck_reader_start(r);
 	trk_set_real(&libc_real);
-	cfg.fd = sv[0];
 	cfg.sample_given = 1; /* full tracing at once */
 	ck_assert_int_eq(trk_start(&cfg), 0);
 }
@@ -117,11 +85,10 @@ static size_t scan_xframes(const uint8_t *buf, size_t len, struct xdef *v, size_
 }
 
 /* session_end - stop, wait for the reader, decode the events. */
-static void session_end(struct reader *r, struct tstream *s)
+static void session_end(struct ck_reader *r, struct tstream *s)
 {
 	trk_stop(WIRE_END_STOP);
-	pthread_join(r->th, NULL);
-	close(r->fd);
+	ck_reader_join(r);
 	ck_assert_msg(tstream_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu",
 		      s->error_at);
 }
@@ -130,7 +97,7 @@ static void session_end(struct reader *r, struct tstream *s)
 
 START_TEST(define_needs_a_session_and_a_valid_id)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	struct xdef *v = calloc(4, sizeof(*v));
 
@@ -159,7 +126,7 @@ END_TEST
 START_TEST(define_cuts_long_names)
 {
 	static char name[3000], file[5000];
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	struct xdef *v = calloc(4, sizeof(*v));
 
@@ -195,7 +162,7 @@ END_TEST
  */
 START_TEST(define_queue_full_and_drained)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	struct xdef *v = calloc(FLOOD, sizeof(*v));
 	uint8_t *ok = calloc(FLOOD, 1);
@@ -289,16 +256,14 @@ __attribute__((noinline)) static void *call_site(size_t n)
 static size_t leaf_ips(const struct tstream *s, uint64_t *out, size_t cap)
 {
 	struct tev *v = tstream_by_seq(s);
-	uint64_t *ip_of = calloc(atomic_load(&trk_g.next_node) + 1, sizeof(*ip_of));
+	struct tnodes t;
 	size_t n = 0;
 
-	for (size_t i = 0; i < s->nev; i++) {
-		if (v[i].op == WIRE_EV_NODE)
-			ip_of[v[i].a] = v[i].c;
-		else if (v[i].op == WIRE_EV_ALLOC && n < cap)
-			out[n++] = ip_of[v[i].b];
-	}
-	free(ip_of);
+	tstream_nodes(s, &t);
+	for (size_t i = 0; i < s->nev; i++)
+		if (v[i].op == WIRE_EV_ALLOC && n < cap)
+			out[n++] = v[i].b < t.n ? t.ip[v[i].b] : 0;
+	tnodes_free(&t);
 	free(v);
 	return n;
 }
@@ -311,7 +276,7 @@ static size_t leaf_ips(const struct tstream *s, uint64_t *out, size_t cap)
  */
 START_TEST(producer_splices_and_caches_stay_right)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	uint64_t leaf[16];
 	size_t n;
@@ -364,25 +329,21 @@ static size_t outer_producer(void *arg, uintptr_t *ips, size_t n, size_t cap)
 static size_t xframe_ids(const struct tstream *s, uint64_t *out, size_t cap)
 {
 	struct tev *v = tstream_by_seq(s);
-	size_t nn = atomic_load(&trk_g.next_node) + 1, n = 0;
-	uint64_t *ip_of = calloc(nn, sizeof(*ip_of)), *parent = calloc(nn, sizeof(*parent));
+	struct tnodes t;
+	size_t n = 0;
 
+	tstream_nodes(s, &t);
 	for (size_t i = 0; i < s->nev; i++) {
-		if (v[i].op == WIRE_EV_NODE) {
-			ck_assert_uint_lt(v[i].a, nn);
-			ip_of[v[i].a] = v[i].c;
-			parent[v[i].a] = v[i].b;
-		} else if (v[i].op == WIRE_EV_ALLOC && n < cap) {
-			uint64_t id = 0;
+		uint64_t id = 0;
 
-			for (uint64_t k = v[i].b, d = 0; k && k < nn && d < 256; k = parent[k], d++)
-				if (wire_is_xframe(ip_of[k]))
-					id = ip_of[k];
-			out[n++] = id ? wire_xframe_id(id) : 0;
-		}
+		if (v[i].op != WIRE_EV_ALLOC || n == cap)
+			continue;
+		for (uint64_t k = v[i].b, d = 0; k && k < t.n && d < 256; k = t.parent[k], d++)
+			if (wire_is_xframe(t.ip[k]))
+				id = wire_xframe_id(t.ip[k]);
+		out[n++] = id;
 	}
-	free(ip_of);
-	free(parent);
+	tnodes_free(&t);
 	free(v);
 	return n;
 }
@@ -404,7 +365,7 @@ __attribute__((noipa)) static void before_call(int i)
  */
 START_TEST(memo_not_taken_under_a_producer)
 {
-	struct reader r;
+	struct ck_reader r;
 	struct tstream s;
 	uint64_t id[16];
 	size_t n;
@@ -464,11 +425,5 @@ static Suite *track_xframe_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(track_xframe_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run_suite(track_xframe_suite());
 }
