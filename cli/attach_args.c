@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "track/wire.h"
 
 #define DURATION_MAX 31536000 /* one year */
 
@@ -112,10 +113,10 @@ int cli_attach_parse(int argc, char **argv, struct cli_attach_args *a, char *err
 			a->debuginfod = 1;
 			break;
 		case 'P':
-			a->no_python_frames = 1;
+			a->langs_off |= 1u << WIRE_LANG_PYTHON;
 			break;
 		case 'J':
-			a->no_java_frames = 1;
+			a->langs_off |= 1u << WIRE_LANG_JAVA;
 			break;
 		case 'O':
 			if (!*optarg) {

@@ -109,8 +109,7 @@ static void *thread_main(void *arg)
 	ret = cli_attach_dir_accept(s->d, s->pid, CLI_ATTACH_LOAD_MS + CLI_ATTACH_ACCEPT_MS, &conn);
 	if (ret == 0) {
 		/* at once: the library's start waits for it (docs/inject.md) */
-		cli_sample_start_xframes(conn, s->a->sample,
-					 s->a->no_python_frames ? 1u << WIRE_LANG_PYTHON : 0);
+		cli_sample_start_xframes(conn, s->a->sample, s->a->langs_off);
 		/*
 		 * The connection is all we need: remove the socket and the
 		 * directory now, so nobody else can connect and nothing is left

@@ -64,7 +64,7 @@ struct cli_record_args {
 	int debuginfod;	    /* --debuginfod given */
 	unsigned depth;	    /* --depth N, 0 = not given */
 	uint64_t sample;    /* --sample BYTES, 0 = full tracing */
-	int no_python_frames; /* --no-python-frames: HEAPTAP_PYFRAMES=0 */
+	uint32_t langs_off; /* --no-python-frames: 1 << WIRE_LANG_PYTHON (HEAPTAP_PYFRAMES=0) */
 	int help;	    /* --help seen */
 	int argc;	    /* the program and its arguments (argv[0] = PROGRAM) */
 	char **argv;
@@ -143,11 +143,20 @@ struct cli_attach_args {
 	const char *out_dir;   /* --out DIR (snapshots) */
 	int format_pprof;      /* --format pprof given */
 	double duration;    /* --duration SECS, 0 = until a signal */
-	int no_python_frames; /* --no-python-frames: WIRE_CTL_XFRAMES with the Python bit */
+	/*
+	 * --no-python-frames, --no-java-frames: 1 << WIRE_LANG_PYTHON, _JAVA.
+	 * The whole mask goes to the library in WIRE_CTL_XFRAMES at the start
+	 * (cli_sample_start_xframes), where it skips the producers of those
+	 * languages: Python's is part of heaptap's own library, already in the
+	 * process. Java's producer is a JVMTI agent that only heaptap asks the
+	 * JVM to load, after the attach (cli_java_frames): with the Java bit
+	 * the JVM is not asked at all, so nothing of heaptap's runs inside it
+	 * (docs/design.md "Switching a language's frames off").
+	 */
+	uint32_t langs_off;
 	pid_t pid;	    /* the process */
 	int help;	    /* --help seen */
 	int verbose;	    /* -v: step times */
-	int no_java_frames; /* --no-java-frames: no JVMTI agent in a JVM */
 };
 
 /*
@@ -202,9 +211,9 @@ void cli_sample_start(int conn, uint64_t sample);
 
 /*
  * cli_sample_start_xframes - cli_sample_start, and in the same write
- * WIRE_CTL_XFRAMES with the languages whose frames are not wanted (bit
- * 1 << WIRE_LANG_PYTHON for --no-python-frames; 0: none is sent), so an
- * attached library starts with both.
+ * WIRE_CTL_XFRAMES with the languages whose frames are not wanted
+ * (cli_attach_args.langs_off; 0: none is sent), so an attached library
+ * starts with both.
  */
 void cli_sample_start_xframes(int conn, uint64_t sample, uint32_t langs_off);
 /* cli_sample_options - the rate for the recording's metadata (itp_run sends nothing more). */

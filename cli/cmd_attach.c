@@ -472,7 +472,7 @@ static void run_session(struct attach_run *r)
 
 	if (r->a.verbose)
 		cli_attach_print_phases(pid, r->t, &r->ast);
-	if (!r->a.no_java_frames)
+	if (!(r->a.langs_off & (1u << WIRE_LANG_JAVA))) /* off: the JVM is not asked (cli.h langs_off) */
 		cli_java_frames(pid, r->a.verbose, &cli_attach_stop);
 	if (isatty(STDERR_FILENO) && !live)
 		cli_msg("attached to %d (thread %d stopped %.2f ms); %s to detach", (int)pid,

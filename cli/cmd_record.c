@@ -188,7 +188,7 @@ int cli_record_parse(int argc, char **argv, struct cli_record_args *a, char *err
 			a->debuginfod = 1;
 			break;
 		case 'P':
-			a->no_python_frames = 1;
+			a->langs_off |= 1u << WIRE_LANG_PYTHON;
 			break;
 		case 'h':
 			a->help = 1;
@@ -330,7 +330,8 @@ static void program_env(struct record_run *r)
 		 (unsigned long long)r->a.sample,
 		 (unsigned long long)(r->a.sample ? cli_sample_seed() : 0));
 	r->overrides[n++] = r->env_sample;
-	if (r->a.no_python_frames)
+	/* no producer registered at all: the library starts with the program */
+	if (r->a.langs_off & (1u << WIRE_LANG_PYTHON))
 		r->overrides[n++] = env_pyframes;
 	r->overrides[n] = NULL;
 }

@@ -18,6 +18,7 @@
 #include "tests/lib/check_fixture.h"
 #include "cli/cli.h"
 #include "report/report.h"
+#include "track/wire.h"
 
 static char saved_tmp[200]; /* $TMPDIR as the suite found it ("" = unset) */
 static int saved;
@@ -238,6 +239,10 @@ START_TEST(test_record_args)
 	ck_assert_str_eq(a.output, "f");
 	ck_assert_uint_eq(a.depth, 256);
 
+	ck_assert_uint_eq(a.langs_off, 0);
+	ck_assert_int_eq(rec_parse("record --no-python-frames ls", &a, err), 0);
+	ck_assert_uint_eq(a.langs_off, 1u << WIRE_LANG_PYTHON);
+
 	ck_assert_int_eq(rec_parse("record --help", &a, err), 0);
 	ck_assert_int_eq(a.help, 1);
 	ck_assert_int_eq(rec_parse("record -h prog", &a, err), 0);
@@ -360,6 +365,13 @@ START_TEST(test_attach_args)
 	ck_assert_int_eq(a.pid, 7);
 	ck_assert_int_eq(att_parse("attach --help", &a, err), 0);
 	ck_assert_int_eq(a.help, 1);
+	/* a language's frames off: its bit, the one mask both switches go through */
+	ck_assert_int_eq(att_parse("attach 9", &a, err), 0);
+	ck_assert_uint_eq(a.langs_off, 0);
+	ck_assert_int_eq(att_parse("attach --no-java-frames 9", &a, err), 0);
+	ck_assert_uint_eq(a.langs_off, 1u << WIRE_LANG_JAVA);
+	ck_assert_int_eq(att_parse("attach --no-python-frames --no-java-frames 9", &a, err), 0);
+	ck_assert_uint_eq(a.langs_off, (1u << WIRE_LANG_PYTHON) | (1u << WIRE_LANG_JAVA));
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		ck_assert_int_eq(att_parse(bad[k].line, &a, err), -EINVAL);
 		ck_assert_str_eq(err, bad[k].err);
