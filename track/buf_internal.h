@@ -143,6 +143,9 @@ struct trk_thr {
 	/* thread-private cache (parent, ip) -> child: no shared writes */
 	struct trk_tcache tcache[TRK_TCACHE];
 	uintptr_t stack_lo, stack_hi; /* the owner's stack; hi 0 = unknown (no fast unwind) */
+	/* where trk_walk found the frame without unwind info (trk_xframe_cut_regs) */
+	uintptr_t cut_ra, cut_sp, cut_rbp;
+	int cut_ok;		    /* the last trk_walk ended at such a frame */
 	uint32_t rules_gen;	    /* trk_g.code_gen the rule cache belongs to */
 	struct trk_rule rules[TRK_RULES];
 	/* the last complete walk (wstep[wcur][0 .. walk_n)) and room for the next */

@@ -258,6 +258,46 @@ int trk_xframe_wanted(unsigned lang);
 void trk_xframe_set_flush(void (*fn)(void *arg), void *arg);
 
 /*
+ * For a producer inside heaptap's library (the JVM agent) that unwinds
+ * the frames the native walk could not: the registers of a frame, as the
+ * CFI walker keeps them (ra: the return address into the frame's code, sp
+ * and rbp: the frame's own, as they were when it made the call).
+ */
+struct trk_xf_regs {
+	uintptr_t ra, sp, rbp;
+};
+
+/*
+ * trk_xframe_cut_regs - in the producer: the registers of the frame before
+ * [frames cut] of the stack being recorded (the first frame in code
+ * without unwind info), and the bounds [*lo, *hi) of the thread's stack.
+ * 0, or -ENOENT when the CFI walker did not end at such a frame (libunwind
+ * walked, or the stack was not cut).
+ */
+int trk_xframe_cut_regs(struct trk_xf_regs *r, uintptr_t *lo, uintptr_t *hi)
+	__attribute__((visibility("hidden")));
+
+/* How trk_xframe_walk_on ended. */
+enum trk_xf_end {
+	TRK_XF_OUTERMOST = 0, /* the outermost frame (thread start) was reached */
+	TRK_XF_CUT = 1,	      /* at a frame without unwind info: r holds its registers */
+	TRK_XF_FAIL = 2,      /* a frame the walker cannot step (bounds, rule) */
+	TRK_XF_FULL = 3,      /* cap frames written */
+};
+
+/*
+ * trk_xframe_walk_on - in the producer: go on with the native walk from r
+ * (ra must lie in a module with unwind info), through the thread's own
+ * stack: call sites (return address - 1) into out, at most cap, outward.
+ * Stops at the outermost frame, or before a frame without unwind info
+ * (not written; its registers left in r), or at a frame it cannot step.
+ * Uses the thread's rule cache; reads only between sp and the stack top.
+ * Returns the count, *end how it ended.
+ */
+size_t trk_xframe_walk_on(struct trk_xf_regs *r, uintptr_t *out, size_t cap, enum trk_xf_end *end)
+	__attribute__((visibility("hidden")));
+
+/*
  * How a producer outside heaptap's library finds these functions (a JVMTI
  * agent, a test program): libheaptap_preload.so and libheaptap_inject.so
  * export them with default visibility under versioned names,

@@ -107,6 +107,11 @@ static inline void rules_fresh(struct trk_thr *t)
 	}
 }
 
+const struct trk_rule *trk_unwind_rule(struct trk_thr *t, uintptr_t pc)
+{
+	return rule_for(t, pc);
+}
+
 size_t trk_cut_stack(struct trk_thr *t, uintptr_t *out, size_t n)
 {
 	size_t i;
@@ -244,6 +249,10 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 			if (r->cfa_reg != TRK_CFA_CUT)
 				return 0; /* libunwind's case */
 			/* no unwind info (JIT code): the stack ends, marked as cut */
+			t->cut_ra = ra;
+			t->cut_sp = sp;
+			t->cut_rbp = rbp;
+			t->cut_ok = 1;
 			if (n < depth)
 				out[n++] = (uintptr_t)WIRE_IP_CUT;
 			return n;

@@ -23,6 +23,11 @@ void trk_unwind_thread_init(struct trk_thr *t) TRK_HIDDEN;
  */
 int trk_cfi_rule(uintptr_t pc, struct trk_rule *out) TRK_HIDDEN;
 /*
+ * trk_unwind_rule - the rule for pc from t's cache (filled on a miss);
+ * the caches must be fresh (a trk_walk of this capture made them so).
+ */
+const struct trk_rule *trk_unwind_rule(struct trk_thr *t, uintptr_t pc) TRK_HIDDEN;
+/*
  * trk_cut_stack - libunwind's stack in out[0..n): keep it up to the first
  * frame in code without unwind info and put the WIRE_IP_CUT marker after
  * that frame (within trk_g.depth), so libunwind's frame-pointer guesses
@@ -77,7 +82,9 @@ static inline __attribute__((always_inline)) size_t trk_capture_libunwind(uintpt
  * hook's entry (ip = ra, sp = fp + 2 words, rbp = fp[0]) along the CFI
  * rules. Returns the frame count, or 0 when it cannot vouch for the
  * stack (the caller then uses libunwind). A frame in code without unwind
- * info ends the stack: that frame, then WIRE_IP_CUT (within the depth).
+ * info ends the stack: that frame, then WIRE_IP_CUT (within the depth);
+ * its state (return address, sp, rbp) is then in t->cut_* with t->cut_ok
+ * set (which nothing else clears: trk_xf_capture does before the walk).
  */
 size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t *fp) TRK_HIDDEN;
 

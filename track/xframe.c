@@ -95,6 +95,7 @@ uint32_t trk_xf_capture(struct trk_thr *t, const void *ra, const uintptr_t *fp, 
 {
 	size_t n = 0, m;
 
+	t->cut_ok = 0; /* trk_walk sets it when it ends at JIT code */
 	if (likely(trk_g.fast_unwind) && fp[1] == (uintptr_t)ra)
 		n = trk_walk(t, t->frames, (uintptr_t)ra, fp);
 	if (!n)
@@ -104,6 +105,78 @@ uint32_t trk_xf_capture(struct trk_thr *t, const void *ra, const uintptr_t *fp, 
 	if (m > TRK_DEPTH_MAX)
 		m = TRK_DEPTH_MAX;
 	return trk_tree_trace(t, m, gen);
+}
+
+int trk_xframe_cut_regs(struct trk_xf_regs *r, uintptr_t *lo, uintptr_t *hi)
+{
+	struct trk_thr *t = trk_tls_thr;
+
+	if (!t || !t->cut_ok || !t->stack_hi)
+		return -ENOENT;
+	r->ra = t->cut_ra;
+	r->sp = t->cut_sp;
+	r->rbp = t->cut_rbp;
+	*lo = t->stack_lo;
+	*hi = t->stack_hi;
+	return 0;
+}
+
+/* in8 - whether the 8 bytes at a lie in [lo, hi), aligned. */
+static inline bool in8(uintptr_t a, uintptr_t lo, uintptr_t hi)
+{
+	return a >= lo && a <= hi - 8 && !(a & 7);
+}
+
+/*
+ * The steps are trk_walk's (unwind.c) without its memo: a stack that
+ * went through JIT code is not one the memo can vouch for.
+ */
+size_t trk_xframe_walk_on(struct trk_xf_regs *r, uintptr_t *out, size_t cap, enum trk_xf_end *end)
+{
+	struct trk_thr *t = trk_tls_thr;
+	uintptr_t ra = r->ra, sp = r->sp, rbp = r->rbp, hi, cfa;
+	size_t n = 0;
+
+	*end = TRK_XF_FAIL;
+	if (!t || !t->stack_hi || sp < t->stack_lo || sp >= t->stack_hi || ra < 4096)
+		return 0;
+	hi = t->stack_hi;
+	for (;;) {
+		const struct trk_rule *rl = trk_unwind_rule(t, ra - 1);
+
+		if (rl->cfa_reg == TRK_CFA_CUT) {
+			r->ra = ra;
+			r->sp = sp;
+			r->rbp = rbp;
+			*end = TRK_XF_CUT;
+			return n;
+		}
+		if (rl->cfa_reg != TRK_CFA_RSP && rl->cfa_reg != TRK_CFA_RBP)
+			return n;
+		if (n == cap) {
+			*end = TRK_XF_FULL;
+			return n;
+		}
+		out[n++] = ra - 1;
+		if (rl->ra_off == 0)
+			break;
+		cfa = (rl->cfa_reg == TRK_CFA_RSP ? sp : rbp) + (uintptr_t)(intptr_t)rl->cfa_off;
+		if (cfa <= sp || cfa > hi || !in8(cfa + (uintptr_t)(intptr_t)rl->ra_off, sp, hi))
+			return n;
+		ra = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)rl->ra_off);
+		if (rl->rbp_off) {
+			if (!in8(cfa + (uintptr_t)(intptr_t)rl->rbp_off, sp, hi))
+				return n;
+			rbp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)rl->rbp_off);
+		}
+		sp = cfa;
+		if (ra == 0)
+			break;
+		if (ra < 4096)
+			return n;
+	}
+	*end = TRK_XF_OUTERMOST;
+	return n;
 }
 
 uint32_t trk_xframe_session(void)
