@@ -83,7 +83,8 @@ static char *xframe_name(const struct rpt_data *d, const struct rec_ip *ip)
 		fn = "[unknown]";
 	append(&buf, &len, &cap, fn, strlen(fn), 0, &err);
 	if (ip->lang == WIRE_LANG_JAVA) {
-		const char *a = ip->xkind == WIRE_XKIND_INLINED ? "_[i]" : "_[j]";
+		const char *k = rpt_xkind_name(ip->xkind);
+		const char *a = k && !strcmp(k, "inlined") ? "_[i]" : "_[j]";
 
 		append(&buf, &len, &cap, a, strlen(a), 0, &err);
 	} else if (ip->lang == WIRE_LANG_PYTHON && file[0]) {

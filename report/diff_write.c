@@ -138,7 +138,7 @@ static void text_site(FILE *f, const struct rpt_diff_site *s)
 		rpt_fputs_escaped(base_name(s->module), f);
 	}
 	if (s->xframe) {
-		const char *k = rpt_xkind_name(s->xkind);
+		const char *k = rpt_xkind_mark(s->xkind);
 
 		fprintf(f, " [%s%s%s]", rpt_lang_name(s->lang), k ? ", " : "", k ? k : "");
 	}

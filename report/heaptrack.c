@@ -67,7 +67,7 @@ struct htw {
 	size_t nstr;
 	uint32_t *mod_str; /* module -> heaptrack string of its path */
 	uint32_t next_str; /* heaptrack index of the next string written */
-	uint32_t xmark[3][5]; /* foreign frames' module string by (lang, kind), 0: not written */
+	uint32_t xmark[3][WIRE_XKIND_MAX + 1]; /* foreign frames' module string by (lang, kind), 0: not written */
 };
 
 /* Compress the buffered text (mode ZSTD_e_end also finishes the frame). */
@@ -195,8 +195,8 @@ static uint32_t module_of(struct htw *w, const struct rpt_data *d, uint32_t m)
  */
 static uint32_t marker_of(struct htw *w, const struct rec_ip *ip)
 {
-	unsigned lang = ip->lang < 3 ? ip->lang : 0, kind = ip->xkind < 5 ? ip->xkind : 0;
-	const char *k = rpt_xkind_name(kind);
+	unsigned lang = ip->lang < 3 ? ip->lang : 0, kind = ip->xkind <= WIRE_XKIND_MAX ? ip->xkind : 0;
+	const char *k = rpt_xkind_mark(kind);
 	char buf[48];
 
 	if (!w->xmark[lang][kind]) {

@@ -241,7 +241,7 @@ static const char *module_word(const struct rpt_frame *fr, char *buf, size_t len
 
 	if (!fr->xframe)
 		return fr->module ? base_name(fr->module) : "";
-	k = rpt_xkind_name(fr->xkind);
+	k = rpt_xkind_mark(fr->xkind);
 	snprintf(buf, len, "[%s%s%s]", rpt_lang_name(fr->lang), k ? ", " : "", k ? k : "");
 	return buf;
 }

@@ -13,9 +13,10 @@
  *   costs: calls bytes peak peak_calls leaked leaked_calls temporary
  *          temporary_bytes
  *   site:  costs + "ip" + "traces" + "frames" + "backtraces"
- *   frame: ip function file line module offset inlined [lang kind]
+ *   frame: ip function file line module offset inlined [lang kind [tier]]
  *          (lang and kind only for a foreign frame: "java", "python" or
- *          "foreign"; "interpreted", "compiled", "inlined", "native" or null)
+ *          "foreign"; "interpreted", "compiled", "inlined", "native" or null;
+ *          tier "C1" or "C2" for a compiled or inlined frame whose JIT is known)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -139,6 +140,8 @@ static int frames(FILE *f, const struct rpt_data *d, uint32_t t)
 			/* a foreign frame: its language and kind (null: not known) */
 			fprintf(f, ", \"lang\": \"%s\", \"kind\": ", rpt_lang_name(fr[i].lang));
 			rpt_json_string(f, rpt_xkind_name(fr[i].xkind));
+			if (rpt_xkind_tier(fr[i].xkind))
+				fprintf(f, ", \"tier\": \"%s\"", rpt_xkind_tier(fr[i].xkind));
 		}
 		fputs("}", f);
 	}

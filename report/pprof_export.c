@@ -135,7 +135,7 @@ static uint64_t location(struct export *x, uint32_t ipi)
 	}
 	if (ip->xframe) {
 		/* not an address: no mapping, address 0; the marker in the system name */
-		const char *k = rpt_xkind_name(ip->xkind);
+		const char *k = rpt_xkind_mark(ip->xkind);
 
 		if (n && x->lines[0].function) {
 			snprintf(x->marked, sizeof(x->marked), "%.*s [%s%s%s]", WIRE_XFRAME_MAX_NAME,

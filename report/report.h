@@ -163,10 +163,16 @@ struct rpt_frame {
 /*
  * rpt_lang_name - "python", "java", or "foreign" for another language
  * value (0 included); rpt_xkind_name - "interpreted", "compiled",
- * "inlined", "native", or NULL for 0 and unknown values.
+ * "inlined", "native", or NULL for 0 and unknown values (the tiered kinds
+ * are "compiled" or "inlined"); rpt_xkind_tier - "C1", "C2" or NULL;
+ * rpt_xkind_mark - what the bracket marks of the reports say:
+ * rpt_xkind_name's word, "compiled, inlined", "compiled C2" or
+ * "compiled C2, inlined" (C1 alike), NULL as rpt_xkind_name.
  */
 const char *rpt_lang_name(unsigned lang);
 const char *rpt_xkind_name(unsigned kind);
+const char *rpt_xkind_tier(unsigned kind);
+const char *rpt_xkind_mark(unsigned kind);
 
 /*
  * rpt_backtrace - expand trace t into frames, innermost first, each ip

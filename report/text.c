@@ -155,7 +155,7 @@ static void frame_line(FILE *f, const struct rpt_frame *fr, const char *indent)
 	}
 	if (fr->xframe) {
 		/* a Java or Python frame: "[java, compiled]", "[python]" */
-		const char *k = rpt_xkind_name(fr->xkind);
+		const char *k = rpt_xkind_mark(fr->xkind);
 
 		fprintf(f, " [%s%s%s]", rpt_lang_name(fr->lang), k ? ", " : "", k ? k : "");
 	}

@@ -43,12 +43,48 @@ const char *rpt_xkind_name(unsigned kind)
 	case WIRE_XKIND_INTERPRETED:
 		return "interpreted";
 	case WIRE_XKIND_COMPILED:
+	case WIRE_XKIND_COMPILED_C1:
+	case WIRE_XKIND_COMPILED_C2:
 		return "compiled";
 	case WIRE_XKIND_INLINED:
+	case WIRE_XKIND_INLINED_C1:
+	case WIRE_XKIND_INLINED_C2:
 		return "inlined";
 	case WIRE_XKIND_NATIVE:
 		return "native";
 	default:
 		return NULL;
+	}
+}
+
+const char *rpt_xkind_tier(unsigned kind)
+{
+	switch (kind) {
+	case WIRE_XKIND_COMPILED_C1:
+	case WIRE_XKIND_INLINED_C1:
+		return "C1";
+	case WIRE_XKIND_COMPILED_C2:
+	case WIRE_XKIND_INLINED_C2:
+		return "C2";
+	default:
+		return NULL;
+	}
+}
+
+const char *rpt_xkind_mark(unsigned kind)
+{
+	switch (kind) {
+	case WIRE_XKIND_INLINED:
+		return "compiled, inlined";
+	case WIRE_XKIND_COMPILED_C1:
+		return "compiled C1";
+	case WIRE_XKIND_COMPILED_C2:
+		return "compiled C2";
+	case WIRE_XKIND_INLINED_C1:
+		return "compiled C1, inlined";
+	case WIRE_XKIND_INLINED_C2:
+		return "compiled C2, inlined";
+	default:
+		return rpt_xkind_name(kind);
 	}
 }

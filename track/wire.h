@@ -266,6 +266,12 @@ enum wire_xkind {
 	WIRE_XKIND_COMPILED = 2, /* JIT-compiled (C1, C2) */
 	WIRE_XKIND_INLINED = 3,	 /* compiled, inlined into its caller's code */
 	WIRE_XKIND_NATIVE = 4,	 /* a native method's Java frame */
+	/* the same, with the JIT tier known (HotSpot: C1 levels 1-3, C2 level 4) */
+	WIRE_XKIND_COMPILED_C1 = 5,
+	WIRE_XKIND_COMPILED_C2 = 6,
+	WIRE_XKIND_INLINED_C1 = 7,
+	WIRE_XKIND_INLINED_C2 = 8,
+	WIRE_XKIND_MAX = 8,
 };
 
 /* wire_xframe_ip - the stack ip of foreign frame id (id <= WIRE_XFRAME_ID_MAX). */
