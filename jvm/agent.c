@@ -46,6 +46,8 @@ static struct {
 	pthread_t namer;
 	int namer_running;
 	_Atomic uint32_t named; /* the namer defined ids 1 .. named - 1 in this session */
+	int layout_tried;	/* jvm_vm_read ran (its result stays for the process) */
+	char layout_why[160];	/* what it missed */
 } ag = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Make the method ids of cls (GetClassMethods makes them); the array is given back at once. */
@@ -104,20 +106,46 @@ static int env_once(JavaVM *vm)
 	return 0;
 }
 
-/* AsyncGetCallTrace of the libjvm.so the JavaVM's function table lives in. */
-static jvm_asgct_fn find_asgct(JavaVM *vm)
+/* A handle of the libjvm.so the JavaVM's function table lives in (dlclose it), NULL if none. */
+static void *libjvm(JavaVM *vm)
 {
 	Dl_info di;
-	void *h, *f;
 
 	if (!dladdr((const void *)(*vm)->GetEnv, &di) || !di.dli_fname)
 		return NULL;
-	h = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	return dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+}
+
+/*
+ * AsyncGetCallTrace, and the frame layout the walker needs (once: it does
+ * not change while the process lives). Without the layout Java frames
+ * come from AsyncGetCallTrace alone; heaptap gets one line saying so.
+ */
+static void find_jvm(JavaVM *vm)
+{
+	char why[160], msg[320];
+	void *h = libjvm(vm);
+	int n;
+
 	if (!h)
-		return NULL;
-	f = dlsym(h, "AsyncGetCallTrace");
+		return;
+	ag.hook.asgct = (jvm_asgct_fn)dlsym(h, "AsyncGetCallTrace");
+	if (!ag.layout_tried) {
+		ag.layout_tried = 1;
+		why[0] = '\0';
+		if (jvm_vm_read(h, &ag.hook.layout, why, sizeof(why)) < 0)
+			snprintf(ag.layout_why, sizeof(ag.layout_why), "%s", why);
+	}
 	dlclose(h);
-	return (jvm_asgct_fn)f;
+	if (ag.hook.layout.ok)
+		return;
+	msg[0] = WIRE_LOG_INFO;
+	n = snprintf(msg + 1, sizeof(msg) - 1,
+		     "java frames: HotSpot's frame layout has no %s: frame kinds and the native frames "
+		     "outer to Java frames are not shown",
+		     ag.layout_why);
+	if (n > 0)
+		(void)trk_send_record(WIRE_REC_LOG, msg, strnlen(msg + 1, sizeof(msg) - 1) + 1);
 }
 
 /* The method ids of every class loaded so far. */
@@ -172,7 +200,7 @@ static uint32_t line_of(jvmtiEnv *jv, jmethodID m, int32_t bci)
 static int name_one(jvmtiEnv *jv, JNIEnv *env, uint32_t id, const struct jvm_slot *s)
 {
 	jmethodID m = (jmethodID)(uintptr_t)atomic_load(&s->method);
-	int32_t bci = atomic_load(&s->bci);
+	int32_t key = atomic_load(&s->key), bci = jvm_key_bci(key);
 	char *mname = NULL, *csig = NULL, *src = NULL, name[768];
 	jclass cls = NULL;
 	size_t len = 0;
@@ -194,9 +222,9 @@ static int name_one(jvmtiEnv *jv, JNIEnv *env, uint32_t id, const struct jvm_slo
 	if (cls && (*jv)->GetSourceFileName(jv, cls, &src) != JVMTI_ERROR_NONE)
 		src = NULL;
 	line = line_of(jv, m, bci);
-	/* AsyncGetCallTrace does not say whether a frame is interpreted, compiled or inlined */
-	ret = trk_xframe_define(id, WIRE_LANG_JAVA, bci == -3 ? WIRE_XKIND_NATIVE : WIRE_XKIND_UNKNOWN, line,
-				name, len, src ? src : "", src ? strlen(src) : 0);
+	/* the kind the hook found (walk.c), part of the id */
+	ret = trk_xframe_define(id, WIRE_LANG_JAVA, jvm_key_kind(key), line, name, len, src ? src : "",
+				src ? strlen(src) : 0);
 	if (src)
 		(*jv)->Deallocate(jv, (unsigned char *)src);
 	if (csig)
@@ -299,7 +327,9 @@ static int arm(JavaVM *vm, JNIEnv *env)
 	if (ret < 0)
 		return ret;
 	if (!ag.hook.asgct)
-		ag.hook.asgct = find_asgct(vm);
+		find_jvm(vm);
+	else if (!ag.hook.layout.ok)
+		find_jvm(vm); /* says again, for this session, that the layout is missing */
 	if (!ag.hook.asgct)
 		return -ENOSYS;
 	if (!ag.hook.table) {

@@ -14,7 +14,9 @@
  * read the registers of ucontext: the context given is this function's,
  * not in Java code, which AsyncGetCallTrace then declines.
  *
- * Each (method, bci) gets a small id from a lock-free table (open
+ * walk.c then walks HotSpot's physical frames from the cut to tell each
+ * Java frame's kind and to go on into the native frames outer to them.
+ * Each (method, bci, kind) gets a small id from a lock-free table (open
  * addressing; a slot is claimed with one compare-and-swap); agent.c's
  * thread names new ids outside the hook.
  */
@@ -23,16 +25,16 @@
 
 #include "jvm/agent_internal.h"
 
-static inline uint32_t slot_hash(uint64_t method, int32_t bci)
+static inline uint32_t slot_hash(uint64_t method, int32_t key)
 {
-	uint64_t h = (method ^ ((uint64_t)(uint32_t)bci << 32) ^ (uint64_t)(uint32_t)bci) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (method ^ ((uint64_t)(uint32_t)key << 32) ^ (uint64_t)(uint32_t)key) * 0x9e3779b97f4a7c15ull;
 
 	return (uint32_t)(h >> 40);
 }
 
-uint32_t jvm_table_id(struct jvm_table *tb, uint64_t method, int32_t bci)
+uint32_t jvm_table_id(struct jvm_table *tb, uint64_t method, int32_t key)
 {
-	uint32_t i = slot_hash(method, bci) & (JVM_TABLE_SLOTS - 1);
+	uint32_t i = slot_hash(method, key) & (JVM_TABLE_SLOTS - 1);
 
 	for (unsigned probe = 0; probe < 128; probe++, i = (i + 1) & (JVM_TABLE_SLOTS - 1)) {
 		struct jvm_slot *s = &tb->slot[i];
@@ -45,7 +47,7 @@ uint32_t jvm_table_id(struct jvm_table *tb, uint64_t method, int32_t bci)
 			}
 			n = atomic_fetch_add(&tb->next_id, 1);
 			atomic_store_explicit(&s->method, method, memory_order_relaxed);
-			atomic_store_explicit(&s->bci, bci, memory_order_relaxed);
+			atomic_store_explicit(&s->key, key, memory_order_relaxed);
 			if (n >= JVM_TABLE_IDS) {
 				/* full: the slot stays taken by an id nobody names (never matched) */
 				atomic_store_explicit(&s->id, JVM_TABLE_IDS, memory_order_release);
@@ -64,7 +66,7 @@ claimed:
 			id = atomic_load_explicit(&s->id, memory_order_acquire);
 		}
 		if (id < JVM_TABLE_IDS && atomic_load_explicit(&s->method, memory_order_relaxed) == method &&
-		    atomic_load_explicit(&s->bci, memory_order_relaxed) == bci)
+		    atomic_load_explicit(&s->key, memory_order_relaxed) == key)
 			return id;
 	}
 	atomic_fetch_add(&tb->full, 1);
@@ -103,8 +105,19 @@ size_t jvm_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 		atomic_fetch_add_explicit(&h->table->walk_fail, 1, memory_order_relaxed);
 		return n;
 	}
+	/* the physical frames: kinds, and the native frames outer to the Java ones */
+	if (h->layout.ok) {
+		size_t m = jvm_walk(h, fr, tr.num_frames, (size_t)tr.num_frames == room, ips, n, cap);
+
+		atomic_fetch_add_explicit(m ? &h->walked : &h->walk_miss, 1, memory_order_relaxed);
+		if (m)
+			return m;
+	}
+	/* AsyncGetCallTrace's frames alone: the kind is known for native methods only */
 	for (jint i = 0; i < tr.num_frames && at < cap; i++) {
-		id = jvm_table_id(h->table, (uint64_t)(uintptr_t)fr[i].method_id, fr[i].lineno);
+		unsigned kind = fr[i].lineno == -3 ? WIRE_XKIND_NATIVE : WIRE_XKIND_UNKNOWN;
+
+		id = jvm_table_id(h->table, (uint64_t)(uintptr_t)fr[i].method_id, jvm_key(fr[i].lineno, kind));
 		if (!id)
 			break;
 		ips[at++] = (uintptr_t)(WIRE_XFRAME_BIT | id);
