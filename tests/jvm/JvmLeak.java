@@ -31,6 +31,9 @@
 //   deflate N            creates N java.util.zip.Deflaters (zlib state in
 //                        native memory) and keeps them, never end()ed:
 //                        "deflaters N" (all kept so far)
+//   upcall N             the JNI upcall: upcall() (native) calls upcalled()
+//                        (Java), which calls upleak() (native), which leaks
+//                        N blocks of 3456 bytes: "upcalled N"
 //   burst N              calls churn() N times in a row on this thread (about
 //                        a dozen allocations each): "burst ns=T cpu=C", the
 //                        time it took and this thread's CPU time in it
@@ -49,6 +52,13 @@ public final class JvmLeak {
     static native boolean patched();
     static native int leakSize();
     static native int tid();
+    static native int upcall(int n);
+    static native int upleak(int n);
+
+    // Called from native code (Java_JvmLeak_upcall): Java between two native sections.
+    static int upcalled(int n) {
+        return upleak(n); // upcalled's call of upleak
+    }
 
     static final int BLOCKS = 6;
     static volatile boolean running = true;
@@ -276,6 +286,9 @@ public final class JvmLeak {
                 ans = "burst ns=" + (t1 - t0) + " cpu=" + (c1 - c0);
                 break;
             }
+            case "upcall":
+                ans = "upcalled " + upcall(Integer.parseInt(c[1]));
+                break;
             case "deflate":
                 ans = "deflaters " + deflaters(Integer.parseInt(c[1]));
                 break;

@@ -2,12 +2,14 @@
 # tests/jvm/check_java.py - the Java frames of `heaptap report --format json` of a JVM session
 # SPDX-License-Identifier: MIT
 #
-# Usage: check_java.py REPORT LEAK_CALLS LEAK_SIZE LEAK_LINE STEP_LINE DEFL_LINE NDEFL
+# Usage: check_java.py REPORT LEAK_CALLS LEAK_SIZE LEAK_LINE STEP_LINE DEFL_LINE NDEFL MODE
 #        check_java.py --none REPORT
 #   LEAK_LINE  JvmLeak.java line of Worker.leakOne's leak(1) call
 #   STEP_LINE  JvmLeak.java line of Worker.step's leakOne() call
 #   DEFL_LINE  JvmLeak.java line of JvmLeak.deflaters' new Deflater
 #   NDEFL      Deflaters created and kept
+#   MODE       interpreted, compiled (C1 only), c2 (C2 only, leakOne inlined into step), or any
+#              (tiered: each frame's kind is known, whichever it is)
 # Checks:
 #   1. every backtrace through jt_leak_block goes on, right above
 #      Java_JvmLeak_leak, with the Java frames JvmLeak.leak (a native
@@ -19,8 +21,15 @@
 #      java.util.zip.Deflater.init, java.util.zip.Deflater.<init> and then
 #      JvmLeak.deflaters at JvmLeak.java:DEFL_LINE hold at least NDEFL
 #      allocations not freed;
-#   3. the Java frames hold no native module, and a Java frame is never
-#      followed by a native one (the walk of the JVM's part ends the stack).
+#   3. the Java frames hold no native module; a native frame right after a
+#      Java frame is JavaCalls::call_helper (the call stub's caller);
+#   4. kinds: on every leak stack JvmLeak.leak is native; leakOne and step
+#      are interpreted (MODE interpreted), compiled or inlined by C1
+#      (compiled), leakOne inlined by C2 into step compiled by C2, or step
+#      itself inlined by C2 (c2);
+#   5. outer frames: every leak stack goes on after its last Java frame with
+#      JavaCalls::call_helper, then libjvm.so's frames in order down to
+#      thread_native_entry, start_thread and clone3, its last frame.
 # --none: no Java frame anywhere (a JVM where heaptap had no agent).
 import os
 import sys
@@ -56,6 +65,19 @@ if sys.argv[1] == "--none":
 
 rep = load(sys.argv[1])
 calls, size, leak_line, step_line, defl_line, ndefl = (int(a) for a in sys.argv[2:8])
+mode = sys.argv[8]
+# (kind, tier) each leak frame may have, by mode
+want_kind = {
+    "interpreted": {"leakOne": {("interpreted", None)}, "step": {("interpreted", None)}},
+    "compiled": {"leakOne": {("compiled", "C1"), ("inlined", "C1")}, "step": {("compiled", "C1"), ("inlined", "C1")}},
+    "c2": {"leakOne": {("inlined", "C2")}, "step": {("compiled", "C2"), ("inlined", "C2")}},
+    "any": {m: {("interpreted", None)} | {(k, t) for k in ("compiled", "inlined") for t in ("C1", "C2")}
+            for m in ("leakOne", "step")},
+}[mode]
+# the outer frames of a worker thread, in order, after the last Java frame
+want_outer = ["JavaCalls::call_helper", "JavaCalls::call_virtual", "thread_entry", "JavaThread::thread_main_inner",
+              "Thread::call_run", "thread_native_entry", "start_thread", "clone3"]
+kinds_seen = {}
 want_leak = [("JvmLeak.leak", None), ("JvmLeak$Worker.leakOne", leak_line), ("JvmLeak$Worker.step", step_line)]
 want_defl = [("java.util.zip.Deflater.init", None), ("java.util.zip.Deflater.<init>", None)]
 leaked = 0
@@ -69,13 +91,32 @@ for t in traces(rep):
             java_frames += 1
             if f.get("module"):
                 err("a Java frame with a module: %s" % f)
-            if i + 1 < len(fr) and not is_java(fr[i + 1]) and not names[i + 1].startswith("[frames cut"):
-                err("a native frame after a Java frame: " + show(fr))
+            if i + 1 < len(fr) and not is_java(fr[i + 1]) and not names[i + 1].startswith("[frames cut") and \
+                    not names[i + 1].startswith("JavaCalls::call_helper("):
+                err("a native frame other than JavaCalls::call_helper after a Java frame: " + show(fr))
     if "jt_leak_block" in names:
         j = names.index("Java_JvmLeak_leak") if "Java_JvmLeak_leak" in names else -1
         got = [(fname(f), f.get("line")) for f in fr[j + 1:j + 4]] if j >= 0 else []
         ok = len(got) == 3 and all(g[0] == w[0] and (w[1] is None or g[1] == w[1]) for g, w in zip(got, want_leak))
         ok = ok and all(is_java(f) and f.get("file") == "JvmLeak.java" for f in fr[j + 1:j + 4])
+        if ok:
+            kinds = [(f.get("kind"), f.get("tier")) for f in fr[j + 1:j + 4]]
+            for nm, kd in zip(("leak", "leakOne", "step"), kinds):
+                kinds_seen.setdefault(nm, set()).add(kd)
+            if kinds[0] != ("native", None):
+                ok = False
+                err("JvmLeak.leak is not a native frame: %s" % (kinds[0],))
+            for nm, kd in zip(("leakOne", "step"), kinds[1:]):
+                if kd not in want_kind[nm]:
+                    ok = False
+                    err("%s %s, want one of %s: %s" % (nm, kd, sorted(want_kind[nm], key=str), show(fr)))
+            if mode == "c2" and kinds[1] == ("inlined", "C2") and kinds[2] not in want_kind["step"]:
+                ok = False
+            last = max(i for i, f in enumerate(fr) if is_java(f))
+            outer = [n.split("(")[0] for n in names[last + 1:]]
+            if outer != want_outer:
+                ok = False
+                err("outer frames %s, want %s" % (outer, want_outer))
         if ok:
             leaked += int(t.get("leaked", 0))
         else:
@@ -99,8 +140,9 @@ if leaked != calls * size:
                                                                                          calls * size))
 if defl_calls < ndefl:
     err("allocations not freed under JvmLeak.deflaters: %d, want at least %d" % (defl_calls, ndefl))
-print("check_java: %d Java frames; leak %d bytes with its Java frames; %d zlib allocations not freed under "
-      "JvmLeak.deflaters" % (java_frames, leaked, defl_calls), file=sys.stderr)
+print("check_java: %d Java frames; leak %d bytes with its Java frames, kinds %s, outer frames %s; %d zlib "
+      "allocations not freed under JvmLeak.deflaters" % (java_frames, leaked, sorted(kinds_seen.items()),
+                                                           " <- ".join(want_outer), defl_calls), file=sys.stderr)
 for e in errors:
     print("check_java: " + e, file=sys.stderr)
 sys.exit(1 if errors else 0)

@@ -12,6 +12,10 @@
  *   jt_leak_block()   mallocs JT_LEAK_SIZE bytes and never frees them
  *                     (the line marked JT_LEAK_LINE is the call site)
  *   jt_churn_block()  malloc/calloc/realloc a block, fill it, hash it, free it
+ *   jt_upcall_block() mallocs JT_UPCALL_SIZE bytes and never frees them,
+ *                     under a JNI upcall: Java_JvmLeak_upcall calls the Java
+ *                     method JvmLeak.upcalled, which calls the native
+ *                     JvmLeak.upleak (Java_JvmLeak_upleak)
  * Java recomputes every hash (JvmLeak.expect): a wrong byte is a failed
  * check of the program itself.
  */
@@ -23,6 +27,7 @@
 #include <unistd.h>
 
 #define JT_LEAK_SIZE 2345
+#define JT_UPCALL_SIZE 3456
 
 static void *slot_at_load;	 /* this library's malloc GOT slot at JNI_OnLoad */
 static void *volatile jt_sink;	 /* the last leaked block, so no call is optimised away */
@@ -47,6 +52,16 @@ __attribute__((noinline)) void *jt_leak_block(void)
 
 	if (p)
 		memset(p, 0x5a, JT_LEAK_SIZE);
+	return p;
+}
+
+/* The upcall's leak: JT_UPCALL_SIZE bytes, never freed. */
+__attribute__((noinline)) void *jt_upcall_block(void)
+{
+	char *p = malloc(JT_UPCALL_SIZE);
+
+	if (p)
+		memset(p, 0x3c, JT_UPCALL_SIZE);
 	return p;
 }
 
@@ -120,6 +135,26 @@ JNIEXPORT jint JNICALL Java_JvmLeak_leak(JNIEnv *env, jclass cls, jint n)
 		jt_sink = jt_leak_block();
 	}
 	return seen;
+}
+
+/* Leak n blocks of JT_UPCALL_SIZE bytes (called by JvmLeak.upcalled); returns n. */
+JNIEXPORT jint JNICALL Java_JvmLeak_upleak(JNIEnv *env, jclass cls, jint n)
+{
+	(void)env;
+	(void)cls;
+	for (jint i = 0; i < n; i++)
+		jt_sink = jt_upcall_block();
+	return n;
+}
+
+/* The JNI upcall: JvmLeak.upcalled(n) from native code; its return value, -1 if it is not found. */
+JNIEXPORT jint JNICALL Java_JvmLeak_upcall(JNIEnv *env, jclass cls, jint n)
+{
+	jmethodID m = (*env)->GetStaticMethodID(env, cls, "upcalled", "(I)I");
+
+	if (!m)
+		return -1;
+	return (*env)->CallStaticIntMethod(env, cls, m, n);
 }
 
 JNIEXPORT jboolean JNICALL Java_JvmLeak_patched(JNIEnv *env, jclass cls)
