@@ -114,7 +114,6 @@ struct jvm_hook {
 	jvm_asgct_fn asgct;
 	struct jvm_table *table;
 	struct jvm_vm layout; /* layout.ok 0: no physical walk (kinds unknown, no outer frames) */
-	_Atomic uint64_t walked, walk_miss; /* stacks the walker did, and gave up on */
 };
 
 /*

@@ -109,7 +109,6 @@ size_t jvm_produce(void *arg, uintptr_t *ips, size_t n, size_t cap)
 	if (h->layout.ok) {
 		size_t m = jvm_walk(h, fr, tr.num_frames, (size_t)tr.num_frames == room, ips, n, cap);
 
-		atomic_fetch_add_explicit(m ? &h->walked : &h->walk_miss, 1, memory_order_relaxed);
 		if (m)
 			return m;
 	}

@@ -13,7 +13,7 @@
  * thread-local variable; the producer finds that ip among the walked ones):
  *
  *   leaf_alloc, middle, render_page [python], java.util.zip.Deflater.<init>
- *   [java, compiled], main, ...
+ *   [java, compiled C2, inlined], main, ...
  *
  * render_page is defined from the main thread, outside any hook; the Java
  * frame from inside the producer (inside the allocation hook), once per
@@ -86,7 +86,7 @@ static size_t producer(void *arg, uintptr_t *ips, size_t n, size_t cap)
 	ips[k + 1] = wire_xframe_ip(ID_JAVA);
 	s = api.session();
 	if (s && atomic_load(&java_session) != s &&
-	    api.define(ID_JAVA, WIRE_LANG_JAVA, WIRE_XKIND_COMPILED, 216, java_name,
+	    api.define(ID_JAVA, WIRE_LANG_JAVA, WIRE_XKIND_INLINED_C2, 216, java_name,
 		       sizeof(java_name) - 1, java_file, sizeof(java_file) - 1) == 0)
 		atomic_store(&java_session, s);
 	atomic_fetch_add(&produced, 1);

@@ -16,8 +16,10 @@
 #      frame in JIT code where unwinding stopped (its ip inside an anonymous
 #      executable mapping of the JVM) followed by track's cut marker, which
 #      is the outermost frame, or, where heaptap's JVMTI agent named them,
-#      Java frames in its place (outermost too, maybe followed by the
-#      marker). Without the marker in this build (older
+#      Java frames in its place, never after such a frame; a native frame
+#      right after a Java frame is JavaCalls::call_helper (the native frames
+#      outer to the Java ones, all in modules) or the marker. Without the
+#      marker in this build (older
 #      track/), the frames after the first JIT frame are counted and shown,
 #      not judged.
 import os
@@ -83,8 +85,11 @@ for t in traces(rep):
     for i, f in enumerate(fr):
         if is_java(f):
             java_seen += 1
-            if first_jit is not None or any(not is_java(g) and not fname(g).startswith(CUT) for g in fr[i:]):
-                err("a Java frame %d not in the outermost run of Java frames: %s" % (i, names))
+            if first_jit is not None:
+                err("a Java frame %d after a frame in JIT code: %s" % (i, names))
+            if i + 1 < len(fr) and not is_java(fr[i + 1]) and not names[i + 1].startswith(CUT) and \
+                    not names[i + 1].startswith("JavaCalls::call_helper("):
+                err("a native frame other than JavaCalls::call_helper after Java frame %d: %s" % (i, names))
             continue
         if f.get("module"):
             continue
