@@ -22,7 +22,11 @@
  * by its own rule if the interpreter never takes anything again. And the
  * reader also stops when the interpreter has taken nothing for
  * ITP_INQ_STALL_MS while bytes wait for it, so a slow stream does not
- * postpone that rule by the time it takes to fill the queue.
+ * postpone that rule by the time it takes to fill the queue. Neither holds
+ * once a stop was asked (itp_inq_stopping): the library then sends what
+ * its buffers held and its end, and those must not wait for an
+ * interpreter that is behind (or gets no CPU), else the library's rule
+ * ends the session without END; the queue may then hold twice the limit.
  *
  *   socket --read--> [blk][blk][blk]...[tail blk being filled]   <= limit bytes of blocks
  *                      ^ head: the interpreter parses it in place (itp_inq_peek,
@@ -109,6 +113,8 @@ struct itp_inq {
 	uint64_t last_take_ns; /* the interpreter's last take of some bytes */
 	int catch_up;	       /* the reader was held back and has not emptied the socket since */
 	uint64_t stall_ns;     /* no take for this long with bytes waiting: stop reading */
+	int stopping;	       /* itp_inq_stopping: the limit doubled, no stall rule */
+	uint64_t progress_ns;  /* the reader's last read of some bytes, or the end of a wait for room */
 	struct itp_input st;
 };
 
@@ -164,7 +170,13 @@ static struct blk *new_block_locked(struct itp_inq *q)
  */
 static int stuck_locked(struct itp_inq *q, uint64_t now)
 {
-	return q->pending && now - q->last_take_ns >= q->stall_ns;
+	return !q->stopping && q->pending && now - q->last_take_ns >= q->stall_ns;
+}
+
+/* the bytes of blocks the queue may hold: twice the limit once a stop was asked */
+static size_t limit_locked(const struct itp_inq *q)
+{
+	return q->stopping ? 2 * q->limit : q->limit;
 }
 
 /*
@@ -187,7 +199,7 @@ static struct blk *room_locked(struct itp_inq *q, int *oom, int *waited)
 				b = q->tail;
 				break;
 			}
-			if ((q->nblocks + 1) * q->block <= q->limit || !q->nblocks) {
+			if ((q->nblocks + 1) * q->block <= limit_locked(q) || !q->nblocks) {
 				b = new_block_locked(q);
 				*oom = !b;
 				break;
@@ -204,6 +216,7 @@ static struct blk *room_locked(struct itp_inq *q, int *oom, int *waited)
 		uint64_t w = util_mono_ns() - q->full_since;
 
 		*waited = 1;
+		q->progress_ns = util_mono_ns();
 		q->st.full_ns += w;
 		if (w > q->st.full_max_ns)
 			q->st.full_max_ns = w;
@@ -244,6 +257,7 @@ static int read_once(struct itp_inq *q, struct blk *b, int wait, int held)
 			left = 0;
 		pthread_mutex_lock(&q->lock);
 		if (n > 0) {
+			q->progress_ns = util_mono_ns();
 			b->wlen += (size_t)n;
 			q->pending += (size_t)n;
 			q->st.bytes += (uint64_t)n;
@@ -326,7 +340,7 @@ int itp_inq_start(struct itp_inq **out, int fd, size_t limit)
 	q->block = ITP_INQ_BLOCK;
 	q->limit = limit ? limit : ITP_INQ_LIMIT;
 	q->stall_ns = (uint64_t)ITP_INQ_STALL_MS * 1000000ull;
-	q->last_take_ns = util_mono_ns();
+	q->last_take_ns = q->progress_ns = util_mono_ns();
 	if (q->limit < 2 * q->block)
 		q->limit = 2 * q->block;
 	q->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -584,6 +598,28 @@ void itp_inq_set_stall(struct itp_inq *q, unsigned ms)
 	q->stall_ns = (uint64_t)ms * 1000000ull;
 	pthread_cond_signal(&q->room);
 	pthread_mutex_unlock(&q->lock);
+}
+
+void itp_inq_stopping(struct itp_inq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->stopping = 1;
+	pthread_cond_signal(&q->room);
+	pthread_mutex_unlock(&q->lock);
+}
+
+uint64_t itp_inq_progress_ns(struct itp_inq *q, uint64_t now)
+{
+	uint64_t t;
+	int unread = 0;
+
+	pthread_mutex_lock(&q->lock);
+	t = q->full_since ? now : q->progress_ns;
+	pthread_mutex_unlock(&q->lock);
+	/* bytes the reader has not taken yet (it waits for a CPU): the sender is not silent */
+	if (t != now && ioctl(q->fd, FIONREAD, &unread) == 0 && unread > 0)
+		t = now;
+	return t;
 }
 
 int itp_inq_ended(struct itp_inq *q)

@@ -50,6 +50,20 @@ void itp_inq_consume(struct itp_inq *q, size_t n);
 uint64_t itp_inq_full_ns(struct itp_inq *q);
 /* itp_inq_set_stall - change ITP_INQ_STALL_MS for this queue (tests). */
 void itp_inq_set_stall(struct itp_inq *q, unsigned ms);
+/*
+ * itp_inq_stopping - a stop was asked (the sender's last bytes and its end
+ * come now): from here the reader may queue up to twice the limit and
+ * reads on even when the interpreter takes nothing, so the sender can
+ * finish while the interpreter lags (docs/stream.md, "Ending").
+ */
+void itp_inq_stopping(struct itp_inq *q);
+/*
+ * itp_inq_progress_ns - when the sender was last seen making progress, by
+ * the monotonic clock: the reader's last read of some bytes; now when the
+ * reader waits for room or the socket holds bytes it has not read yet
+ * (the wait is heaptap's, not the sender's).
+ */
+uint64_t itp_inq_progress_ns(struct itp_inq *q, uint64_t now);
 /* itp_inq_ended - 1 once the reader saw EOF or a failed read (the bytes before it may still wait). */
 int itp_inq_ended(struct itp_inq *q);
 /* itp_inq_stop - end the reader (it stops reading at once), free everything, give its numbers. */

@@ -179,9 +179,12 @@ struct itp_options {
 	/*
 	 * Set by the caller (e.g. from a signal handler) to end the session:
 	 * 1 = itp_run sends WIRE_CTL_STOP once and keeps reading until
-	 * WIRE_REC_END or EOF, at most stop_timeout_ms, then finishes the
-	 * recording; 2 (a second stop) = end at once: nothing more is read or
-	 * symbolized, the recording is closed as cut short (ITP_E_STOPPED).
+	 * WIRE_REC_END or EOF, or until the library sent nothing for
+	 * stop_timeout_ms (counted from its last byte, not from the request:
+	 * a long stream still being read is not late), or at most 12 times
+	 * that after the request, then finishes the recording; 2 (a second
+	 * stop) = end at once: nothing more is read or symbolized, the
+	 * recording is closed as cut short (ITP_E_STOPPED).
 	 */
 	volatile sig_atomic_t *stop;
 	unsigned stop_timeout_ms; /* 0 = 5000 */

@@ -173,53 +173,74 @@ static int in_place(struct itp_ctx *c, struct itp_inq *q, uint8_t *buf, size_t *
 	return 1;
 }
 
+/*
+ * A library that keeps streaming after STOP is always "making progress":
+ * the wait for END ends at the latest this many stop timeouts after the
+ * request (60 s by default), END or not.
+ */
+#define STOP_BOUND_FACTOR 12u
+
 /* where a stop request stands (read_loop) */
 struct stop_state {
-	unsigned ms;	   /* the library's time to send END after STOP */
-	int asked, sent;   /* a stop was asked; STOP went out */
-	uint64_t deadline; /* for END */
-	uint64_t full0;	   /* the reader's time waiting for room, at the request */
+	unsigned ms;	  /* the library's time to send something after STOP, and then END */
+	int asked, sent;  /* a stop was asked; STOP went out */
+	uint64_t t_asked; /* when */
 };
+
+static void shorten(int *timeout, uint64_t left_ns)
+{
+	if (left_ns / 1000000ull < (uint64_t)*timeout)
+		*timeout = (int)(left_ns / 1000000ull) + 1;
+}
 
 /*
  * stopping - a second stop ends the session at once; a first one (or the
- * budget) sends STOP and sets the deadline for END, shortening *timeout to
- * it. 0, or the negative enum itp_err that ends the loop.
+ * budget) sends STOP, and then the wait for END runs on as long as the
+ * library makes progress: it ends on END or EOF (read_loop), when the
+ * reader got no byte for stop_timeout_ms although it could read (time it
+ * waited for room in our queue, or bytes it has not read yet, are
+ * heaptap's lateness, not the library's), or STOP_BOUND_FACTOR timeouts
+ * after the request. *timeout is shortened to the next of these limits.
+ * 0, or the negative enum itp_err that ends the loop.
  */
 static int stopping(struct itp_ctx *c, int fd, struct itp_inq *q, struct stop_state *st, uint64_t t,
 		    int *timeout)
 {
 	const struct itp_options *opt = c->opt;
-	uint64_t held;
+	uint64_t ms = (uint64_t)st->ms * 1000000ull, bound = STOP_BOUND_FACTOR * ms, since;
 
 	if (opt->stop && *opt->stop >= 2)
 		return itp_fail(c, ITP_E_STOPPED,
 				"stopped a second time: the rest of the stream was not read");
 	if (((opt->stop && *opt->stop) || c->discard) && !st->asked) {
 		st->asked = 1;
-		st->deadline = t + (uint64_t)st->ms * 1000000ull;
-		st->full0 = itp_inq_full_ns(q);
+		st->t_asked = t;
+		/* before STOP goes out: the library's last bytes must never wait for the interpreter */
+		itp_inq_stopping(q);
 	}
 	if (!st->asked)
 		return 0;
 	/* a full socket buffer (the target not reading) retries next round */
 	if (!st->sent)
 		st->sent = send_stop(fd);
-	/*
-	 * The limit is for the library: time our own queue was full does not
-	 * count (its end record waited behind events we had not taken yet),
-	 * and once the reader saw the connection close, everything is here.
-	 */
-	held = itp_inq_full_ns(q) - st->full0;
-	st->deadline += held;
-	st->full0 += held;
+	/* once the reader saw the connection close, everything is here: no limit */
 	if (itp_inq_ended(q))
-		st->deadline = UINT64_MAX;
-	if (t >= st->deadline)
-		return itp_fail(c, ITP_E_TRUNCATED, "no end record within %u ms after asking to stop",
-				st->ms);
-	if ((st->deadline - t) / 1000000ull < (uint64_t)*timeout)
-		*timeout = (int)((st->deadline - t) / 1000000ull) + 1;
+		return 0;
+	/* a read since t is later than t: progress now */
+	since = itp_inq_progress_ns(q, t);
+	if (since > t)
+		since = t;
+	if (since < st->t_asked)
+		since = st->t_asked;
+	if (t - since >= ms)
+		return itp_fail(c, ITP_E_TRUNCATED,
+				"no end record: nothing came for %u ms after asking to stop", st->ms);
+	if (t - st->t_asked >= bound)
+		return itp_fail(c, ITP_E_TRUNCATED,
+				"no end record within %llu ms after asking to stop, though "
+				"the stream went on", (unsigned long long)(bound / 1000000ull));
+	shorten(timeout, ms - (t - since));
+	shorten(timeout, bound - (t - st->t_asked));
 	return 0;
 }
 

@@ -10,6 +10,9 @@
  *     stops as well when the interpreter takes nothing for a while;
  *   - EOF and read errors come after the bytes read before them;
  *   - a signal still interrupts the interpreter's wait;
+ *   - once a stop was asked it reads on, past the limit up to twice it and
+ *     with nothing taken, so the library's last bytes never wait for the
+ *     interpreter;
  *   - stopping it ends the reader whether it waits for the socket or for room.
  */
 #define _GNU_SOURCE
@@ -292,6 +295,82 @@ START_TEST(stuck_interpreter_stops_reading)
 }
 END_TEST
 
+/* write pattern bytes from *sent without blocking until 300 ms pass without a byte going in */
+static void fill_socket(int fd, uint64_t *sent, uint64_t want)
+{
+	static uint8_t buf[64 << 10];
+	int quiet = 0;
+
+	while (*sent < want && quiet < 30) {
+		size_t i;
+		ssize_t k;
+
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = pattern(*sent + i);
+		k = send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k > 0) {
+			*sent += (uint64_t)k;
+			quiet = 0;
+		} else {
+			sleep_ms(10);
+			quiet++;
+		}
+	}
+}
+
+/*
+ * After itp_inq_stopping the library's last bytes must not wait for the
+ * interpreter: the reader, full and with nothing taken for longer than the
+ * stall time, reads on up to twice its limit; no further.
+ */
+START_TEST(stopping_reads_past_the_limit)
+{
+	const size_t limit = 4 * ITP_INQ_BLOCK;
+	const uint64_t want = 16u << 20;
+	static uint8_t buf[64 << 10];
+	struct itp_input st;
+	struct itp_inq *q;
+	uint64_t sent = 0, full = 0, got = 0;
+	int sv[2], sndbuf = 64 << 10;
+	socklen_t sl = sizeof(sndbuf);
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	ck_assert_int_eq(getsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl), 0);
+	ck_assert_int_eq(itp_inq_start(&q, sv[0], limit), 0);
+	itp_inq_set_stall(q, 100);
+	fill_socket(sv[1], &sent, want);
+	ck_assert_uint_le(sent, limit + 2 * (uint64_t)sndbuf);
+	full = sent;
+	/* the stop: nothing is taken still, more than the stall time passes */
+	itp_inq_stopping(q);
+	fill_socket(sv[1], &sent, want);
+	/* each block may keep up to ITP_INQ_MIN_READ unused: at least half a limit more */
+	ck_assert_msg(sent - full >= limit / 2,
+		      "after the stop request the reader took %llu bytes more, not half a limit",
+		      (unsigned long long)(sent - full));
+	ck_assert_msg(sent < want, "the reader read %llu bytes past twice its limit of %zu",
+		      (unsigned long long)sent, limit);
+	ck_assert_uint_le(sent, 2 * limit + 2 * (uint64_t)sndbuf);
+	shutdown(sv[1], SHUT_WR);
+	for (;;) {
+		ssize_t n = itp_inq_take(q, buf, sizeof(buf), 1000), i;
+
+		ck_assert_int_ge(n, 0);
+		if (!n)
+			break;
+		for (i = 0; i < n; i++)
+			ck_assert_uint_eq(buf[i], pattern(got + (uint64_t)i));
+		got += (uint64_t)n;
+	}
+	itp_inq_stop(q, &st);
+	ck_assert_uint_eq(got, sent);
+	ck_assert_uint_le(st.peak_bytes, 2 * limit);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 /* Stopping ends the reader wherever it waits: for the socket (idle) or for room (full). */
 /*
  * Fill the queue (nobody takes until the reader waits for room: its full
@@ -474,6 +553,7 @@ static Suite *inq_suite(void)
 	tcase_add_test(tc, order_small_limit_slow_taker);
 	tcase_add_test(tc, bound_holds_then_resumes);
 	tcase_add_test(tc, stuck_interpreter_stops_reading);
+	tcase_add_test(tc, stopping_reads_past_the_limit);
 	tcase_add_test(tc, blocks_reused);
 	tcase_add_test(tc, idle_frees_spares);
 	tcase_add_test(tc, stop_idle_and_full);

@@ -14,6 +14,8 @@ heaptap_unit_test(interpret_order SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LI
 heaptap_unit_test(interpret_bad SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
 # reading and control: split reads, queue blocks, stop, status, the output file
 heaptap_unit_test(interpret_io SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
+# after a stop: END behind a long flush, a silent library, an endless stream
+heaptap_unit_test(interpret_stop SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
 # symbolization against the test binary itself, modules, demangling
 heaptap_unit_test(interpret_symbols SOURCES ${ITP_TEST_SOURCES} LIBS ${ITP_TEST_LIBS})
 # the reader thread's input queue (interpret/inq.c): order, bound, EOF, errors, signals, stop
