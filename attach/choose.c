@@ -11,6 +11,11 @@
  *      be mid-transfer; each of them after all others when it restarts
  *      through the restart block
  *   1  running user code
+ *   2  in restart_syscall (a timed sleep, poll or futex wait a stop broke
+ *      off, going on from its restart block): exact when let go, but if
+ *      heaptap dies meanwhile the call returns EINTR (arch/x86_64.c), so
+ *      after the re-entered waits that the program cannot notice and
+ *      before those that cost it an early wake-up (reenter_rank)
  *
  * Why a joining thread first: it does nothing until the thread it joins
  * exits, nobody waits for it, and it holds no lock of the program. A
@@ -174,6 +179,8 @@ enum att_reason att_choose_thread(struct att_ctx *ctx)
 			c.rank = reenter_rank(c.sysclass, c.sysno, c.sysargs);
 		else if (joins_thread(ctx->pid, c.tid, c.sysno, c.sysargs))
 			c.rank = -1;
+		else if (c.sysno == SYS_restart_syscall)
+			c.rank = 26;
 		else
 			c.rank = sys_pref(c.sysno) +
 				 (att_arch_uses_restart_block(c.sysno, c.sysargs) ? 5 : 0);

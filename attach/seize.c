@@ -147,6 +147,10 @@ static int check_stop_regs(struct att_ctx *ctx, struct att_thread *thr, char *wh
 				 att_arch_sysname(nr), nr);
 			return 1;
 		}
+		if (nr == SYS_restart_syscall)
+			snprintf(ctx->st.resumed, sizeof(ctx->st.resumed),
+				 "restart_syscall: resumed there, the call it restarts ends when it "
+				 "would have");
 	}
 	return 0;
 }

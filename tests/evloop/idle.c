@@ -3,7 +3,9 @@
 /*
  * idle KIND TIMEOUT_MS [SOCKET_PATH]: one thread, no other, waits in KIND
  * (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6,
- * accept, read, sigwaitinfo, pause), with a timer of TIMEOUT_MS (-1: none)
+ * accept, read, sigwaitinfo, pause; nanosleep, clock_nanosleep and futex,
+ * a wait with a timeout on a word nobody wakes, which see a line on stdin
+ * only when their timer expired), with a timer of TIMEOUT_MS (-1: none)
  * kept as an event loop keeps it: a deadline, and each wait gets what is
  * left of it. The p-variants pass a mask that unblocks SIGUSR2, which the
  * thread otherwise blocks; accept and pause have a SIGUSR2 / SIGUSR1
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -49,6 +52,7 @@ static volatile sig_atomic_t got_usr1;
 static sigset_t own_mask;
 
 static int schedstat_fd = -1;
+static int futex_word;
 
 __attribute__((noinline)) void *evl_marker(size_t n)
 {
@@ -105,6 +109,7 @@ int main(int argc, char **argv)
 	long period = argc > 2 ? atol(argv[2]) * 1000 : -1;	/* us */
 	int epfd = -1, lfd = -1, r;
 	int sockwait = !strcmp(kind, "read") || !strcmp(kind, "accept");
+	int sleeps = strstr(kind, "nanosleep") || !strcmp(kind, "futex");
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = 0 }, evs[4];
 	struct sigaction sa;
 	sigset_t unblock, waitset, cur;
@@ -201,8 +206,16 @@ int main(int argc, char **argv)
 			r = tsp ? sigtimedwait(&waitset, &si, tsp) : sigwaitinfo(&waitset, &si);
 		else if (!strcmp(kind, "pause"))
 			r = pause();
+		else if (!strcmp(kind, "nanosleep") && tsp)
+			r = nanosleep(tsp, NULL);
+		else if (!strcmp(kind, "clock_nanosleep") && tsp)
+			r = (int)syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, tsp, NULL);
+		else if (!strcmp(kind, "futex") && tsp)
+			r = (int)syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, tsp, NULL, 0);
 		else
 			return 2;
+		if (sleeps && r < 0 && errno == ETIMEDOUT)
+			r = 0;	/* the futex's timeout */
 		if (sockwait)	/* SO_RCVTIMEO counts from the call */
 			deadline = evl_now_us() + period;
 		if (!strcmp(kind, "read")) {
@@ -250,6 +263,8 @@ int main(int argc, char **argv)
 		else if ((!strcmp(kind, "select") || !strcmp(kind, "pselect6")) && r > 0 &&
 			 FD_ISSET(0, &rfds))
 			drain_stdin();
+		else if (sleeps && poll(&pfd, 1, 0) > 0)
+			drain_stdin();	/* the lines that came while it slept */
 		if (period <= 0)
 			continue;
 		if (t >= deadline) {

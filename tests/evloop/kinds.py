@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # tests/evloop/kinds.py - attach to a one-thread program idle in each waiting call kind, 20 times each
 # SPDX-License-Identifier: MIT
-"""kinds.py HEAPTAP IDLE TMPDIR CYCLES KIND[:TIMEOUT_MS] ...
+"""kinds.py HEAPTAP IDLE TMPDIR CYCLES KIND[:TIMEOUT_MS][+stop] ...
 
 For each kind: start IDLE (tests/evloop/idle.c) with a socket as stdin, then
 CYCLES times, while it waits in that call (and once first with heaptap failing right after its
@@ -10,10 +10,17 @@ heaptap's hook is in its malloc slot, one more event whose allocation must be
 in the recording (evl_marker), SIGINT, exit 0 with its slots restored. At the
 end: no EINTR, the signal mask never changed, every event answered, and the
 timer never fired more than 5 ms later than it does with nobody attached
-(measured first: a socket timeout counts in 10 ms jiffies here) and the time
+(measured first: a socket timeout counts in 10 ms jiffies here), the time
 heaptap held the thread (its -v "stopped X ms": a stopped thread cannot run
-its timer; the program leaves out the time it waited for a CPU). Exit 0
-pass, 1 fail.
+its timer; the program leaves out the time it waited for a CPU) and, with
++stop, the longest SIGSTOP the test sent itself. Exit 0 pass, 1 fail.
+
++stop: before each attach (and before the seize fault) the program gets
+SIGSTOP and SIGCONT while it waits, so its call (a timed poll, nanosleep,
+clock_nanosleep or futex wait) goes on in restart_syscall; heaptap must
+attach to it there (its -v says "syscall 219") in at least half the cycles
+(the rest: the call ended before the seize), and the program must never
+wake before its timer.
 """
 import concurrent.futures
 import json
@@ -45,8 +52,9 @@ def fields(line):
 
 
 class Idle:
-    def __init__(self, prog, kind, tmo, tmp):
-        self.kind, self.tmo = kind, tmo
+    def __init__(self, prog, kind, tmo, tmp, stopcont=False):
+        self.kind, self.tmo, self.stopcont = kind, tmo, stopcont
+        self.stopped_us = 0  # restart(): the longest SIGSTOP, which its timer must wait out too
         self.sock_path = os.path.join(tmp, "idle-%s-%d.sock" % (kind, tmo))
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
@@ -103,6 +111,31 @@ class Idle:
             time.sleep(0.002)
         raise Fail("%s: not asleep in its call" % self.kind)
 
+    def state(self):
+        with open("/proc/%d/stat" % self.pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    def restart(self):
+        """SIGSTOP and SIGCONT while it waits: its call goes on in restart_syscall (219)."""
+        for _ in range(10):
+            if self.kind != "poll":
+                self.event()  # answered when it wakes: its next sleep is a whole period
+            self.waiting()
+            t0 = time.monotonic()
+            os.kill(self.pid, signal.SIGSTOP)
+            end = time.monotonic() + 10
+            while self.state() != "T" and time.monotonic() < end:
+                time.sleep(0.001)
+            os.kill(self.pid, signal.SIGCONT)
+            end = time.monotonic() + 10
+            while self.state() != "S" and time.monotonic() < end:
+                time.sleep(0.001)
+            self.stopped_us = max(self.stopped_us, int((time.monotonic() - t0) * 1e6))
+            with open("/proc/%d/syscall" % self.pid) as f:
+                if f.read().split()[0] == "219":
+                    return
+        raise Fail("%s: never in restart_syscall after SIGSTOP and SIGCONT" % self.kind)
+
     def stop(self):
         self.p.kill()
         self.p.wait()
@@ -138,6 +171,8 @@ def cycle(ht, idle, tmp, i):
         # write over its first lines
         open(name + ".err", "w").close()
         err = open(name + ".err", "a+")
+        if idle.stopcont:
+            idle.restart()
         h = subprocess.Popen([ht, "attach", "-v", "-o", name + ".htap", str(idle.pid)],
                              stdin=subprocess.DEVNULL, stderr=err)
         # exit 34: the thread did not reach its stop within heaptap's 1 s (a loaded machine);
@@ -147,7 +182,7 @@ def cycle(ht, idle, tmp, i):
         print("%s: heaptap's stop deadline passed; again" % idle.kind, file=sys.stderr)
         if os.path.exists(name + ".htap"):
             os.unlink(name + ".htap")
-        idle.event()  # out of restart_syscall, which no attach may interrupt
+        idle.event()  # a fresh call (a poll broken off by the late stop goes on in restart_syscall)
         idle.waiting()
     try:
         end = time.monotonic() + 60
@@ -191,6 +226,7 @@ def cycle(ht, idle, tmp, i):
     for f in (name + ".htap", name + ".err"):
         os.unlink(f)
     got["held_us"] = held_us(text)
+    got["in_restart"] = 1 if "(syscall 219)" in text else 0
     return got, note[0].split(" was in ", 1)[1] if note else "no re-entry needed"
 
 
@@ -198,30 +234,34 @@ def seize_fault(ht, idle):
     """heaptap failing right after its PTRACE_SEIZE: the thread is let go from the first stop it
     reaches, as after a stop that came after heaptap's deadline; the program must see nothing."""
     idle.waiting()
+    if idle.stopcont:
+        idle.restart()
     r = subprocess.run([ht, "attach", str(idle.pid)], stdin=subprocess.DEVNULL, capture_output=True,
                        text=True, env=dict(os.environ, HEAPTAP_FAULT="seize"), timeout=60, check=False)
     if r.returncode != 62:
         raise Fail("%s: HEAPTAP_FAULT=seize: heaptap attach exited %d: %s" %
                    (idle.kind, r.returncode, r.stderr))
-    # a restarted poll waits in restart_syscall, which no attach may interrupt: a fresh call
+    # a fresh call for what follows (a restarted poll goes on in restart_syscall)
     idle.event()
 
 
-def run_kind(ht, prog, tmp, cycles, kind, tmo):
-    idle = Idle(prog, kind, tmo, tmp)
+def run_kind(ht, prog, tmp, cycles, kind, tmo, stopcont=False):
+    idle = Idle(prog, kind, tmo, tmp, stopcont)
     notes = {}
-    base = late = held = 0
+    base = late = held = in_restart = 0
     try:
         t0 = time.monotonic()
         seize_fault(ht, idle)
         for i in range(8 if tmo > 0 else 0):  # the timer's lateness with nobody attached
-            time.sleep(tmo / 1000.0 * 1.5)
+            if not stopcont or kind == "poll":  # a sleep answers when its timer expires
+                time.sleep(tmo / 1000.0 * 1.5)
             base = max(base, idle.event()["late_us"])
         for i in range(cycles):
             got, note = cycle(ht, idle, tmp, i)
             notes[note] = notes.get(note, 0) + 1
             late, held = max(late, got["late_us"]), max(held, got["held_us"])
-            if tmo > 0:
+            in_restart += got["in_restart"]
+            if tmo > 0 and (not stopcont or kind == "poll"):
                 time.sleep(tmo / 1000.0 * 1.5)  # let a timer expire between cycles
         got = idle.event()
         late = max(late, got["late_us"])
@@ -229,8 +269,8 @@ def run_kind(ht, prog, tmp, cycles, kind, tmo):
     finally:
         idle.stop()
     print("%s timeout %d: %d cycles in %.1f s; timer late at most %d us (%d us unattached), "
-          "held at most %d us; %s; %s" % (kind, tmo, cycles, time.monotonic() - t0, late, base,
-                                          held, " ".join("%s=%s" % kv for kv in sorted(got.items())
+          "held at most %d us; %d in restart_syscall; %s; %s" % (kind, tmo, cycles, time.monotonic() - t0, late, base,
+                                          held, in_restart, " ".join("%s=%s" % kv for kv in sorted(got.items())
                                                          if kv[0] != "late_us"), notes),
           file=sys.stderr)
     if got["eintr"]:
@@ -239,18 +279,23 @@ def run_kind(ht, prog, tmp, cycles, kind, tmo):
         raise Fail("%s: the program's signal mask changed (%d times)" % (kind, got["maskbad"]))
     if got["n"] != idle.sent:
         raise Fail("%s: %d events sent, %d answered" % (kind, idle.sent, got["n"]))
-    if tmo > 0 and late > base + LATE_MAX_US + held:
-        raise Fail("%s: a timer fired %d us late (%d us unattached, held %d us)" %
-                   (kind, late, base, held))
+    if tmo > 0 and late > base + LATE_MAX_US + held + idle.stopped_us:
+        raise Fail("%s: a timer fired %d us late (%d us unattached, held %d us, stopped by the "
+                   "test %d us)" % (kind, late, base, held, idle.stopped_us))
     if tmo > 0 and kind not in ("read", "accept") and got["expiries"] < 1:
         raise Fail("%s: the timer never expired" % kind)
+    if stopcont and in_restart < (cycles + 1) // 2:
+        raise Fail("%s: attached in restart_syscall in %d of %d cycles" % (kind, in_restart, cycles))
+    if stopcont and got["early"]:
+        raise Fail("%s: woke before its timer %d times" % (kind, got["early"]))
 
 
 def one(args):
     ht, prog, tmp, cycles, spec = args
     kind, _, tmo = spec.partition(":")
+    tmo, _, mode = tmo.partition("+")
     try:
-        run_kind(ht, prog, tmp, cycles, kind, int(tmo or -1))
+        run_kind(ht, prog, tmp, cycles, kind, int(tmo or -1), mode == "stop")
     except Fail as e:
         return "%s: %s" % (spec, e)
     return None
