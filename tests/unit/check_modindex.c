@@ -252,8 +252,13 @@ START_TEST(test_second_stop)
 	run_feed(&s.b, &opt, &res, &f, &secs);
 	ck_assert_int_eq(res.err, ITP_E_STOPPED);
 	ck_assert(f.got_stop);
+	/*
+	 * ITP_E_STOPPED says the second stop ended it; the time only has to be
+	 * far from the 60-s stop timeout (not a speed check: ASan on a shared
+	 * machine took 1.8 s).
+	 */
 	secs = now_s() - f.t_stop2;
-	ck_assert_msg(secs < 1.0, "the session ended %.1f s after the second stop", secs);
+	ck_assert_msg(secs < 30.0, "the session ended %.1f s after the second stop", secs);
 	check_recording("truncated");
 	sb_free(&s.b);
 }
