@@ -5,6 +5,12 @@ if(TARGET check_track)
   target_compile_definitions(check_track PRIVATE _GNU_SOURCE)
   # the walker test starts from its own frame pointer, like the hooks
   target_compile_options(check_track PRIVATE -fno-omit-frame-pointer)
+  # under ASan its tree and session cases take 35-140 s alone on the shared 2-core
+  # machine (its tree case most), and over 300 s beside
+  # another test of `ctest -j2`: slow, not hung (each test has Check's 60-s limit)
+  if(HEAPTAP_SANITIZE)
+    set_tests_properties(unit.track PROPERTIES TIMEOUT 900)
+  endif()
 endif()
 # foreign frames: the producer's splice point, the stack caches around it, the definition queue
 heaptap_unit_test(track_xframe LIBS heaptap_track)
