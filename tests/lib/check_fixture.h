@@ -23,10 +23,25 @@
 #endif
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
+#include <stdint.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * Check records every passing ck_assert (a write per call); hot loops use
+ * CK_REQUIRE instead, which costs nothing unless it fails.
+ */
+#define CK_REQUIRE(c)                                                             \
+	do {                                                                      \
+		if (!(c))                                                         \
+			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);        \
+	} while (0)
 
 static char ck_tmpdir[128];
 
@@ -58,6 +73,41 @@ static inline void ck_tmpdir_teardown(void)
 static inline void ck_tmpdir_path(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "%s/%s", ck_tmpdir, name);
+}
+
+/*
+ * ck_tmppath - ck_tmpdir/name in a static buffer; two calls in a row give
+ * two buffers (old, new), the third reuses the first.
+ */
+static inline char *ck_tmppath(const char *name)
+{
+	static char p[2][PATH_MAX + 64];
+	static int k;
+
+	ck_assert_uint_lt(strlen(name), 64);
+	k ^= 1;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", ck_tmpdir, name);
+	return p[k];
+}
+
+/*
+ * ck_slurp - the whole file at path in a malloc'd buffer with one spare byte
+ * after it (for a NUL), its size in *len; any failure fails the test.
+ */
+static inline uint8_t *ck_slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	uint8_t *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(read(fd, buf, (size_t)st.st_size), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
 }
 
 /*

@@ -21,41 +21,6 @@
 #include "recfile/recfile.h"
 #include "util/hash.h"
 
-/*
- * Check records every passing ck_assert (a write per call); hot loops use
- * this instead, which costs nothing unless it fails.
- */
-#define REQUIRE(c)                                                                \
-	do {                                                                      \
-		if (!(c))                                                         \
-			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);        \
-	} while (0)
-
-static char *tpath(const char *name)
-{
-	static char p[PATH_MAX + 64];
-
-	ck_assert_uint_lt(strlen(name), 64);
-	snprintf(p, sizeof(p), "%s/%s", ck_tmpdir, name);
-	return p;
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	uint8_t *buf;
-	int fd = open(path, O_RDONLY);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	buf = malloc(st.st_size + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(read(fd, buf, st.st_size), st.st_size);
-	close(fd);
-	*len = st.st_size;
-	return buf;
-}
-
 /* ------------------------------------------------------------------ */
 /* A small recording with a bit of everything; its expected contents.  */
 
@@ -120,9 +85,9 @@ static void expect_event(const struct rec_event *e, uint64_t k)
 	uint32_t op[4] = { REC_EV_ALLOC, REC_EV_ALLOC, REC_EV_FREE, REC_EV_FREE_TEMP };
 	uint64_t wt[4] = { 0, 1000 + i, 0, 0 };
 
-	REQUIRE((e->info) == (info[k % 4]));
-	REQUIRE((e->op) == (op[k % 4]));
-	REQUIRE((e->weight) == (wt[k % 4]));
+	CK_REQUIRE((e->info) == (info[k % 4]));
+	CK_REQUIRE((e->op) == (op[k % 4]));
+	CK_REQUIRE((e->weight) == (wt[k % 4]));
 }
 
 /* every event of r, in order; returns how many */
@@ -135,14 +100,14 @@ static uint64_t check_events(const struct rec_reader *r)
 		size_t n;
 		uint64_t first;
 
-		REQUIRE((rec_event_chunk(r, c, &ev, &n, &first)) == (0));
-		REQUIRE((first) == (next));
+		CK_REQUIRE((rec_event_chunk(r, c, &ev, &n, &first)) == (0));
+		CK_REQUIRE((first) == (next));
 		for (size_t k = 0; k < n; k++)
 			expect_event(&ev[k], first + k);
 		next += n;
 		free(ev);
 	}
-	REQUIRE((next) == (rec_nevents(r)));
+	CK_REQUIRE((next) == (rec_nevents(r)));
 	return next;
 }
 
@@ -270,8 +235,8 @@ START_TEST(test_round_trip)
 	struct rec_reader *r;
 	int err = -1;
 
-	make_small(tpath("small.htap"), _i);
-	r = rec_open(tpath("small.htap"), &err);
+	make_small(ck_tmppath("small.htap"), _i);
+	r = rec_open(ck_tmppath("small.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(err, 0);
 	ck_assert_int_eq(rec_truncated(r), 0);
@@ -287,8 +252,8 @@ START_TEST(test_round_trip_mem)
 	size_t len;
 	int err = -1;
 
-	make_small(tpath("small.htap"), _i);
-	buf = slurp(tpath("small.htap"), &len);
+	make_small(ck_tmppath("small.htap"), _i);
+	buf = ck_slurp(ck_tmppath("small.htap"), &len);
 	r = rec_open_mem(buf, len, &err);
 	free(buf); /* the reader copied it */
 	ck_assert_ptr_nonnull(r);
@@ -306,7 +271,7 @@ START_TEST(test_string_dedup)
 	char big[3000];
 	int err;
 
-	w = rec_writer_create(tpath("s.htap"), &err);
+	w = rec_writer_create(ck_tmppath("s.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_put_string(w, "x", &a), 0);
 	ck_assert_int_eq(rec_put_string(w, "y", &b), 0);
@@ -323,17 +288,17 @@ START_TEST(test_string_dedup)
 		uint32_t i1, i2;
 
 		snprintf(big, sizeof(big), "string number %d", i);
-		REQUIRE((rec_put_string(w, big, &i1)) == (0));
-		REQUIRE((rec_put_string(w, big, &i2)) == (0));
-		REQUIRE((i1) == (i2));
-		REQUIRE((i1) == (uint32_t)(3 + i));
+		CK_REQUIRE((rec_put_string(w, big, &i1)) == (0));
+		CK_REQUIRE((rec_put_string(w, big, &i2)) == (0));
+		CK_REQUIRE((i1) == (i2));
+		CK_REQUIRE((i1) == (uint32_t)(3 + i));
 	}
 	memset(big, 'z', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
 	ck_assert_int_eq(rec_put_string(w, big, &c), 0);
 	ck_assert_int_eq(rec_writer_close(w), 0);
 
-	r = rec_open(tpath("s.htap"), &err);
+	r = rec_open(ck_tmppath("s.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_str_eq(rec_string(r, a), "x");
 	ck_assert_str_eq(rec_string(r, b), "y");
@@ -353,7 +318,7 @@ START_TEST(test_writer_range)
 	char *huge;
 	int err;
 
-	w = rec_writer_create(tpath("range.htap"), &err);
+	w = rec_writer_create(ck_tmppath("range.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	/* nothing exists yet */
 	ck_assert_int_eq(rec_put_trace(w, 0, 0, &t), -REC_E_RANGE);
@@ -394,7 +359,7 @@ START_TEST(test_writer_range)
 	/* refused calls left nothing behind: the file reads back clean */
 	ck_assert_int_eq(rec_writer_close(w), 0);
 	{
-		struct rec_reader *r = rec_open(tpath("range.htap"), &err);
+		struct rec_reader *r = rec_open(ck_tmppath("range.htap"), &err);
 		size_t n;
 
 		ck_assert_ptr_nonnull(r);
@@ -417,21 +382,21 @@ START_TEST(test_excl)
 	struct rec_reader *r;
 	int err = 0;
 
-	w = rec_writer_create(tpath("x.htap"), &err);
+	w = rec_writer_create(ck_tmppath("x.htap"), &err);
 	ck_assert_ptr_nonnull(w);
-	ck_assert_ptr_null(rec_writer_create(tpath("x.htap"), &err));
+	ck_assert_ptr_null(rec_writer_create(ck_tmppath("x.htap"), &err));
 	ck_assert_int_eq(err, REC_E_EXISTS);
 	ck_assert_int_eq(rec_writer_close(w), 0);
 	/* still not overwritten once closed */
-	ck_assert_ptr_null(rec_writer_create(tpath("x.htap"), &err));
+	ck_assert_ptr_null(rec_writer_create(ck_tmppath("x.htap"), &err));
 	ck_assert_int_eq(err, REC_E_EXISTS);
-	r = rec_open(tpath("x.htap"), &err);
+	r = rec_open(ck_tmppath("x.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), 0);
 	rec_close(r);
-	ck_assert_ptr_null(rec_writer_create(tpath("no/such/dir.htap"), &err));
+	ck_assert_ptr_null(rec_writer_create(ck_tmppath("no/such/dir.htap"), &err));
 	ck_assert_int_eq(err, REC_E_IO);
-	ck_assert_ptr_null(rec_open(tpath("missing.htap"), &err));
+	ck_assert_ptr_null(rec_open(ck_tmppath("missing.htap"), &err));
 	ck_assert_int_eq(err, REC_E_IO);
 	ck_assert_int_eq(rec_writer_close(NULL), 0);
 	rec_writer_abort(NULL);
@@ -464,30 +429,30 @@ static void check_prefix(const struct rec_reader *cut, const struct rec_reader *
 
 	rec_modules(cut, &n);
 	rec_modules(full, &m);
-	REQUIRE((n) <= (m));
+	CK_REQUIRE((n) <= (m));
 	for (size_t i = 0; i < n; i++) {
-		REQUIRE(!strcmp(rec_modules(cut, &n)[i].path, rec_modules(full, &m)[i].path));
-		REQUIRE((rec_modules(cut, &n)[i].base) == (rec_modules(full, &m)[i].base));
+		CK_REQUIRE(!strcmp(rec_modules(cut, &n)[i].path, rec_modules(full, &m)[i].path));
+		CK_REQUIRE((rec_modules(cut, &n)[i].base) == (rec_modules(full, &m)[i].base));
 	}
 	const struct rec_trace *tc = rec_traces(cut, &n), *tf = rec_traces(full, &m);
-	REQUIRE((n) >= (1));
-	REQUIRE((n) <= (m));
+	CK_REQUIRE((n) >= (1));
+	CK_REQUIRE((n) <= (m));
 	for (size_t i = 0; i < n; i++) {
-		REQUIRE((tc[i].parent) == (tf[i].parent));
-		REQUIRE((tc[i].ip) == (tf[i].ip));
+		CK_REQUIRE((tc[i].parent) == (tf[i].parent));
+		CK_REQUIRE((tc[i].ip) == (tf[i].ip));
 	}
 	const struct rec_allocinfo *ac = rec_allocinfos(cut, &n), *af = rec_allocinfos(full, &m);
-	REQUIRE((n) <= (m));
+	CK_REQUIRE((n) <= (m));
 	for (size_t i = 0; i < n; i++) {
-		REQUIRE((ac[i].size) == (af[i].size));
-		REQUIRE((ac[i].trace) == (af[i].trace));
+		CK_REQUIRE((ac[i].size) == (af[i].size));
+		CK_REQUIRE((ac[i].trace) == (af[i].trace));
 	}
-	REQUIRE((rec_nevents(cut)) <= (rec_nevents(full)));
+	CK_REQUIRE((rec_nevents(cut)) <= (rec_nevents(full)));
 	/* the writer's order means nothing written refers forward */
-	REQUIRE((rec_fixed_refs(cut)) == (0));
+	CK_REQUIRE((rec_fixed_refs(cut)) == (0));
 	if (rec_nevents(cut))
-		REQUIRE((check_events(cut)) == (rec_nevents(cut)));
-	REQUIRE((rec_dropped_events(cut)) == (0));
+		CK_REQUIRE((check_events(cut)) == (rec_nevents(cut)));
+	CK_REQUIRE((rec_dropped_events(cut)) == (0));
 }
 
 START_TEST(test_truncated_every_offset)
@@ -497,32 +462,32 @@ START_TEST(test_truncated_every_offset)
 	size_t len;
 	int err, opened = 0;
 
-	make_small(tpath("t.htap"), 1);
-	buf = slurp(tpath("t.htap"), &len);
+	make_small(ck_tmppath("t.htap"), 1);
+	buf = ck_slurp(ck_tmppath("t.htap"), &len);
 	full = rec_open_mem(buf, len, &err);
 	ck_assert_ptr_nonnull(full);
 	ck_assert_uint_gt(rec_nevent_chunks(full), 1);
 	for (size_t cut = 0; cut < len; cut++) {
 		r = rec_open_mem(buf, cut, &err);
 		if (!r) {
-			REQUIRE((cut) < (REC_FILE_HDR));
-			REQUIRE((err) == (REC_E_TRUNCATED));
+			CK_REQUIRE((cut) < (REC_FILE_HDR));
+			CK_REQUIRE((err) == (REC_E_TRUNCATED));
 			continue;
 		}
 		opened++;
-		REQUIRE((cut) >= (REC_FILE_HDR));
-		REQUIRE((rec_truncated(r)) == (REC_E_TRUNCATED));
+		CK_REQUIRE((cut) >= (REC_FILE_HDR));
+		CK_REQUIRE((rec_truncated(r)) == (REC_E_TRUNCATED));
 		check_prefix(r, full);
 		rec_close(r);
 	}
-	REQUIRE((size_t)(opened) == (len - REC_FILE_HDR));
+	CK_REQUIRE((size_t)(opened) == (len - REC_FILE_HDR));
 	/* and on disk: a file cut with truncate(2) */
-	REQUIRE((truncate(tpath("t.htap"), len - 1)) == (0));
-	r = rec_open(tpath("t.htap"), &err);
+	CK_REQUIRE((truncate(ck_tmppath("t.htap"), len - 1)) == (0));
+	r = rec_open(ck_tmppath("t.htap"), &err);
 	ck_assert_ptr_nonnull(r);
-	REQUIRE((rec_truncated(r)) == (REC_E_TRUNCATED));
+	CK_REQUIRE((rec_truncated(r)) == (REC_E_TRUNCATED));
 	/* only the END chunk was lost */
-	REQUIRE((rec_nevents(r)) == (SMALL_EVENTS));
+	CK_REQUIRE((rec_nevents(r)) == (SMALL_EVENTS));
 	rec_close(r);
 	rec_close(full);
 	free(buf);
@@ -536,8 +501,8 @@ START_TEST(test_flipped_bytes)
 	size_t len;
 	int err;
 
-	make_small(tpath("f.htap"), 1);
-	buf = slurp(tpath("f.htap"), &len);
+	make_small(ck_tmppath("f.htap"), 1);
+	buf = ck_slurp(ck_tmppath("f.htap"), &len);
 	full = rec_open_mem(buf, len, &err);
 	ck_assert_ptr_nonnull(full);
 	for (size_t off = 0; off < len; off++) {
@@ -546,7 +511,7 @@ START_TEST(test_flipped_bytes)
 			r = rec_open_mem(buf, len, &err);
 			if (!r) {
 				/* only a damaged file header makes the open fail */
-				REQUIRE((off) < (REC_FILE_HDR));
+				CK_REQUIRE((off) < (REC_FILE_HDR));
 				ck_assert(err == REC_E_MAGIC || err == REC_E_VERSION);
 			} else {
 				/*
@@ -587,8 +552,8 @@ START_TEST(test_bad_header)
 	size_t len;
 	int err;
 
-	make_small(tpath("h.htap"), 0);
-	buf = slurp(tpath("h.htap"), &len);
+	make_small(ck_tmppath("h.htap"), 0);
+	buf = ck_slurp(ck_tmppath("h.htap"), &len);
 	buf[0] = 'X';
 	ck_assert_ptr_null(rec_open_mem(buf, len, &err));
 	ck_assert_int_eq(err, REC_E_MAGIC);
@@ -803,17 +768,17 @@ static void write_big(struct rec_writer *w, uint64_t nev)
 	uint32_t ip, t = 0, a;
 
 	for (uint32_t i = 0; i < BIG_INFOS; i++) {
-		REQUIRE((rec_put_ip(w, 0x400000 + i * 16, &ip)) == (0));
-		REQUIRE((rec_put_trace(w, i % 3 ? t : 0, ip, &t)) == (0));
-		REQUIRE((rec_put_allocinfo(w, i * 8, t, 1, &a)) == (0));
+		CK_REQUIRE((rec_put_ip(w, 0x400000 + i * 16, &ip)) == (0));
+		CK_REQUIRE((rec_put_trace(w, i % 3 ? t : 0, ip, &t)) == (0));
+		CK_REQUIRE((rec_put_allocinfo(w, i * 8, t, 1, &a)) == (0));
 	}
 	for (uint64_t k = 0; k < nev; k++) {
 		if (k % 3 == 2)
-			REQUIRE((rec_put_free(w, (k * 7919) % BIG_INFOS, k & 8)) == (0));
+			CK_REQUIRE((rec_put_free(w, (k * 7919) % BIG_INFOS, k & 8)) == (0));
 		else
-			REQUIRE((rec_put_alloc(w, (k * 7919) % BIG_INFOS, 0)) == (0));
+			CK_REQUIRE((rec_put_alloc(w, (k * 7919) % BIG_INFOS, 0)) == (0));
 		if (k % 100000 == 0)
-			REQUIRE((rec_put_tick(w, k * 1000, k * 4096)) == (0));
+			CK_REQUIRE((rec_put_tick(w, k * 1000, k * 4096)) == (0));
 	}
 }
 
@@ -823,12 +788,12 @@ static void check_big_chunk(const struct rec_reader *r, size_t c, uint64_t *tota
 	size_t n;
 	uint64_t first;
 
-	REQUIRE((rec_event_chunk(r, c, &ev, &n, &first)) == (0));
+	CK_REQUIRE((rec_event_chunk(r, c, &ev, &n, &first)) == (0));
 	for (size_t i = 0; i < n; i++) {
 		uint64_t k = first + i;
 
-		REQUIRE((ev[i].info) == ((k * 7919) % BIG_INFOS));
-		REQUIRE((ev[i].op) == (k % 3 == 2 ? (k & 8 ? REC_EV_FREE_TEMP : REC_EV_FREE) : REC_EV_ALLOC));
+		CK_REQUIRE((ev[i].info) == ((k * 7919) % BIG_INFOS));
+		CK_REQUIRE((ev[i].op) == (k % 3 == 2 ? (k & 8 ? REC_EV_FREE_TEMP : REC_EV_FREE) : REC_EV_ALLOC));
 	}
 	free(ev);
 	__atomic_fetch_add(total, n, __ATOMIC_RELAXED);
@@ -859,12 +824,12 @@ START_TEST(test_big_parallel)
 	uint64_t total = 0;
 	int err;
 
-	w = rec_writer_create(tpath("big.htap"), &err);
+	w = rec_writer_create(ck_tmppath("big.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	write_big(w, nev);
 	ck_assert_uint_gt(rec_writer_bytes(w), 0); /* chunks went out before close */
 	ck_assert_int_eq(rec_writer_close(w), 0);
-	r = rec_open(tpath("big.htap"), &err);
+	r = rec_open(ck_tmppath("big.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), 0);
 	ck_assert_uint_eq(rec_nevents(r), nev);
@@ -895,7 +860,7 @@ START_TEST(test_abort_keeps_flushed)
 	uint32_t a, ip, t;
 	int err;
 
-	w = rec_writer_create(tpath("ab.htap"), &err);
+	w = rec_writer_create(ck_tmppath("ab.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_put_ip(w, 1, &ip), 0);
 	ck_assert_int_eq(rec_put_trace(w, 0, ip, &t), 0);
@@ -906,7 +871,7 @@ START_TEST(test_abort_keeps_flushed)
 	ck_assert_int_eq(rec_put_free(w, a, 0), 0);
 	ck_assert_int_eq(rec_put_meta(w, "state", "lost"), 0);
 	rec_writer_abort(w);
-	r = rec_open(tpath("ab.htap"), &err);
+	r = rec_open(ck_tmppath("ab.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
 	ck_assert_uint_eq(rec_nevents(r), 1);
@@ -925,7 +890,7 @@ START_TEST(test_crash_mid_chunk)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct rec_writer *w = rec_writer_create(tpath("crash.htap"), &err);
+		struct rec_writer *w = rec_writer_create(ck_tmppath("crash.htap"), &err);
 
 		if (!w)
 			_exit(1);
@@ -934,7 +899,7 @@ START_TEST(test_crash_mid_chunk)
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	r = rec_open(tpath("crash.htap"), &err);
+	r = rec_open(ck_tmppath("crash.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
 	ck_assert_uint_gt(rec_nevents(r), 0);
@@ -969,7 +934,7 @@ START_TEST(test_write_error_sticky)
 		signal(SIGXFSZ, SIG_IGN);
 		if (setrlimit(RLIMIT_FSIZE, &rl))
 			_exit(10);
-		w = rec_writer_create(tpath("efbig.htap"), &err);
+		w = rec_writer_create(ck_tmppath("efbig.htap"), &err);
 		if (!w)
 			_exit(11);
 		/* incompressible strings: the STRINGS buffer fills and is written */
@@ -992,7 +957,7 @@ START_TEST(test_write_error_sticky)
 	ck_assert(WIFEXITED(status));
 	ck_assert_int_eq(WEXITSTATUS(status), 0);
 	/* what got out whole is readable */
-	r = rec_open(tpath("efbig.htap"), &err);
+	r = rec_open(ck_tmppath("efbig.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
 	ck_assert_str_eq(rec_string(r, 50000), "14d0609f-49999");
@@ -1012,7 +977,7 @@ static unsigned modes_used(const char *path)
 	uint8_t *buf;
 	size_t len, off = REC_FILE_HDR;
 
-	buf = slurp(path, &len);
+	buf = ck_slurp(path, &len);
 	while (len - off >= REC_CHUNK_HDR && !rec_chunk_decode(buf + off, &h)) {
 		if (h.section == REC_SEC_EVENTS) {
 			uint8_t *u = malloc(h.usize);
@@ -1074,7 +1039,7 @@ START_TEST(test_event_modes)
 	int err;
 
 	snprintf(name, sizeof(name), "modes%d.htap", _i);
-	w = rec_writer_create(tpath(name), &err);
+	w = rec_writer_create(ck_tmppath(name), &err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_put_ip(w, 0x1000, &ip), 0);
 	ck_assert_int_eq(rec_put_trace(w, 0, ip, &t), 0);
@@ -1084,18 +1049,18 @@ START_TEST(test_event_modes)
 
 		pattern_event(_i, k, &info, &op, &wt);
 		while (ninfo <= info) {
-			REQUIRE(rec_put_allocinfo(w, 8 + ninfo % 100, t, 1, &idx) == 0);
-			REQUIRE(idx == ninfo);
+			CK_REQUIRE(rec_put_allocinfo(w, 8 + ninfo % 100, t, 1, &idx) == 0);
+			CK_REQUIRE(idx == ninfo);
 			ninfo++;
 		}
 		if (op == REC_EV_ALLOC) {
-			REQUIRE(rec_writer_nallocs(w) == a);
-			REQUIRE(rec_put_alloc(w, info, wt) == 0);
+			CK_REQUIRE(rec_writer_nallocs(w) == a);
+			CK_REQUIRE(rec_put_alloc(w, info, wt) == 0);
 		} else if (_i == PAT_FIFO_HINTED) {
-			REQUIRE(rec_put_free_of(w, info, op == REC_EV_FREE_TEMP,
+			CK_REQUIRE(rec_put_free_of(w, info, op == REC_EV_FREE_TEMP,
 						a >= 2000 ? a - 2000 : UINT64_MAX) == 0);
 		} else {
-			REQUIRE(rec_put_free(w, info, op == REC_EV_FREE_TEMP) == 0);
+			CK_REQUIRE(rec_put_free(w, info, op == REC_EV_FREE_TEMP) == 0);
 		}
 	}
 	/* a hint naming an alloc not made yet is ignored, not an error */
@@ -1103,7 +1068,7 @@ START_TEST(test_event_modes)
 	ck_assert_int_eq(rec_put_free_of(w, ninfo, 0, 0), -REC_E_RANGE);
 	ck_assert_int_eq(rec_writer_close(w), 0);
 
-	r = rec_open(tpath(name), &err);
+	r = rec_open(ck_tmppath(name), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), 0);
 	ck_assert_uint_eq(rec_nevents(r), PAT_EVENTS + 1);
@@ -1114,15 +1079,15 @@ START_TEST(test_event_modes)
 		uint64_t first;
 
 		ck_assert_int_eq(rec_event_chunk(r, c, &ev, &n, &first), 0);
-		REQUIRE(first == next);
+		CK_REQUIRE(first == next);
 		for (size_t i = 0; i < n && first + i < PAT_EVENTS; i++) {
 			uint32_t info, op;
 			uint64_t wt;
 
 			pattern_event(_i, first + i, &info, &op, &wt);
-			REQUIRE(ev[i].info == info);
-			REQUIRE(ev[i].op == op);
-			REQUIRE(ev[i].weight == wt);
+			CK_REQUIRE(ev[i].info == info);
+			CK_REQUIRE(ev[i].op == op);
+			CK_REQUIRE(ev[i].weight == wt);
 		}
 		next += n;
 		free(ev);
@@ -1132,7 +1097,7 @@ START_TEST(test_event_modes)
 	rec_close(r);
 
 	/* the writer chose what suits each pattern */
-	modes = modes_used(tpath(name));
+	modes = modes_used(ck_tmppath(name));
 	switch (_i) {
 	case PAT_FEW_RANDOM:
 		ck_assert_uint_ne(modes & (1u << REC_EVM_RANKED | 1u << (REC_EVM_RANKED | REC_EVF_AGE)), 0);

@@ -18,38 +18,6 @@
 #include "recfile/recfile.h"
 #include "util/hash.h"
 
-#define REQUIRE(c)                                                                \
-	do {                                                                      \
-		if (!(c))                                                         \
-			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);        \
-	} while (0)
-
-static char *tpath(const char *name)
-{
-	static char p[2][PATH_MAX + 64];
-	static int k;
-
-	k ^= 1;
-	snprintf(p[k], sizeof(p[k]), "%s/%s", ck_tmpdir, name);
-	return p[k];
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	uint8_t *buf;
-	int fd = open(path, O_RDONLY);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	buf = malloc(st.st_size + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(read(fd, buf, st.st_size), st.st_size);
-	close(fd);
-	*len = st.st_size;
-	return buf;
-}
-
 static int nthreads(void)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -80,28 +48,28 @@ static void write_mixed(struct rec_writer *w)
 		uint64_t x = util_fmix64(k + 1);
 
 		if (k % 16 == 0) {
-			REQUIRE(rec_put_ip(w, 0x400000 + (x & 0xffffff) * 16, &ip) == 0);
-			REQUIRE(rec_put_trace(w, k % 64 ? t : 0, ip, &t) == 0);
-			REQUIRE(rec_put_allocinfo(w, x >> 52, t, 1 + (k & 1), &a) == 0);
+			CK_REQUIRE(rec_put_ip(w, 0x400000 + (x & 0xffffff) * 16, &ip) == 0);
+			CK_REQUIRE(rec_put_trace(w, k % 64 ? t : 0, ip, &t) == 0);
+			CK_REQUIRE(rec_put_allocinfo(w, x >> 52, t, 1 + (k & 1), &a) == 0);
 			ninfo = a + 1;
 		}
 		if (k % 50 == 0) {
 			snprintf(str, sizeof(str), "%016llx-%llu", (unsigned long long)x,
 				 (unsigned long long)k);
-			REQUIRE(rec_put_string(w, str, &s) == 0);
+			CK_REQUIRE(rec_put_string(w, str, &s) == 0);
 		}
 		if (k % 2)
-			REQUIRE(rec_put_free_of(w, (uint32_t)((x >> 20) % ninfo), k % 7 == 1,
+			CK_REQUIRE(rec_put_free_of(w, (uint32_t)((x >> 20) % ninfo), k % 7 == 1,
 						k / 2 - (x >> 60)) == 0);
 		else
-			REQUIRE(rec_put_alloc(w, (uint32_t)((x >> 20) % ninfo),
+			CK_REQUIRE(rec_put_alloc(w, (uint32_t)((x >> 20) % ninfo),
 					      k % 10 == 4 ? 4096 + k : 0) == 0);
 		if (k % 100000 == 0)
-			REQUIRE(rec_put_tick(w, k * 1000, k * 4096) == 0);
+			CK_REQUIRE(rec_put_tick(w, k * 1000, k * 4096) == 0);
 		if (k % 300007 == 0)
-			REQUIRE(rec_writer_flush(w) == 0);
+			CK_REQUIRE(rec_writer_flush(w) == 0);
 	}
-	REQUIRE(rec_put_meta(w, "state", "done") == 0);
+	CK_REQUIRE(rec_put_meta(w, "state", "done") == 0);
 }
 
 START_TEST(test_thread_same_file)
@@ -112,13 +80,13 @@ START_TEST(test_thread_same_file)
 	size_t na, nb;
 	int err, before;
 
-	w = rec_writer_create(tpath("inline.htap"), &err);
+	w = rec_writer_create(ck_tmppath("inline.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	write_mixed(w);
 	ck_assert_int_eq(rec_writer_close(w), 0);
 
 	before = nthreads();
-	w = rec_writer_create(tpath("thread.htap"), &err);
+	w = rec_writer_create(ck_tmppath("thread.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_writer_thread(w), 0);
 	ck_assert_int_eq(nthreads(), before + 1); /* the work is really done elsewhere */
@@ -126,14 +94,14 @@ START_TEST(test_thread_same_file)
 	ck_assert_int_eq(rec_writer_close(w), 0);
 	ck_assert_int_eq(nthreads(), before);
 
-	a = slurp(tpath("inline.htap"), &na);
-	b = slurp(tpath("thread.htap"), &nb);
+	a = ck_slurp(ck_tmppath("inline.htap"), &na);
+	b = ck_slurp(ck_tmppath("thread.htap"), &nb);
 	ck_assert_uint_gt(na, 1 << 20);
 	ck_assert_uint_eq(na, nb);
 	ck_assert(!memcmp(a, b, na));
 	free(a);
 	free(b);
-	r = rec_open(tpath("thread.htap"), &err);
+	r = rec_open(ck_tmppath("thread.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), 0);
 	ck_assert_uint_eq(rec_nevents(r), NEV);
@@ -150,7 +118,7 @@ START_TEST(test_thread_abort_keeps_flushed)
 	uint32_t a, ip, t;
 	int err;
 
-	w = rec_writer_create(tpath("ab.htap"), &err);
+	w = rec_writer_create(ck_tmppath("ab.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_writer_thread(w), 0);
 	ck_assert_int_eq(rec_put_ip(w, 1, &ip), 0);
@@ -162,7 +130,7 @@ START_TEST(test_thread_abort_keeps_flushed)
 	ck_assert_int_eq(rec_put_free(w, a, 0), 0);
 	ck_assert_int_eq(rec_put_meta(w, "state", "lost"), 0);
 	rec_writer_abort(w); /* what was handed over before is written before the file is closed */
-	r = rec_open(tpath("ab.htap"), &err);
+	r = rec_open(ck_tmppath("ab.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
 	ck_assert_uint_eq(rec_nevents(r), 1);
@@ -189,7 +157,7 @@ START_TEST(test_thread_write_error)
 		signal(SIGXFSZ, SIG_IGN);
 		if (setrlimit(RLIMIT_FSIZE, &rl))
 			_exit(10);
-		w = rec_writer_create(tpath("efbig.htap"), &err);
+		w = rec_writer_create(ck_tmppath("efbig.htap"), &err);
 		if (!w || rec_writer_thread(w))
 			_exit(11);
 		/* incompressible strings: STRINGS chunks are handed over until one fails */
@@ -212,7 +180,7 @@ START_TEST(test_thread_write_error)
 	ck_assert(WIFEXITED(status));
 	ck_assert_int_eq(WEXITSTATUS(status), 0);
 	/* what got out whole is readable */
-	r = rec_open(tpath("efbig.htap"), &err);
+	r = rec_open(ck_tmppath("efbig.htap"), &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
 	ck_assert_str_eq(rec_string(r, 1), "00000000-0");

@@ -686,24 +686,6 @@ START_TEST(test_empty)
 }
 END_TEST
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 /* Analyze and render whatever opens; must never crash (ASan watches). */
 static int try_buffer(const void *buf, size_t len)
 {
@@ -738,7 +720,7 @@ START_TEST(test_truncated)
 
 	ck_tmpdir_path(path, sizeof(path), "cut.htap");
 	write_basic(path, 2, 1);
-	buf = slurp(path, &len);
+	buf = (char *)ck_slurp(path, &len);
 	ck_assert_int_eq(try_buffer(buf, len), 0);
 	for (cut = 0; cut < len; cut++) {
 		int t = try_buffer(buf, cut);
@@ -764,7 +746,7 @@ START_TEST(test_corrupt)
 
 	ck_tmpdir_path(path, sizeof(path), "flip.htap");
 	write_basic(path, 2, 1);
-	buf = (unsigned char *)slurp(path, &len);
+	buf = (unsigned char *)ck_slurp(path, &len);
 	copy = malloc(len);
 	ck_assert_ptr_nonnull(copy);
 	for (i = 0; i < 3000; i++) {
