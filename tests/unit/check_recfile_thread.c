@@ -139,55 +139,6 @@ START_TEST(test_thread_abort_keeps_flushed)
 }
 END_TEST
 
-START_TEST(test_thread_write_error)
-{
-	/* a child whose files may not grow past 1 MiB: the thread's writes fail with EFBIG */
-	struct rec_reader *r;
-	pid_t pid;
-	int err, status;
-
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
-		struct rec_writer *w;
-		uint32_t idx;
-		int ret = 0, i;
-
-		signal(SIGXFSZ, SIG_IGN);
-		if (setrlimit(RLIMIT_FSIZE, &rl))
-			_exit(10);
-		w = rec_writer_create(ck_tmppath("efbig.htap"), &err);
-		if (!w || rec_writer_thread(w))
-			_exit(11);
-		/* incompressible strings: STRINGS chunks are handed over until one fails */
-		for (i = 0; i < 4000000 && !ret; i++) {
-			char s[64];
-
-			snprintf(s, sizeof(s), "%08x-%d", (unsigned)(i * 2654435761u), i);
-			ret = rec_put_string(w, s, &idx);
-		}
-		/* the failure comes back at a later hand-over */
-		if (ret != -REC_E_IO)
-			_exit(12);
-		if (rec_put_ip(w, 1, &idx) != -REC_E_IO || rec_writer_flush(w) != -REC_E_IO)
-			_exit(13);
-		if (rec_writer_bytes(w) > 1 << 20)
-			_exit(14);
-		_exit(rec_writer_close(w) == -REC_E_IO ? 0 : 15);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status));
-	ck_assert_int_eq(WEXITSTATUS(status), 0);
-	/* what got out whole is readable */
-	r = rec_open(ck_tmppath("efbig.htap"), &err);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
-	ck_assert_str_eq(rec_string(r, 1), "00000000-0");
-	rec_close(r);
-}
-END_TEST
-
 START_TEST(test_thread_discard_noop)
 {
 	struct rec_writer *w;
@@ -210,7 +161,6 @@ static Suite *recfile_thread_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_thread_same_file);
 	tcase_add_test(tc, test_thread_abort_keeps_flushed);
-	tcase_add_test(tc, test_thread_write_error);
 	tcase_add_test(tc, test_thread_discard_noop);
 	suite_add_tcase(s, tc);
 	return s;
