@@ -853,6 +853,7 @@ START_TEST(test_big_parallel)
 }
 END_TEST
 
+/* _i = 1: the same with the chunk thread, which writes what was handed over before the file is closed */
 START_TEST(test_abort_keeps_flushed)
 {
 	struct rec_writer *w;
@@ -862,6 +863,8 @@ START_TEST(test_abort_keeps_flushed)
 
 	w = rec_writer_create(ck_tmppath("ab.htap"), &err);
 	ck_assert_ptr_nonnull(w);
+	if (_i)
+		ck_assert_int_eq(rec_writer_thread(w), 0);
 	ck_assert_int_eq(rec_put_ip(w, 1, &ip), 0);
 	ck_assert_int_eq(rec_put_trace(w, 0, ip, &t), 0);
 	ck_assert_int_eq(rec_put_allocinfo(w, 8, t, 1, &a), 0);
@@ -1138,7 +1141,7 @@ static Suite *recfile_suite(void)
 	tcase_add_test(tc, test_dangling);
 	tcase_add_test(tc, test_crafted_corrupt);
 	tcase_add_test(tc, test_big_parallel);
-	tcase_add_test(tc, test_abort_keeps_flushed);
+	tcase_add_loop_test(tc, test_abort_keeps_flushed, 0, 2);
 	tcase_add_test(tc, test_crash_mid_chunk);
 	tcase_add_loop_test(tc, test_write_error_sticky, 0, 2);
 	tcase_add_loop_test(tc, test_event_modes, 0, PAT_NUM);

@@ -1,4 +1,4 @@
-/* tests/unit/check_recfile_thread.c - the writer's chunk thread: same file, errors come back */
+/* tests/unit/check_recfile_thread.c - the writer's chunk thread: the same file as inline, a thread while on */
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE /* program_invocation_short_name, nftw (tests/lib/check_fixture.h) */
 #include <check.h>
@@ -111,34 +111,6 @@ START_TEST(test_thread_same_file)
 }
 END_TEST
 
-START_TEST(test_thread_abort_keeps_flushed)
-{
-	struct rec_writer *w;
-	struct rec_reader *r;
-	uint32_t a, ip, t;
-	int err;
-
-	w = rec_writer_create(ck_tmppath("ab.htap"), &err);
-	ck_assert_ptr_nonnull(w);
-	ck_assert_int_eq(rec_writer_thread(w), 0);
-	ck_assert_int_eq(rec_put_ip(w, 1, &ip), 0);
-	ck_assert_int_eq(rec_put_trace(w, 0, ip, &t), 0);
-	ck_assert_int_eq(rec_put_allocinfo(w, 8, t, 1, &a), 0);
-	ck_assert_int_eq(rec_put_alloc(w, a, 0), 0);
-	ck_assert_int_eq(rec_put_meta(w, "state", "flushed"), 0);
-	ck_assert_int_eq(rec_writer_flush(w), 0);
-	ck_assert_int_eq(rec_put_free(w, a, 0), 0);
-	ck_assert_int_eq(rec_put_meta(w, "state", "lost"), 0);
-	rec_writer_abort(w); /* what was handed over before is written before the file is closed */
-	r = rec_open(ck_tmppath("ab.htap"), &err);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED);
-	ck_assert_uint_eq(rec_nevents(r), 1);
-	ck_assert_str_eq(rec_meta(r, "state"), "flushed");
-	rec_close(r);
-}
-END_TEST
-
 START_TEST(test_thread_discard_noop)
 {
 	struct rec_writer *w;
@@ -160,7 +132,6 @@ static Suite *recfile_thread_suite(void)
 	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_thread_same_file);
-	tcase_add_test(tc, test_thread_abort_keeps_flushed);
 	tcase_add_test(tc, test_thread_discard_noop);
 	suite_add_tcase(s, tc);
 	return s;
