@@ -17,8 +17,6 @@
 
 extern void (*uw_probe)(void);
 
-static int step(uint32_t path, int depth);
-
 static __attribute__((noinline)) int leaf(uint32_t path)
 {
 	uw_probe();
@@ -26,41 +24,7 @@ static __attribute__((noinline)) int leaf(uint32_t path)
 	return (int)(path & 7);
 }
 
-static __attribute__((noinline)) int fa(uint32_t p, int d)
-{
-	return step(p >> 2, d - 1) + 1;
-}
-
-static __attribute__((noinline)) int fb(uint32_t p, int d)
-{
-	return step(p >> 2, d - 1) + 2;
-}
-
-static __attribute__((noinline)) int fc(uint32_t p, int d)
-{
-	return step(p >> 2, d - 1) + 3;
-}
-
-static __attribute__((noinline)) int fd(uint32_t p, int d)
-{
-	return step(p >> 2, d - 1) + 4;
-}
-
-static __attribute__((noinline)) int step(uint32_t path, int depth)
-{
-	if (depth == 0)
-		return leaf(path);
-	switch (path & 3) {
-	case 0:
-		return fa(path, depth) ^ 1;
-	case 1:
-		return fb(path, depth) ^ 2;
-	case 2:
-		return fc(path, depth) ^ 3;
-	default:
-		return fd(path, depth) ^ 4;
-	}
-}
+#include "../workloads/deep_rec.h"
 
 /* F(run) - n probes, each at the end of the stack deep's n-th allocation has. */
 int F(run)(unsigned long first, unsigned long n);

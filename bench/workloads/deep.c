@@ -18,8 +18,6 @@
 static void *ring[RING];
 static unsigned long nalloc;
 
-static int step(uint32_t path, int depth);
-
 static __attribute__((noinline)) int leaf(uint32_t path)
 {
 	size_t n = 16 + (path % 64);
@@ -33,41 +31,7 @@ static __attribute__((noinline)) int leaf(uint32_t path)
 	return (int)n;
 }
 
-static __attribute__((noinline)) int fa(uint32_t path, int depth)
-{
-	return step(path >> 2, depth - 1) + 1;
-}
-
-static __attribute__((noinline)) int fb(uint32_t path, int depth)
-{
-	return step(path >> 2, depth - 1) + 2;
-}
-
-static __attribute__((noinline)) int fc(uint32_t path, int depth)
-{
-	return step(path >> 2, depth - 1) + 3;
-}
-
-static __attribute__((noinline)) int fd(uint32_t path, int depth)
-{
-	return step(path >> 2, depth - 1) + 4;
-}
-
-static __attribute__((noinline)) int step(uint32_t path, int depth)
-{
-	if (depth == 0)
-		return leaf(path);
-	switch (path & 3) {
-	case 0:
-		return fa(path, depth) ^ 1;
-	case 1:
-		return fb(path, depth) ^ 2;
-	case 2:
-		return fc(path, depth) ^ 3;
-	default:
-		return fd(path, depth) ^ 4;
-	}
-}
+#include "deep_rec.h"
 
 int main(int argc, char **argv)
 {
