@@ -99,6 +99,9 @@ static void *lib_main(void *arg)
 		sb_end(&s, seq, WIRE_END_STOP);
 		ck_send_all(l->fd, s.p, s.len);
 		sb_free(&s);
+		/* held off the CPU before END went out counts too */
+		if (mono_s() - last > l->max_gap)
+			l->max_gap = mono_s() - last;
 	}
 	while (!l->end && !l->release)
 		pause_ms(1);
