@@ -111,8 +111,10 @@ struct top_model {
 	struct top_prev {
 		uint64_t ip;
 		int64_t live;
+		double calls_ps, bytes_ps, temp_ps;
 	} * prev;
 	size_t nprev;
+	double prev_window_s; /* what the last frame's rates were over */
 	uint64_t last_snap_ns;
 	/* the callbacks the session set before us (chained) */
 	void (*status_next)(const struct itp_status *st, void *arg);
@@ -123,9 +125,15 @@ struct top_model {
 /* top_model.c */
 void top_model_init(struct top_model *m, pid_t pid, uint64_t sample);
 void top_model_destroy(struct top_model *m);
-/* top_model_fold - the frame of snapshot s; prev/nprev: live bytes of the last frame, by ip */
+/*
+ * top_model_fold - the frame of snapshot s; prev/nprev: live bytes and rates
+ * of the last frame, by ip, whose rates were over window_s seconds. A
+ * snapshot that covers less time than that (the session's last, at its end)
+ * gives its rates over the same window: the time before its own interval
+ * at the last frame's rates.
+ */
 struct top_frame *top_model_fold(const struct itp_snapshot *s, const struct top_prev *prev,
-				 size_t nprev);
+				 size_t nprev, double window_s);
 void top_frame_free(struct top_frame *f);
 /* top_model_wake - tell the screen something changed (m->wake_fd) */
 void top_model_wake(struct top_model *m);

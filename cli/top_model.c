@@ -287,13 +287,21 @@ static void fold_site(const struct itp_snapshot *s, const struct leaf *v, size_t
 	take_stack(s, best, r);
 }
 
+/* r's rates over dt seconds brought to a window of w > dt seconds: the time before at p's rates */
+static void widen(struct top_row *r, const struct top_prev *p, double dt, double w)
+{
+	r->calls_ps = (r->calls_ps * dt + (p ? p->calls_ps : 0) * (w - dt)) / w;
+	r->bytes_ps = (r->bytes_ps * dt + (p ? p->bytes_ps : 0) * (w - dt)) / w;
+	r->temp_ps = (r->temp_ps * dt + (p ? p->temp_ps : 0) * (w - dt)) / w;
+}
+
 struct top_frame *top_model_fold(const struct itp_snapshot *s, const struct top_prev *prev,
-				 size_t nprev)
+				 size_t nprev, double window_s)
 {
 	struct top_frame *f = calloc(1, sizeof(*f));
 	struct leaf *v = NULL;
 	size_t n = 0, i, j;
-	double dt;
+	double dt, w;
 
 	if (!f)
 		return NULL;
@@ -301,7 +309,9 @@ struct top_frame *top_model_fold(const struct itp_snapshot *s, const struct top_
 	dt = s->elapsed_ns > s->since_ns ? (double)(s->elapsed_ns - s->since_ns) / 1e9 : 0;
 	if (dt < 0.01)
 		dt = 0.01; /* the first or the last snapshot may come at once */
-	f->interval_s = dt;
+	/* a short snapshot (the last one) over the window of the others, not its own few ms */
+	w = prev && window_s > dt ? window_s : dt;
+	f->interval_s = w;
 	if (s->ntraces)
 		v = malloc(s->ntraces * sizeof(*v));
 	if (s->ntraces && !v)
@@ -325,10 +335,23 @@ struct top_frame *top_model_fold(const struct itp_snapshot *s, const struct top_
 		for (j = i + 1; j < n && v[j].ip == v[i].ip;)
 			j++;
 		fold_site(s, v, i, j, dt, r);
-		p = prev ? prev_find(prev, nprev, r->ip) : NULL;
-		r->change = !prev ? 0 : p ? r->live_bytes - p->live : r->live_bytes;
 		f->calls_ps += r->calls_ps;
 		f->bytes_ps += r->bytes_ps;
+		p = prev ? prev_find(prev, nprev, r->ip) : NULL;
+		if (w > dt)
+			widen(r, p, dt, w);
+		r->change = !prev ? 0 : p ? r->live_bytes - p->live : r->live_bytes;
+	}
+	if (w > dt) {
+		/* the totals, with the sites that allocated before this snapshot and not in it */
+		double pc = 0, pb = 0;
+
+		for (i = 0; i < nprev; i++) {
+			pc += prev[i].calls_ps;
+			pb += prev[i].bytes_ps;
+		}
+		f->calls_ps = (f->calls_ps * dt + pc * (w - dt)) / w;
+		f->bytes_ps = (f->bytes_ps * dt + pb * (w - dt)) / w;
 	}
 	if (copy_syms(s, v, n, f) < 0)
 		goto fail;
@@ -497,7 +520,8 @@ static void publish(struct top_model *m, struct top_frame *f, int hist)
 static void on_snapshot(const struct itp_snapshot *s, void *arg)
 {
 	struct top_model *m = arg;
-	struct top_frame *f = top_model_fold(s, m->last_snap_ns ? m->prev : NULL, m->nprev);
+	struct top_frame *f =
+	    top_model_fold(s, m->last_snap_ns ? m->prev : NULL, m->nprev, m->prev_window_s);
 	struct top_prev *p;
 
 	if (!f)
@@ -513,10 +537,14 @@ static void on_snapshot(const struct itp_snapshot *s, void *arg)
 	if (p) {
 		/* rows come sorted by ip */
 		for (size_t i = 0; i < f->nrows; i++)
-			p[i] =
-			    (struct top_prev){.ip = f->rows[i].ip, .live = f->rows[i].live_bytes};
+			p[i] = (struct top_prev){ .ip = f->rows[i].ip,
+						  .live = f->rows[i].live_bytes,
+						  .calls_ps = f->rows[i].calls_ps,
+						  .bytes_ps = f->rows[i].bytes_ps,
+						  .temp_ps = f->rows[i].temp_ps };
 		m->prev = p;
 		m->nprev = f->nrows;
+		m->prev_window_s = f->interval_s;
 	}
 	publish(m, f, 1);
 }

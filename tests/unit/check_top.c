@@ -69,7 +69,7 @@ START_TEST(test_fold)
 	static const struct itp_snap_frames names[] = {{&lmain, 1}, {&lf, 1}, {&lg, 1}};
 	struct itp_snap_trace t[5];
 	struct itp_snapshot s;
-	struct top_prev prev[] = {{0x2000, 100}};
+	struct top_prev prev[] = {{0x2000, 100, 0, 0, 0}};
 	struct top_frame *f;
 
 	memset(t, 0, sizeof(t));
@@ -95,7 +95,7 @@ START_TEST(test_fold)
 	s.nips = 3;
 	s.since_ns = 1000000000ull;
 	s.elapsed_ns = 3000000000ull; /* rates over 2 s */
-	f = top_model_fold(&s, prev, 1);
+	f = top_model_fold(&s, prev, 1, 1.0);
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_eq(f->nrows, 2); /* B and C; main allocates nothing itself */
 	ck_assert_uint_eq(f->rows[0].ip, 0x2000);
@@ -117,7 +117,7 @@ START_TEST(test_fold)
 	top_frame_free(f);
 	/* names: copied for every ip of the stacks shown, found by ip */
 	s.frames = names;
-	f = top_model_fold(&s, NULL, 0);
+	f = top_model_fold(&s, NULL, 0, 0);
 	ck_assert_uint_eq(f->nsyms, 3);
 	ck_assert_str_eq(top_frame_sym(f, 0x2000)->function, "f");
 	ck_assert_str_eq(top_frame_sym(f, 0x2000)->file, "a.c");
@@ -128,13 +128,69 @@ START_TEST(test_fold)
 	top_frame_free(f);
 	s.frames = NULL;
 	/* the first frame: no change at all */
-	f = top_model_fold(&s, NULL, 0);
+	f = top_model_fold(&s, NULL, 0, 0);
 	ck_assert_int_eq(f->rows[0].change, 0);
 	top_frame_free(f);
 	/* a corrupt parent (not older) ends the stack instead of looping */
 	t[4].parent = 4;
-	f = top_model_fold(&s, NULL, 0);
+	f = top_model_fold(&s, NULL, 0, 0);
 	ck_assert_uint_eq(f->rows[0].nstack, 1);
+	top_frame_free(f);
+}
+END_TEST
+
+/*
+ * The session's last snapshot comes a moment after the one before: its
+ * rates are over the window of the others (1 s here), the time before its
+ * own 50 ms at the last frame's rates, not its few calls over 50 ms.
+ */
+START_TEST(test_fold_last)
+{
+	static const uint64_t ips[] = {0x1000, 0x2000, 0x3000};
+	struct itp_snap_trace t[3];
+	struct itp_snapshot s;
+	/* B allocated 100 calls/s, 6400 bytes/s; a site at 0x5000 50 calls/s, not since */
+	struct top_prev prev[] = {{0x2000, 0, 100.0, 6400.0, 10.0}, {0x5000, 0, 50.0, 500.0, 0}};
+	struct top_frame *f;
+
+	memset(t, 0, sizeof(t));
+	t[1] = (struct itp_snap_trace){.parent = 0, .ip = 0};
+	/* 50 ms: 5 calls of 64 bytes (the same rate), or 20 (400 calls/s over its own 50 ms) */
+	t[2] = (struct itp_snap_trace){.parent = 1, .ip = 1, .alloc_objects = 5, .alloc_bytes = 320};
+	memset(&s, 0, sizeof(s));
+	s.traces = t;
+	s.ntraces = 3;
+	s.ips = ips;
+	s.nips = 3;
+	s.since_ns = 10000000000ull;
+	s.elapsed_ns = 10050000000ull;
+	f = top_model_fold(&s, prev, 2, 1.0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(f->nrows, 1);
+	ck_assert(f->interval_s == 1.0);
+	ck_assert_double_eq_tol(f->rows[0].calls_ps, 100.0, 1e-9);
+	ck_assert_double_eq_tol(f->rows[0].bytes_ps, 6400.0, 1e-9);
+	ck_assert_double_eq_tol(f->rows[0].temp_ps, 9.5, 1e-9); /* none in the last 50 ms */
+	/* the site gone quiet still counts for its 950 ms in the totals */
+	ck_assert_double_eq_tol(f->calls_ps, 100.0 + 47.5, 1e-9);
+	ck_assert_double_eq_tol(f->bytes_ps, 6400.0 + 475.0, 1e-9);
+	top_frame_free(f);
+	/* a burst in the last 50 ms shows as what it adds to the last second */
+	t[2].alloc_objects = 20;
+	t[2].alloc_bytes = 1280;
+	f = top_model_fold(&s, prev, 2, 1.0);
+	ck_assert_double_eq_tol(f->rows[0].calls_ps, 95.0 + 20.0, 1e-9);
+	ck_assert_double_eq_tol(f->rows[0].bytes_ps, 6080.0 + 1280.0, 1e-9);
+	top_frame_free(f);
+	/* a snapshot as long as the window, or the first one: its own interval */
+	s.since_ns = 9000000000ull;
+	f = top_model_fold(&s, prev, 2, 1.0);
+	ck_assert_double_eq_tol(f->interval_s, 1.05, 1e-9);
+	ck_assert_double_eq_tol(f->rows[0].calls_ps, 20.0 / 1.05, 1e-9);
+	top_frame_free(f);
+	s.since_ns = 10000000000ull;
+	f = top_model_fold(&s, NULL, 0, 1.0);
+	ck_assert_double_eq_tol(f->rows[0].calls_ps, 400.0, 1e-9);
 	top_frame_free(f);
 }
 END_TEST
@@ -179,6 +235,7 @@ static Suite *top_suite(void)
 	tcase_add_test(tc, test_clean);
 	tcase_add_test(tc, test_args);
 	tcase_add_test(tc, test_fold);
+	tcase_add_test(tc, test_fold_last);
 	tcase_add_test(tc, test_sparkline);
 	tcase_add_test(tc, test_format);
 	suite_add_tcase(s, tc);
