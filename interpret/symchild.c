@@ -17,9 +17,13 @@
  *   function bytes, NUL | file bytes, NUL)      (length 0xffff = none)
  * and last u32 0xffffffff | u32 modules whose build-id did not match,
  * and the parent writes them into the recording. A child that dies, stops
- * answering for SYM_IDLE_MS or is killed on a second stop leaves the rest
- * as addresses; res->sym_error says what happened (one line). The target's
- * user can signal the child; it cannot do more than stop it.
+ * answering or is killed on a second stop leaves the rest as addresses;
+ * res->sym_error says what happened (one line). Not answering is counted
+ * in the child's CPU time (SYM_IDLE_MS of it without a chain: it loops) and
+ * in time without CPU either (SYM_IDLE_MS: it hangs), never in time alone:
+ * on a loaded machine a child that works gets little CPU, and its chains
+ * come in 64 KiB writes. The target's user can signal the child; it cannot
+ * do more than stop it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,7 +44,8 @@
 
 #define SYM_AS_EXTRA ((uint64_t)1 << 30) /* address space the child may add, at least */
 #define SYM_CPU_S 300			 /* CPU seconds the child may use */
-#define SYM_IDLE_MS 30000		 /* no chain for this long: the child hangs */
+#define SYM_IDLE_MS 30000		 /* no chain for this long, working or not */
+#define SYM_FAULT_IDLE_MS 1000		 /* the same, under the tests' slow-child faults */
 #define NAME_MAX_LEN 4096		 /* bytes of a name sent, longer ones are cut */
 #define NONE_LEN 0xffff
 
@@ -193,6 +198,13 @@ static int limit_self(const struct itp_ctx *c, int drop, uint32_t uid, uint32_t 
 	return 0;
 }
 
+static int fault_is(const char *what)
+{
+	const char *f = getenv("HEAPTAP_FAULT");
+
+	return f && !strcmp(f, what);
+}
+
 struct child_user {
 	int drop;
 	uint32_t uid, gid;
@@ -221,11 +233,31 @@ static __attribute__((noreturn)) void child_main(struct itp_ctx *c, const struct
 	close_others(keep, nk);
 	if (limit_self(c, who->drop, who->uid, who->gid))
 		_exit(3);
-	/* the fault point of the tests: a symbolizer that crashes (HEAPTAP_FAULT, as attach/ has) */
-	if (getenv("HEAPTAP_FAULT") && !strcmp(getenv("HEAPTAP_FAULT"), "symbolizer")) {
+	/*
+	 * the fault points of the tests (HEAPTAP_FAULT, as attach/ has): a
+	 * symbolizer that crashes, one that works for 3 idle limits before its
+	 * first chain with a tenth of a CPU (as a starved one does), one that
+	 * hangs
+	 */
+	if (fault_is("symbolizer")) {
 		signal(SIGSEGV, SIG_DFL);
 		raise(SIGSEGV);
 	}
+	if (fault_is("symbolizer-busy")) {
+		uint64_t end = util_mono_ns() + 3ull * SYM_FAULT_IDLE_MS * 1000000ull;
+		volatile uint64_t spin = 0;
+
+		while (util_mono_ns() < end) {
+			uint64_t slice = util_mono_ns() + 1000000;
+
+			while (util_mono_ns() < slice)
+				spin++;
+			usleep(9000);
+		}
+	}
+	if (fault_is("symbolizer-hang"))
+		for (;;)
+			pause();
 	o->fd = wfd;
 	o->len = 0;
 	if (itp_sym_batch(c, v, nv, child_sink, o, NULL, root_fd))
@@ -343,12 +375,60 @@ static void say_status(struct itp_ctx *c, int status, const char *why)
 			 WEXITSTATUS(status));
 }
 
+/* the CPU time pid used so far, in ns (0 when it cannot be read) */
+static uint64_t cpu_ns(pid_t pid)
+{
+	unsigned long long ut = 0, st = 0;
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* after the name's ")": state, then utime and stime are the 12th and 13th fields */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return 0;
+	return (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+/*
+ * whether the child stopped answering: idle_ms of its CPU time without a
+ * chain (it loops), or idle_ms with neither CPU nor a chain (it hangs);
+ * *cpu_chain, *cpu_seen, *still_since: its CPU time at the last chain
+ * (UINT64_MAX: one just came), when last looked at, and since when it has
+ * not changed
+ */
+static int not_answering(pid_t pid, uint64_t idle_ms, uint64_t *cpu_chain, uint64_t *cpu_seen,
+			 uint64_t *still_since)
+{
+	uint64_t now = util_mono_ns(), cpu = cpu_ns(pid);
+
+	if (*cpu_chain == UINT64_MAX)
+		*cpu_chain = cpu;
+	if (cpu != *cpu_seen) {
+		*cpu_seen = cpu;
+		*still_since = now;
+	}
+	return cpu - *cpu_chain > idle_ms * 1000000ull || now - *still_since > idle_ms * 1000000ull;
+}
+
 /* read chains until the child is done; the index of the first ip not written */
-static size_t pump(struct itp_ctx *c, const struct itp_symq *v, size_t nv, struct in *in,
+static size_t pump(struct itp_ctx *c, const struct itp_symq *v, size_t nv, pid_t pid, struct in *in,
 		   const char **why, int *ret)
 {
 	struct rec_sym chain[ITP_MAX_INLINE];
-	uint64_t idle_since = util_mono_ns();
+	uint64_t still_since = util_mono_ns(), cpu_chain = cpu_ns(pid), cpu_seen = cpu_chain;
+	uint64_t idle_ms = fault_is("symbolizer-busy") || fault_is("symbolizer-hang")
+				   ? SYM_FAULT_IDLE_MS
+				   : SYM_IDLE_MS;
 	size_t next = 0, n;
 	uint32_t i;
 	int rc;
@@ -369,7 +449,8 @@ static size_t pump(struct itp_ctx *c, const struct itp_symq *v, size_t nv, struc
 			next++;
 			if (*ret)
 				return next;
-			idle_since = util_mono_ns();
+			cpu_chain = UINT64_MAX; /* taken at the next look */
+			still_since = util_mono_ns();
 		}
 		if (rc < 0) {
 			*why = "the symbolizer sent a malformed chain";
@@ -379,7 +460,7 @@ static size_t pump(struct itp_ctx *c, const struct itp_symq *v, size_t nv, struc
 			*why = "symbolization skipped on a second stop";
 			return next;
 		}
-		if (util_mono_ns() - idle_since > (uint64_t)SYM_IDLE_MS * 1000000ull) {
+		if (not_answering(pid, idle_ms, &cpu_chain, &cpu_seen, &still_since)) {
 			*why = "the symbolizer stopped answering";
 			return next;
 		}
@@ -423,7 +504,7 @@ int itp_symchild_run(struct itp_ctx *c, const struct itp_symq *v, size_t nv)
 	if (pid < 0 && !why) {
 		why = "the symbolizer could not be started";
 	} else if (pid > 0) {
-		next = pump(c, v, nv, &in, &why, &ret);
+		next = pump(c, v, nv, pid, &in, &why, &ret);
 		if (next < nv || why)
 			kill(pid, SIGKILL);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

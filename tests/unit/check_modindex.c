@@ -354,6 +354,21 @@ START_TEST(test_symbolizer_child)
 	ck_assert_msg(strstr(res.sym_error, "signal 11") != NULL, "sym_error: %s", res.sym_error);
 	ck_assert_uint_eq(res.sym_left, 1);
 	ck_assert_int_eq(res.err, ITP_OK);
+	/*
+	 * a child that works 3 s before its first chain, past the idle limit
+	 * these faults set (1 s) as a starved one would: it is working, not
+	 * hanging, so its names come
+	 */
+	setenv("HEAPTAP_FAULT", "symbolizer-busy", 1);
+	ck_assert_str_eq(child_symbolizes(&res, name, sizeof(name)), "modindex_named_fn");
+	unsetenv("HEAPTAP_FAULT");
+	ck_assert_str_eq(res.sym_error, "");
+	/* one that hangs (no CPU, no chain) is killed after the limit */
+	setenv("HEAPTAP_FAULT", "symbolizer-hang", 1);
+	ck_assert_str_eq(child_symbolizes(&res, name, sizeof(name)), "");
+	unsetenv("HEAPTAP_FAULT");
+	ck_assert_msg(strstr(res.sym_error, "stopped answering") != NULL, "sym_error: %s", res.sym_error);
+	ck_assert_uint_eq(res.sym_left, 1);
 }
 END_TEST
 
