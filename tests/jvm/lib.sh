@@ -145,7 +145,7 @@ jvm_quit()
 {
 	local st i
 	echo quit >&"${JVM[1]}" || fail "the JVM is gone before quit"
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < 1200; i++)); do
 		[ -s "$tmp/jvm.status" ] && break
 		sleep 0.1
 	done
