@@ -12,7 +12,7 @@
 /* ---------------------------------------------------------------- */
 /* the input queue: a reader thread drains the socket (inq.c)        */
 
-#define ITP_INQ_LIMIT ((size_t)64 << 20) /* default bytes of queued blocks */
+#define ITP_INQ_LIMIT ((size_t)32 << 20) /* default bytes of queued blocks */
 #define ITP_INQ_BLOCK ((size_t)128 << 10) /* bytes a block holds: the step of back-pressure */
 #define ITP_INQ_MIN_READ ((size_t)16 << 10) /* a new block once the tail has less room */
 #define ITP_INQ_IDLE_MS 100 /* a take that waited this long in vain frees the spare blocks */

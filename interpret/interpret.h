@@ -208,7 +208,7 @@ struct itp_options {
 	size_t reorder_limit;
 	/*
 	 * Memory for stream bytes read and not yet interpreted (interpret/inq.c);
-	 * 0 = ITP_INQ_LIMIT (64 MiB). When it is full heaptap stops reading and
+	 * 0 = ITP_INQ_LIMIT (32 MiB). When it is full heaptap stops reading and
 	 * the target waits (and ends the session itself after 10 s without a read).
 	 * Once a stop was asked it may hold twice that: the library's last
 	 * bytes and its END do not wait for the interpreter.

@@ -250,7 +250,7 @@ START_TEST(stuck_interpreter_stops_reading)
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	ck_assert_int_eq(itp_inq_start(&q, sv[0], 0), 0); /* 64 MiB: the bound is not what stops it */
+	ck_assert_int_eq(itp_inq_start(&q, sv[0], 0), 0); /* 32 MiB: the bound is not what stops it */
 	itp_inq_set_stall(q, 200);
 	/* a slow stream: 64 KiB every 20 ms, until 300 ms pass without a byte going in */
 	while (sent < want && quiet < 15) {
