@@ -148,7 +148,10 @@ static int summarize(pid_t pid, const char *out, int ret, const struct itp_resul
 		return CLI_EXIT_FAIL;
 	}
 	if (ret < 0) {
-		if (res->err == ITP_E_TRUNCATED && !res->end_reason)
+		if (res->err == ITP_E_TRUNCATED && res->stop_gave_up)
+			cli_msg("attach: warning: %d: %s; its last events may be missing", (int)pid,
+				res->detail);
+		else if (res->err == ITP_E_TRUNCATED && !res->end_reason)
 			cli_msg("attach: warning: %d ended the event stream without its end record "
 				"(killed, or _exit); its last events may be missing", (int)pid);
 		else if (res->err == ITP_E_OUTPUT)

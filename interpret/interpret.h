@@ -286,6 +286,7 @@ struct itp_result {
 	uint32_t flags;		 /* WIRE_F_* from the header */
 	char exe[256];		 /* from the header, cut if longer */
 	int end_reason;		 /* enum wire_end_reason, 0 if no END record came */
+	int stop_gave_up;	 /* after a stop, the wait for END ran out (detail says how) */
 	uint64_t slots_restored, slots_left; /* from the END record (attach mode) */
 	uint64_t events_dropped; /* from the END record: events the library lost */
 	struct itp_counters warn; /* see struct itp_counters */

@@ -232,6 +232,8 @@ static int stopping(struct itp_ctx *c, int fd, struct itp_inq *q, struct stop_st
 		since = t;
 	if (since < st->t_asked)
 		since = st->t_asked;
+	if (t - since >= ms || t - st->t_asked >= bound)
+		c->res->stop_gave_up = 1;
 	if (t - since >= ms)
 		return itp_fail(c, ITP_E_TRUNCATED,
 				"no end record: nothing came for %u ms after asking to stop", st->ms);

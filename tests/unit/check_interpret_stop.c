@@ -167,6 +167,7 @@ START_TEST(end_behind_a_long_flush)
 
 	ck_assert_msg(run_lib(&l, 300, &res) == 0, "itp_run: %s", res.detail);
 	ck_assert_int_eq(res.end_reason, WIRE_END_STOP);
+	ck_assert_int_eq(res.stop_gave_up, 0);
 	ck_assert_uint_eq(res.final.alloc_calls, 30 * STEP_ALLOCS);
 	rec_close(open_rec());
 }
@@ -181,6 +182,7 @@ START_TEST(silent_after_some)
 	ck_assert_int_eq(run_lib(&l, 300, &res), -ITP_E_TRUNCATED);
 	ck_assert_int_eq(res.end_reason, 0);
 	ck_assert_msg(strstr(res.detail, "nothing came for 300 ms"), "detail: %s", res.detail);
+	ck_assert_int_eq(res.stop_gave_up, 1);
 	ck_assert_uint_eq(res.final.alloc_calls, 10 * STEP_ALLOCS);
 	rec_close(open_rec());
 }
@@ -195,6 +197,7 @@ START_TEST(endless_stream_bounded)
 	ck_assert_int_eq(run_lib(&l, 250, &res), -ITP_E_TRUNCATED);
 	ck_assert_int_eq(res.end_reason, 0);
 	ck_assert_msg(strstr(res.detail, "within 3000 ms"), "detail: %s", res.detail);
+	ck_assert_int_eq(res.stop_gave_up, 1);
 	/* it went on well past one stop timeout: the bound, not the silence, ended it */
 	ck_assert_uint_ge(res.final.alloc_calls, 10 * STEP_ALLOCS);
 	rec_close(open_rec());
