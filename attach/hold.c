@@ -35,23 +35,17 @@
 #include <unistd.h>
 
 #include "attach/internal.h"
+#include "util/procread.h"
 
 /* "RUN WAIT SLICES\n": ns on a CPU, ns runnable but not running; false if unreadable. */
 static bool read_schedstat(const char *path, uint64_t *run, uint64_t *wait)
 {
 	char buf[96];
 	unsigned long long r, w;
-	ssize_t n;
-	int fd;
+	int err = util_read_file(path, buf, sizeof(buf), NULL);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (err && err != -EFBIG)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	if (sscanf(buf, "%llu %llu", &r, &w) != 2)
 		return false;
 	*run = r;

@@ -341,7 +341,10 @@ const char *att_hang_name(enum att_hang_step step);
 int att_hang_parse(const char *spec, struct att_hang_spec *h, char *err, size_t cap);
 
 /* ---- procfs.c ---- */
-/* Read a small /proc file into buf (NUL-terminated). Returns length or -errno. */
+/*
+ * Read a small /proc file into buf (NUL-terminated): util_read_file, its
+ * first cap - 1 bytes taken when it is longer. Returns length or -errno.
+ */
 ssize_t att_read_file(const char *path, char *buf, size_t cap);
 /* Value after "key:" in a /proc/PID/status text, or NULL. */
 const char *att_status_field(const char *status, const char *key);

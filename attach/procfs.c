@@ -10,34 +10,14 @@
 #include <unistd.h>
 
 #include "attach/internal.h"
+#include "util/procread.h"
 
 ssize_t att_read_file(const char *path, char *buf, size_t cap)
 {
-	size_t len = 0;
-	ssize_t n;
-	int fd, err;
+	size_t len;
+	int err = util_read_file(path, buf, cap, &len);
 
-	if (cap == 0)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (len < cap - 1) {
-		n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = errno;
-			close(fd);
-			return -err;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	close(fd);
-	return (ssize_t)len;
+	return err && err != -EFBIG ? err : (ssize_t)len;
 }
 
 const char *att_status_field(const char *status, const char *key)

@@ -55,6 +55,7 @@
 
 #include "cli/cli.h"
 #include "util/procids.h"
+#include "util/procread.h"
 
 #define CTL_MAX_CLIENTS 8
 #define CTL_HELLO_MS 5000 /* a live holder answers at once */
@@ -76,19 +77,15 @@ struct cli_ctl {
 /* Field 22 of /proc/PID/stat (start time in clock ticks since boot). */
 static int start_time(pid_t pid, unsigned long long *st)
 {
-	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd, field;
+	char buf[1024], *p;
+	size_t n;
+	int err, field;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	err = util_proc_read(pid, "stat", buf, sizeof(buf), &n);
+	if (err && err != -EFBIG) /* field 22 comes within the first 1023 bytes */
+		return err == -ENOENT ? -ESRCH : err;
+	if (n == 0)
 		return -ESRCH;
-	buf[n] = '\0';
 	p = strrchr(buf, ')'); /* comm may hold spaces and ')' */
 	if (!p)
 		return -EINVAL;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/procread.h"
 
 int cli_check_output_dir(const char *path)
 {
@@ -30,21 +31,13 @@ int cli_check_output_dir(const char *path)
 
 void cli_read_comm(pid_t pid, const char *fallback, char *buf, size_t len)
 {
-	char path[64];
 	const char *base;
-	FILE *f;
+	int err = util_proc_read(pid, "comm", buf, len, NULL);
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(buf, (int)len, f)) {
-			buf[strcspn(buf, "\n")] = '\0';
-			fclose(f);
-			if (*buf)
-				return;
-		} else {
-			fclose(f);
-		}
+	if (!err || err == -EFBIG) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (*buf)
+			return;
 	}
 	base = fallback ? strrchr(fallback, '/') : NULL;
 	base = base ? base + 1 : fallback;

@@ -25,6 +25,7 @@
 #include "cli/top.h"
 #include "report/report.h"
 #include "track/wire.h"
+#include "util/procread.h"
 
 void top_model_init(struct top_model *m, pid_t pid, uint64_t sample)
 {
@@ -377,21 +378,11 @@ const struct top_mod *top_module_of(const struct top_frame *f, uint64_t ip)
 /* the target's resident set now (/proc/PID/statm), 0 when it cannot be read */
 static uint64_t proc_rss(pid_t pid)
 {
-	char path[64], buf[128];
+	char buf[128];
 	unsigned long long size, res;
-	ssize_t n;
-	int fd;
+	int err = util_proc_read(pid, "statm", buf, sizeof(buf), NULL);
 
-	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &size, &res) != 2)
+	if ((err && err != -EFBIG) || sscanf(buf, "%llu %llu", &size, &res) != 2)
 		return 0;
 	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
 }

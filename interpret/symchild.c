@@ -41,6 +41,7 @@
 
 #include "interpret/sym_internal.h"
 #include "util/procids.h"
+#include "util/procread.h"
 
 #define SYM_AS_EXTRA ((uint64_t)1 << 30) /* address space the child may add, at least */
 #define SYM_CPU_S 300			 /* CPU seconds the child may use */
@@ -131,13 +132,11 @@ static void close_others(int *keep, size_t n)
 static uint64_t vm_bytes(void)
 {
 	unsigned long long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "re");
+	char buf[128];
+	int err = util_read_file("/proc/self/statm", buf, sizeof(buf), NULL);
 
-	if (f) {
-		if (fscanf(f, "%llu", &pages) != 1)
-			pages = 0;
-		fclose(f);
-	}
+	if ((err && err != -EFBIG) || sscanf(buf, "%llu", &pages) != 1)
+		pages = 0;
 	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
@@ -379,19 +378,11 @@ static void say_status(struct itp_ctx *c, int status, const char *why)
 static uint64_t cpu_ns(pid_t pid)
 {
 	unsigned long long ut = 0, st = 0;
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char buf[512], *p;
+	int err = util_proc_read(pid, "stat", buf, sizeof(buf), NULL);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (err && err != -EFBIG) /* the fields wanted come within the first 512 bytes */
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	/* after the name's ")": state, then utime and stime are the 12th and 13th fields */
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)

@@ -47,6 +47,7 @@
 #include "jvm/jvm.h"
 #include "util/clock.h"
 #include "util/procids.h"
+#include "util/procread.h"
 
 /* What the child hands back through the pipe. */
 struct result {
@@ -128,25 +129,19 @@ static int read_ids(pid_t pid, struct ids *id)
 static int attach_disabled(pid_t pid)
 {
 	static const char flag[] = "-XX:+DisableAttachMechanism";
-	static const char *const names[] = { "/cmdline", "/environ" };
-	char path[64], *buf;
+	static const char *const names[] = { "cmdline", "environ" };
+	char *buf;
 	size_t n, i;
-	int fd, hit = 0;
-	ssize_t r;
+	int hit = 0;
 
 	buf = malloc(1 << 20);
 	if (!buf)
 		return 0;
 	for (i = 0; i < 2 && !hit; i++) {
-		snprintf(path, sizeof(path), "/proc/%d%s", (int)pid, names[i]);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		int err = util_proc_read(pid, names[i], buf, 1 << 20, &n);
+
+		if (err && err != -EFBIG) /* the first MiB of either is looked at */
 			continue;
-		n = 0;
-		while (n < (1 << 20) - 1 && (r = read(fd, buf + n, (1 << 20) - 1 - n)) > 0)
-			n += (size_t)r;
-		close(fd);
-		buf[n] = '\0';
 		/* an argument of its own, or inside JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, _JAVA_OPTIONS */
 		for (size_t off = 0; off < n && !hit; off += strlen(buf + off) + 1) {
 			const char *s = buf + off;

@@ -61,6 +61,7 @@
 #include "track/internal.h"
 #include "track/xframe_internal.h"
 #include "track/sample_internal.h"
+#include "util/procread.h"
 
 #define TRK_TICK_NS 10000000ull
 #define TRK_TICK_SMP_NS 100000000ull /* the timer thread's tick while sampling */
@@ -105,19 +106,13 @@ static long nvcsw(void)
 static uint64_t rss_bytes(void)
 {
 	char buf[128];
-	ssize_t n;
 	uint64_t v = 0;
-	int i = 0, fd;
+	int i = 0, err;
 
 	/* opened per tick: no fd of ours stays open for the program to trip over */
-	fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	err = util_read_file("/proc/self/statm", buf, sizeof(buf), NULL);
+	if (err && err != -EFBIG) /* the second number comes within the first 127 bytes */
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	/* "size resident shared ...": the second number */
 	while (buf[i] && buf[i] != ' ')
 		i++;

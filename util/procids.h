@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "util/procread.h"
+
 /*
  * The one reader of the Uid: and Gid: lines of a status file, for every
  * folder (attach/, cli/, jvm/, interpret/: interpret/ does not link
@@ -103,26 +105,11 @@ static inline int util_ids_parse(const char *text, size_t len, struct util_ids *
  */
 static inline int util_ids_read_file(const char *path, struct util_ids *ids)
 {
-	char buf[UTIL_IDS_READ];
-	size_t len = 0;
-	ssize_t n;
-	int fd, err = 0;
+	char buf[UTIL_IDS_READ + 1];
+	size_t len;
+	int err = util_read_file(path, buf, sizeof(buf), &len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	while (len < sizeof(buf)) {
-		n = read(fd, buf + len, sizeof(buf) - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			err = -errno;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	return err ? err : util_ids_parse(buf, len, ids);
+	return err && err != -EFBIG ? err : util_ids_parse(buf, len, ids);
 }
 
 /* util_ids_read - the ids of process pid (/proc/PID/status; -ENOENT: no such process). */

@@ -1,2 +1,2 @@
-# tests/unit/util.cmake - Check suite of util/: the /proc/PID/status id reader (procids.h) on crafted files
+# tests/unit/util.cmake - Check suite of util/: the bounded file reader (procread.h) and the status id reader (procids.h)
 heaptap_unit_test(util LIBS heaptap_util)
