@@ -22,6 +22,7 @@
 #error "define _GNU_SOURCE before the first #include (program_invocation_short_name, nftw)"
 #endif
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -108,6 +109,20 @@ static inline uint8_t *ck_slurp(const char *path, size_t *len)
 	close(fd);
 	*len = (size_t)st.st_size;
 	return buf;
+}
+
+/* ck_tasks - the threads of this process now (the entries of /proc/self/task); fails the test if unreadable */
+static inline int ck_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_msg(d != NULL, "opendir /proc/self/task: %s", strerror(errno));
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 /*

@@ -23,7 +23,6 @@
  * Each fails without the mode: the thread count, or a STOP that nobody reads.
  */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
 #include <poll.h>
@@ -44,20 +43,6 @@
 #include "tests/sample/check_peer.h"
 #include "track/sample_internal.h"
 #include "track/wire.h"
-
-/* tasks - threads of this process (/proc/self/task entries). */
-static int tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 static void start(struct peer *p, uint64_t rate, int timerless)
 {
@@ -150,7 +135,7 @@ START_TEST(hooks_do_the_ticks)
 	start(&p, 4096, 1);
 	ck_assert_int_eq(tl_on(), 1);
 	churn(&p, 20000, ticked, 0);
-	ck_assert_int_eq(tasks(), 1); /* no timer thread */
+	ck_assert_int_eq(ck_tasks(), 1); /* no timer thread */
 	c = count(&p);
 	ck_assert_uint_ge(c.ticks, 5);	/* a tick every 10 ms from the hooks */
 	ck_assert_uint_ge(c.chunks, 5); /* flushed as they go, not only at the end */
@@ -163,7 +148,7 @@ START_TEST(hooks_do_the_ticks)
 	send_ctl(p.fd, WIRE_CTL_STOP, 0);
 	churn(&p, 20000, ended, 0);
 	ck_assert(!trk_active());
-	ck_assert_int_eq(tasks(), 1);
+	ck_assert_int_eq(ck_tasks(), 1);
 	c = finish(&p);
 	ck_assert_int_eq(c.end_reason, WIRE_END_STOP);
 	ck_assert_uint_ge(c.sites, 1);
@@ -185,16 +170,16 @@ START_TEST(thread_later)
 
 	start(&p, 4096, 1);
 	churn(&p, 50, NULL, 0);
-	ck_assert_int_eq(tasks(), 1);
+	ck_assert_int_eq(ck_tasks(), 1);
 	ck_assert_int_eq(pthread_create(&th, NULL, worker, NULL), 0);
 	pthread_join(th, NULL);
 	/* the worker's first call started the timer thread */
 	ck_assert_int_eq(tl_on(), 0);
 	ck_assert_int_eq(trk_g.timer_ok, 1);
 	/* a joined thread may stay in /proc/self/task a moment longer: wait for it to go (2 s at most) */
-	for (int i = 0; i < 2000 && tasks() > 2; i++)
+	for (int i = 0; i < 2000 && ck_tasks() > 2; i++)
 		usleep(1000);
-	ck_assert_int_eq(tasks(), 2);
+	ck_assert_int_eq(ck_tasks(), 2);
 	/* no hook runs from here on: the thread answers */
 	stop_by_thread(&p);
 }
@@ -207,11 +192,11 @@ START_TEST(quiet_program)
 	start(&p, 64, 1); /* nearly every call samples: every call polls */
 	trk_tl_quiet_ns = 1000000000ull; /* TRK_TL_QUIET_NS */
 	churn(&p, 50, NULL, 0);
-	ck_assert_int_eq(tasks(), 1);
+	ck_assert_int_eq(ck_tasks(), 1);
 	usleep(1200 * 1000); /* quiet for longer than that */
 	churn(&p, 20000, timer_running, 0);
 	ck_assert_int_eq(tl_on(), 0);
-	ck_assert_int_eq(tasks(), 2);
+	ck_assert_int_eq(ck_tasks(), 2);
 	stop_by_thread(&p); /* while this thread allocates nothing */
 }
 END_TEST
@@ -236,7 +221,7 @@ START_TEST(computing_is_not_quiet)
 		spin++;
 	churn(&p, 200, NULL, 0);
 	ck_assert_int_eq(tl_on(), 1);
-	ck_assert_int_eq(tasks(), 1);
+	ck_assert_int_eq(ck_tasks(), 1);
 	send_ctl(p.fd, WIRE_CTL_STOP, 0);
 	churn(&p, 20000, ended, 0);
 	c = finish(&p);
@@ -254,7 +239,7 @@ START_TEST(full_tracing_takes_over)
 	churn(&p, 20000, full_by_timer, 0);
 	ck_assert_uint_eq(atomic_load(&trk_smp.rate), 0);
 	ck_assert_int_eq(tl_on(), 0);
-	ck_assert_int_eq(tasks(), 2);
+	ck_assert_int_eq(ck_tasks(), 2);
 	stop_by_thread(&p);
 }
 END_TEST
@@ -301,7 +286,7 @@ START_TEST(timerless_off)
 
 	start(&p, 4096, 0);
 	ck_assert_int_eq(tl_on(), 0);
-	ck_assert_int_eq(tasks(), 2);
+	ck_assert_int_eq(ck_tasks(), 2);
 	stop_by_thread(&p);
 }
 END_TEST

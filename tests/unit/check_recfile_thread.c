@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE /* program_invocation_short_name, nftw (tests/lib/check_fixture.h) */
 #include <check.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,19 +16,6 @@
 #include "tests/lib/check_fixture.h"
 #include "recfile/recfile.h"
 #include "util/hash.h"
-
-static int nthreads(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 #define NEV 1700000 /* four event chunks (512 Ki events each), the last one short */
 
@@ -85,14 +71,14 @@ START_TEST(test_thread_same_file)
 	write_mixed(w);
 	ck_assert_int_eq(rec_writer_close(w), 0);
 
-	before = nthreads();
+	before = ck_tasks();
 	w = rec_writer_create(ck_tmppath("thread.htap"), &err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_writer_thread(w), 0);
-	ck_assert_int_eq(nthreads(), before + 1); /* the work is really done elsewhere */
+	ck_assert_int_eq(ck_tasks(), before + 1); /* the work is really done elsewhere */
 	write_mixed(w);
 	ck_assert_int_eq(rec_writer_close(w), 0);
-	ck_assert_int_eq(nthreads(), before);
+	ck_assert_int_eq(ck_tasks(), before);
 
 	a = ck_slurp(ck_tmppath("inline.htap"), &na);
 	b = ck_slurp(ck_tmppath("thread.htap"), &nb);
@@ -114,12 +100,12 @@ END_TEST
 START_TEST(test_thread_discard_noop)
 {
 	struct rec_writer *w;
-	int err, before = nthreads();
+	int err, before = ck_tasks();
 
 	w = rec_writer_discard(&err);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(rec_writer_thread(w), 0);
-	ck_assert_int_eq(nthreads(), before);
+	ck_assert_int_eq(ck_tasks(), before);
 	ck_assert_int_eq(rec_writer_close(w), 0);
 }
 END_TEST
