@@ -59,37 +59,49 @@ static int tables_of(void *h, struct tables *t)
 	return 0;
 }
 
-/* The entry of type.field: its offset (non-static) or address (static) into *out. */
-static int field(const struct tables *t, const char *type, const char *name, uintptr_t *out)
+/*
+ * The first entry of a table (entries stride bytes apart from e, ended by
+ * one whose type name is NULL; the type name's pointer at type_at) whose
+ * type name is type and, unless name is NULL, whose field name (its
+ * pointer at name_at) is name; NULL when there is none.
+ */
+static const char *entry(const char *e, size_t stride, size_t type_at, const char *type, size_t name_at,
+			 const char *name)
 {
-	for (const char *e = t->structs;; e += t->s_stride) {
-		const char *ty = *(const char *const *)(e + t->s_type);
-		const char *fi = *(const char *const *)(e + t->s_field);
+	for (;; e += stride) {
+		const char *ty = *(const char *const *)(e + type_at);
+		const char *fi = name ? *(const char *const *)(e + name_at) : NULL;
 
 		if (!ty)
-			return -ENOENT;
-		if (!fi || strcmp(ty, type) || strcmp(fi, name))
-			continue;
-		if (*(const int32_t *)(e + t->s_static))
-			*out = (uintptr_t) * (void *const *)(e + t->s_address);
-		else
-			*out = (uintptr_t) * (const uint64_t *)(e + t->s_offset);
-		return 0;
+			return NULL;
+		if (!strcmp(ty, type) && (!name || (fi && !strcmp(fi, name))))
+			return e;
 	}
 }
 
+/* The entry of type.field: its offset (non-static) or address (static) into *out. */
+static int field(const struct tables *t, const char *type, const char *name, uintptr_t *out)
+{
+	const char *e = entry(t->structs, t->s_stride, t->s_type, type, t->s_field, name);
+
+	if (!e)
+		return -ENOENT;
+	if (*(const int32_t *)(e + t->s_static))
+		*out = (uintptr_t) * (void *const *)(e + t->s_address);
+	else
+		*out = (uintptr_t) * (const uint64_t *)(e + t->s_offset);
+	return 0;
+}
+
+/* The size of type into *out. */
 static int type_size(const struct tables *t, const char *type, size_t *out)
 {
-	for (const char *e = t->types;; e += t->t_stride) {
-		const char *ty = *(const char *const *)(e + t->t_type);
+	const char *e = entry(t->types, t->t_stride, t->t_type, type, 0, NULL);
 
-		if (!ty)
-			return -ENOENT;
-		if (!strcmp(ty, type)) {
-			*out = (size_t) * (const uint64_t *)(e + t->t_size);
-			return 0;
-		}
-	}
+	if (!e)
+		return -ENOENT;
+	*out = (size_t) * (const uint64_t *)(e + t->t_size);
+	return 0;
 }
 
 struct seg_arg {
