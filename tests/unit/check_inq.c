@@ -139,6 +139,61 @@ static void order_run(size_t limit, uint64_t total, int slow)
 	close(sv[0]);
 }
 
+/*
+ * A socket pair sv whose writing end sv[1] has a 64 KiB send buffer, and a
+ * queue *q of limit bytes (0: the default) reading sv[0]; returns the send
+ * buffer the kernel gave (it doubles what is asked).
+ */
+static int start_pair(int sv[2], size_t limit, struct itp_inq **q)
+{
+	int sndbuf = 64 << 10;
+	socklen_t sl = sizeof(sndbuf);
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	ck_assert_int_eq(getsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl), 0);
+	ck_assert_int_eq(itp_inq_start(q, sv[0], limit), 0);
+	return sndbuf;
+}
+
+/* write pattern bytes from *sent without blocking until 300 ms pass without a byte going in */
+static void fill_socket(int fd, uint64_t *sent, uint64_t want)
+{
+	static uint8_t buf[64 << 10];
+	int quiet = 0;
+
+	while (*sent < want && quiet < 30) {
+		size_t i;
+		ssize_t k;
+
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = pattern(*sent + i);
+		k = send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k > 0) {
+			*sent += (uint64_t)k;
+			quiet = 0;
+		} else {
+			ck_assert(errno == EAGAIN || errno == EWOULDBLOCK);
+			sleep_ms(10);
+			quiet++;
+		}
+	}
+}
+
+/* take from q until *got reaches upto, at most cap bytes a take, each byte checked against the pattern */
+static void take_upto(struct itp_inq *q, uint8_t *buf, size_t cap, uint64_t *got, uint64_t upto)
+{
+	while (*got < upto) {
+		size_t want = upto - *got < cap ? (size_t)(upto - *got) : cap;
+		ssize_t n = itp_inq_take(q, buf, want, 1000), i;
+
+		ck_assert_int_gt(n, 0);
+		for (i = 0; i < n; i++)
+			ck_assert_uint_eq(buf[i], pattern(*got + (uint64_t)i));
+		*got += (uint64_t)n;
+	}
+}
+
 START_TEST(order_default_limit)
 {
 	order_run(0, 24u << 20, 0);
@@ -165,30 +220,9 @@ START_TEST(bound_holds_then_resumes)
 	struct itp_input st;
 	struct itp_inq *q;
 	uint64_t sent = 0, got = 0;
-	int sv[2], sndbuf = 64 << 10, quiet = 0;
-	socklen_t sl = sizeof(sndbuf);
+	int sv[2], sndbuf = start_pair(sv, limit, &q);
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	ck_assert_int_eq(getsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl), 0);
-	ck_assert_int_eq(itp_inq_start(&q, sv[0], limit), 0);
-	/* write until 300 ms pass without a byte going in */
-	while (sent < want && quiet < 30) {
-		size_t n = sizeof(buf), i;
-		ssize_t k;
-
-		for (i = 0; i < n; i++)
-			buf[i] = pattern(sent + i);
-		k = send(sv[1], buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k > 0) {
-			sent += (uint64_t)k;
-			quiet = 0;
-		} else {
-			ck_assert(errno == EAGAIN || errno == EWOULDBLOCK);
-			sleep_ms(10);
-			quiet++;
-		}
-	}
+	fill_socket(sv[1], &sent, want);
 	ck_assert_msg(sent < want, "the writer never blocked: the reader read %llu bytes past a "
 		      "limit of %zu", (unsigned long long)sent, limit);
 	/* the reader filled its queue (all but the last block's tail) ... */
@@ -198,14 +232,7 @@ START_TEST(bound_holds_then_resumes)
 	ck_assert_uint_ge(itp_inq_full_ns(q), 1);
 
 	/* taking frees room: everything written so far comes out in order, and more goes in */
-	while (got < sent) {
-		ssize_t n = itp_inq_take(q, buf, sizeof(buf), 1000), i;
-
-		ck_assert_int_gt(n, 0);
-		for (i = 0; i < n; i++)
-			ck_assert_uint_eq(buf[i], pattern(got + (uint64_t)i));
-		got += (uint64_t)n;
-	}
+	take_upto(q, buf, sizeof(buf), &got, sent);
 	{
 		ssize_t k;
 
@@ -215,14 +242,7 @@ START_TEST(bound_holds_then_resumes)
 		k = send(sv[1], buf, 1000, MSG_NOSIGNAL | MSG_DONTWAIT);
 		ck_assert_int_eq(k, 1000);
 		sent += 1000;
-		while (got < sent) {
-			ssize_t n = itp_inq_take(q, buf, sizeof(buf), 1000), i;
-
-			ck_assert_int_gt(n, 0);
-			for (i = 0; i < n; i++)
-				ck_assert_uint_eq(buf[i], pattern(got + (uint64_t)i));
-			got += (uint64_t)n;
-		}
+		take_upto(q, buf, sizeof(buf), &got, sent);
 	}
 	itp_inq_stop(q, &st);
 	ck_assert_uint_le(st.peak_bytes, limit);
@@ -246,11 +266,9 @@ START_TEST(stuck_interpreter_stops_reading)
 	struct itp_input st;
 	struct itp_inq *q;
 	uint64_t sent = 0, got = 0;
-	int sv[2], sndbuf = 64 << 10, quiet = 0;
+	int sv[2], quiet = 0;
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	ck_assert_int_eq(itp_inq_start(&q, sv[0], 0), 0); /* 32 MiB: the bound is not what stops it */
+	start_pair(sv, 0, &q); /* 32 MiB: the bound is not what stops it */
 	itp_inq_set_stall(q, 200);
 	/* a slow stream: 64 KiB every 20 ms, until 300 ms pass without a byte going in */
 	while (sent < want && quiet < 15) {
@@ -269,14 +287,7 @@ START_TEST(stuck_interpreter_stops_reading)
 		sleep_ms(20);
 	}
 	ck_assert_msg(sent < want, "the reader kept reading for an interpreter that took nothing");
-	while (got < 1000) {
-		ssize_t n = itp_inq_take(q, buf, 1000 - got, 1000), i;
-
-		ck_assert_int_gt(n, 0);
-		for (i = 0; i < n; i++)
-			ck_assert_uint_eq(buf[i], pattern(got + (uint64_t)i));
-		got += (uint64_t)n;
-	}
+	take_upto(q, buf, sizeof(buf), &got, 1000);
 	/* the take woke the reader: the socket drains into the queue again */
 	for (quiet = 0; quiet < 100; quiet++) {
 		int left = -1;
@@ -295,29 +306,6 @@ START_TEST(stuck_interpreter_stops_reading)
 }
 END_TEST
 
-/* write pattern bytes from *sent without blocking until 300 ms pass without a byte going in */
-static void fill_socket(int fd, uint64_t *sent, uint64_t want)
-{
-	static uint8_t buf[64 << 10];
-	int quiet = 0;
-
-	while (*sent < want && quiet < 30) {
-		size_t i;
-		ssize_t k;
-
-		for (i = 0; i < sizeof(buf); i++)
-			buf[i] = pattern(*sent + i);
-		k = send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k > 0) {
-			*sent += (uint64_t)k;
-			quiet = 0;
-		} else {
-			sleep_ms(10);
-			quiet++;
-		}
-	}
-}
-
 /*
  * After itp_inq_stopping the library's last bytes must not wait for the
  * interpreter: the reader, full and with nothing taken for longer than the
@@ -331,13 +319,8 @@ START_TEST(stopping_reads_past_the_limit)
 	struct itp_input st;
 	struct itp_inq *q;
 	uint64_t sent = 0, full = 0, got = 0;
-	int sv[2], sndbuf = 64 << 10;
-	socklen_t sl = sizeof(sndbuf);
+	int sv[2], sndbuf = start_pair(sv, limit, &q);
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	ck_assert_int_eq(getsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl), 0);
-	ck_assert_int_eq(itp_inq_start(&q, sv[0], limit), 0);
 	itp_inq_set_stall(q, 100);
 	fill_socket(sv[1], &sent, want);
 	ck_assert_uint_le(sent, limit + 2 * (uint64_t)sndbuf);
@@ -423,11 +406,9 @@ static struct itp_input fill_cycles(int cycles, int wait_ms)
 	struct itp_input st;
 	struct itp_inq *q;
 	uint64_t sent = 0, got = 0;
-	int sv[2], sndbuf = 64 << 10, i;
+	int sv[2], i;
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	ck_assert_int_eq(itp_inq_start(&q, sv[0], limit), 0);
+	start_pair(sv, limit, &q);
 	for (i = 0; i < cycles; i++)
 		got += fill_then_drain(q, sv[1], &sent, wait_ms);
 	itp_inq_stop(q, &st);

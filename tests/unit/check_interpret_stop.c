@@ -157,6 +157,25 @@ static int run_once(struct lib *l, unsigned stop_ms, struct itp_result *res)
 }
 
 /*
+ * Run l with a stop timeout of stop_ms (run_lib): itp_run returns rc, the
+ * stream's end reason is end_reason, the stop was given up or not, the
+ * detail holds detail (NULL: anything), the recording opens; *res is the
+ * result.
+ */
+static void expect_run(struct lib *l, unsigned stop_ms, int rc, int end_reason, int gave_up,
+		       const char *detail, struct itp_result *res)
+{
+	int got = run_lib(l, stop_ms, res);
+
+	ck_assert_msg(got == rc, "itp_run: %d, not %d: %s", got, rc, res->detail);
+	ck_assert_int_eq(res->end_reason, end_reason);
+	if (detail)
+		ck_assert_msg(strstr(res->detail, detail), "detail: %s", res->detail);
+	ck_assert_int_eq(res->stop_gave_up, gave_up);
+	rec_close(open_rec());
+}
+
+/*
  * The library's last events take 30 steps of 50 ms (1.5 s), five times the
  * stop timeout, with no pause as long as it: END is read, every event is in.
  */
@@ -165,11 +184,8 @@ START_TEST(end_behind_a_long_flush)
 	struct lib l = {.steps = 30, .end = 1};
 	struct itp_result res;
 
-	ck_assert_msg(run_lib(&l, 300, &res) == 0, "itp_run: %s", res.detail);
-	ck_assert_int_eq(res.end_reason, WIRE_END_STOP);
-	ck_assert_int_eq(res.stop_gave_up, 0);
+	expect_run(&l, 300, 0, WIRE_END_STOP, 0, NULL, &res);
 	ck_assert_uint_eq(res.final.alloc_calls, 30 * STEP_ALLOCS);
-	rec_close(open_rec());
 }
 END_TEST
 
@@ -179,12 +195,8 @@ START_TEST(silent_after_some)
 	struct lib l = {.steps = 10};
 	struct itp_result res;
 
-	ck_assert_int_eq(run_lib(&l, 300, &res), -ITP_E_TRUNCATED);
-	ck_assert_int_eq(res.end_reason, 0);
-	ck_assert_msg(strstr(res.detail, "nothing came for 300 ms"), "detail: %s", res.detail);
-	ck_assert_int_eq(res.stop_gave_up, 1);
+	expect_run(&l, 300, -ITP_E_TRUNCATED, 0, 1, "nothing came for 300 ms", &res);
 	ck_assert_uint_eq(res.final.alloc_calls, 10 * STEP_ALLOCS);
-	rec_close(open_rec());
 }
 END_TEST
 
@@ -194,13 +206,9 @@ START_TEST(endless_stream_bounded)
 	struct lib l = {.forever = 1};
 	struct itp_result res;
 
-	ck_assert_int_eq(run_lib(&l, 250, &res), -ITP_E_TRUNCATED);
-	ck_assert_int_eq(res.end_reason, 0);
-	ck_assert_msg(strstr(res.detail, "within 3000 ms"), "detail: %s", res.detail);
-	ck_assert_int_eq(res.stop_gave_up, 1);
+	expect_run(&l, 250, -ITP_E_TRUNCATED, 0, 1, "within 3000 ms", &res);
 	/* it went on well past one stop timeout: the bound, not the silence, ended it */
 	ck_assert_uint_ge(res.final.alloc_calls, 10 * STEP_ALLOCS);
-	rec_close(open_rec());
 }
 END_TEST
 

@@ -152,6 +152,16 @@ static void st_end(struct stream *s)
 	ck_end(&s->b, &s->c);
 }
 
+/* a stream of one node and n malloc(32)s of blocks that all stay live */
+static void st_allocs(struct stream *s, size_t n)
+{
+	st_begin(s);
+	ck_node(&s->c, st_next(s), 1, 0, 0x401000);
+	for (size_t i = 0; i < n; i++)
+		ck_alloc(&s->c, st_next(s), WIRE_KIND_MALLOC, 32, 1, 0x100000000ull + i * 32);
+	st_end(s);
+}
+
 START_TEST(test_del_flood_and_huge_range)
 {
 	struct itp_options opt = {0};
@@ -200,16 +210,10 @@ START_TEST(test_budget_ends_the_session)
 	struct feeder f = {0};
 	struct stream s;
 	uint64_t tables;
-	size_t i;
 	double secs;
 
-	st_begin(&s);
-	ck_node(&s.c, st_next(&s), 1, 0, 0x401000);
 	/* 1.5 M blocks live at once: 64 bytes each in the pointer table, past a 64 MiB budget */
-	for (i = 0; i < 1500000; i++)
-		ck_alloc(&s.c, st_next(&s), WIRE_KIND_MALLOC, 32, 1, 0x100000000ull + i * 32);
-	st_end(&s);
-
+	st_allocs(&s, 1500000);
 	opt.max_memory = (uint64_t)64 << 20;
 	opt.no_symbols = 1;
 	run_feed(&s.b, &opt, &res, &f, &secs);
@@ -237,14 +241,9 @@ START_TEST(test_second_stop)
 	struct feeder f = {0};
 	volatile sig_atomic_t stop = 1;
 	struct stream s;
-	size_t i;
 	double secs;
 
-	st_begin(&s);
-	ck_node(&s.c, st_next(&s), 1, 0, 0x401000);
-	for (i = 0; i < 1000; i++)
-		ck_alloc(&s.c, st_next(&s), WIRE_KIND_MALLOC, 32, 1, 0x100000000ull + i * 32);
-	st_end(&s);
+	st_allocs(&s, 1000);
 	opt.stop = &stop;
 	opt.stop_timeout_ms = 60000; /* the library never answers: only the second stop ends it */
 	f.hold = 1;
