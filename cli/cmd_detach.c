@@ -35,6 +35,7 @@
 #include "elf/elfr.h"
 #include "inject/inject.h"
 #include "track/wire.h"
+#include "util/procread.h"
 
 #define DETACH_TIMEOUT_S 30 /* default wait for the holder's result */
 #define GONE_MS 5000	    /* the library's thread ends within one poll tick (20 ms) */
@@ -113,19 +114,16 @@ static int lib_threads(pid_t pid)
 	if (!d)
 		return 0;
 	while ((e = readdir(d))) {
-		FILE *f;
+		int err;
 
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, e->d_name);
-		f = fopen(path, "re");
-		if (!f)
+		snprintf(path, sizeof(path), "task/%.16s/comm", e->d_name);
+		err = util_proc_read(pid, path, comm, sizeof(comm), NULL);
+		if (err && err != -EFBIG) /* a kernel comm is 16 bytes at most */
 			continue;
-		if (fgets(comm, sizeof(comm), f)) {
-			comm[strcspn(comm, "\n")] = '\0';
-			n += !strcmp(comm, INJ_THREAD_NAME);
-		}
-		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		n += !strcmp(comm, INJ_THREAD_NAME);
 	}
 	closedir(d);
 	return n;
