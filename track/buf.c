@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -28,6 +29,8 @@ __thread struct trk_thr *trk_tls_thr __attribute__((tls_model("initial-exec")));
 /* trk_tls_guard lives in sample.c's trk_smp_tls (internal.h) */
 
 #define FRAMES_SLOTS (TRK_DEPTH_MAX + 32)
+#define END_NAP_NS 200000ull	  /* the end's wait for an appending owner looks this often */
+#define END_ALIVE_NS 100000000ull /* and meanwhile sends a TICK this often */
 
 uint32_t trk_gettid(void)
 {
@@ -201,14 +204,47 @@ void trk_thr_flush_one(struct trk_thr *t)
 	pthread_mutex_unlock(&trk_g.flush_lock);
 }
 
+/*
+ * wait_owner - the session's end (flush_lock held): claim t once its owner
+ * is out of its append. On a loaded machine the owner can be preempted
+ * there for seconds, or wait for room in the socket. So after a short spin
+ * this sleeps (a yield loop kept the CPU the owner needed from it, and from
+ * heaptap), and sends a TICK every END_ALIVE_NS meanwhile: heaptap takes a
+ * library that sends nothing for seconds after its STOP for a dead one.
+ */
+static void wait_owner(struct trk_thr *t)
+{
+	struct timespec nap = { 0, END_NAP_NS };
+	uint64_t alive = 0, now;
+	unsigned spins = 0;
+
+	while (!claim(t)) {
+		if (++spins <= 100) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		nanosleep(&nap, NULL);
+		now = util_mono_ns();
+		if (!alive) {
+			alive = now + END_ALIVE_NS;
+		} else if (now >= alive) {
+			trk_send_tick(false);
+			alive = util_mono_ns() + END_ALIVE_NS;
+		}
+	}
+}
+
 void trk_thr_flush_all(void)
 {
 	struct trk_thr *t;
 
 	pthread_mutex_lock(&trk_g.flush_lock);
 	for (t = atomic_load(&trk_g.threads); t; t = t->next_all) {
-		if (atomic_load(&t->in_use))
-			flush_one(t);
+		if (!atomic_load(&t->in_use))
+			continue;
+		wait_owner(t);
+		trk_thr_flush_locked(t);
+		unclaim(t);
 	}
 	pthread_mutex_unlock(&trk_g.flush_lock);
 }

@@ -168,7 +168,7 @@ struct trk_thr *trk_thr_get_slow(void) TRK_HIDDEN;
 struct trk_thr *trk_thr_new(uint32_t tid) TRK_HIDDEN;
 /* trk_thr_flush_locked - send the buffer's events as one chunk; owner or claim holder. */
 void trk_thr_flush_locked(struct trk_thr *t) TRK_HIDDEN;
-/* trk_thr_flush_all - flush every buffer (waits for busy owners). */
+/* trk_thr_flush_all - flush every buffer (waits for busy owners, sending TICKs meanwhile). */
 void trk_thr_flush_all(void) TRK_HIDDEN;
 /* trk_thr_flush_one - flush one buffer as a flusher (waits for its owner). */
 void trk_thr_flush_one(struct trk_thr *t) TRK_HIDDEN;

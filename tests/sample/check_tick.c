@@ -15,6 +15,13 @@
  *     CTL_SAMPLE 0 switches to full tracing at once and TICKs come every
  *     10 ms again (fails if the timer kept the deadline it had while
  *     sampling);
+ *   - stop_while_owner_busy: a thread is inside its buffer's append
+ *     (preempted there, or waiting) when STOP comes: the end's flush waits
+ *     for it, and the library keeps sending (TICKs) while it waits, so
+ *     heaptap, which takes seconds of silence after a STOP for a dead
+ *     library, sees it alive. The thread is let go only once two TICKs came
+ *     after the STOP (fails if the end waits in silence: then it is let go
+ *     after 30 s, and no TICK came meanwhile); then END, reason stop;
  *   - sites_every_second: SITES goes out every second of time while
  *     sampling, not every 100 ticks: the second SITES comes before the
  *     100th TICK (counted in the stream: at most one TICK per 100 ms, so a
@@ -25,6 +32,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +41,7 @@
 #include <unistd.h>
 
 #include "tests/lib/check_fixture.h"
+#include "track/buf_internal.h"
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
@@ -150,6 +159,60 @@ START_TEST(full_tracing_ticks_fast)
 }
 END_TEST
 
+/* the thread of stop_while_owner_busy: inside its buffer's append until let go (30 s at most) */
+static struct {
+	_Atomic int inside;
+	_Atomic int release;
+} owner;
+
+static void *owner_main(void *arg)
+{
+	struct trk_thr *t;
+
+	(void)arg;
+	trk_free(site(100));
+	t = trk_thr_get();
+	ck_assert_ptr_nonnull(t);
+	trk_thr_enter(t);
+	atomic_store(&owner.inside, 1);
+	for (int i = 0; i < 30000 && !atomic_load(&owner.release); i++)
+		usleep(1000);
+	trk_thr_exit(t);
+	return NULL;
+}
+
+START_TEST(stop_while_owner_busy)
+{
+	struct peer p;
+	pthread_t th;
+	unsigned before;
+	int alive = 0;
+
+	start(&p, 100);
+	churn(&p, 200, NULL, 1000);
+	atomic_store(&owner.inside, 0);
+	atomic_store(&owner.release, 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, owner_main, NULL), 0);
+	for (int i = 0; i < 30000 && !atomic_load(&owner.inside); i++)
+		usleep(1000);
+	ck_assert(atomic_load(&owner.inside));
+	drain(&p, 0);
+	before = count(&p).ticks;
+	send_ctl(p.fd, WIRE_CTL_STOP, 0);
+	/* one TICK may have been on its way before the STOP was read: two */
+	for (int i = 0; i < 3000 && !alive; i++) {
+		drain(&p, 10);
+		alive = count(&p).ticks >= before + 2;
+		ck_assert_msg(!p.eof, "the session ended while a thread was still appending");
+	}
+	atomic_store(&owner.release, 1);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_msg(alive, "nothing came for 30 s after the STOP while a thread was appending "
+			     "(%u TICKs before, %u after)", before, count(&p).ticks);
+	(void)finish(&p, 0);
+}
+END_TEST
+
 static int two_sites(const struct peer *p)
 {
 	return count(p).sites >= 2;
@@ -179,6 +242,7 @@ int main(void)
 	tcase_add_test(tc, sampling_ticks_slowly);
 	tcase_add_test(tc, stop_not_held_by_tick);
 	tcase_add_test(tc, full_tracing_ticks_fast);
+	tcase_add_test(tc, stop_while_owner_busy);
 	tcase_add_test(tc, sites_every_second);
 	suite_add_tcase(s, tc);
 	return ck_run_suite(s);
