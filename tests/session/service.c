@@ -73,12 +73,14 @@
  *                      calls, leaked) and exits; status is its exit status
  *   quit               bye, then exit 0
  * At start: "ready pid=N" once the workers ran and the slots were noted.
+ *
+ * The blocking threads are in svc_threads.c, the slots' walk, the watcher
+ * and the forked child's report in svc_slots.c (service.h).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fenv.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -88,61 +90,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "elf/elfr.h"
+#include "tests/session/service.h"
 #include "tests/session/svc_relro.h"
 #include "util/clock.h"
 
 #define LEAK_SIZE 4321 /* bytes leak_some() leaks per call */
 #define CHILD_SIZE 7531 /* bytes child_alloc() leaks per call, in a forked child */
-#define MAX_WORKERS 16
-#define SLOT_CAP 256
 
-enum gap_id { G_READER, G_SLEEPER, G_TICKER, G_COND, G_EPOLL, G_BUSY, G_WATCHER, G_WORKER0, G_MAX = G_WORKER0 + MAX_WORKERS };
 static const char *const gap_names[G_WORKER0] = { "reader", "sleeper", "ticker", "condwait", "epoll",
 						   "busy", "watcher" };
 
 static _Atomic uint64_t maxgap[G_MAX]; /* longest gap of each thread, ns */
-static _Atomic uint64_t eintr, regerr, sigsent, sigrecv_n, sigerr;
+_Atomic uint64_t eintr, regerr, sigsent, sigrecv_n, sigerr;
 static _Atomic uint64_t iters[MAX_WORKERS];
 static _Atomic int leak_todo, relro_todo;
 static _Atomic uint64_t leak_done, relro_done;
-static _Atomic unsigned sender_paused; /* 0: send; else the "sig" command's pause number */
-static _Atomic unsigned sender_ack;	/* the pause number sigsend last saw (it sends no more) */
+_Atomic unsigned sender_paused, sender_ack;
 static int sender_started;
-static _Atomic uint64_t patched_ns, restored_ns;
+_Atomic uint64_t patched_ns, restored_ns;
 static int nworkers = 2;
 static unsigned work;		  /* WORK: arithmetic steps per worker iteration */
 static __thread volatile unsigned work_sink; /* per thread: no shared cache line */
-static int tick_pipe[2], sig_pipe[2], evfd;
-static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t ccv = PTHREAD_COND_INITIALIZER;
-static unsigned long cgen;
-static uint64_t next_seq; /* sigrecv's expected sequence number (handler only) */
-static volatile uintptr_t *malloc_slot; /* main program's malloc GOT slot */
-static uintptr_t malloc_slot_value;	/* its value at start */
-static volatile uintptr_t *relro_slot;	/* libsvc_relro.so's malloc GOT slot (GLOB_DAT) */
-static uintptr_t relro_slot_value;	/* its value at start */
-static int sig_no;
+int tick_pipe[2], sig_pipe[2], evfd;
+volatile uintptr_t *malloc_slot;
+uintptr_t malloc_slot_value;
+volatile uintptr_t *relro_slot;
+uintptr_t relro_slot_value;
+int sig_no;
 static _Atomic uint64_t reset_ns; /* when "reset" ran (or start) */
 
-/* The slots noted at start, for the forked child (no dl_iterate_phdr there). */
-struct noted_slot {
-	uintptr_t addr;
-	uintptr_t lo, hi; /* its module's mapped range: a value inside is its PLT stub */
-	int want;
-};
-static struct noted_slot noted[SLOT_CAP];
-static size_t nnoted;
-
-/* A loop turned: note the gap since the last turn. */
-static void turn(int id, uint64_t *last)
+void turn(int id, uint64_t *last)
 {
 	uint64_t t = util_mono_ns(), g = t - *last, m = atomic_load(&maxgap[id]);
 
@@ -215,367 +198,6 @@ static void *worker(void *arg)
 		}
 		atomic_fetch_add_explicit(&iters[id], 1, memory_order_relaxed);
 		turn(G_WORKER0 + id, &last);
-	}
-	return NULL;
-}
-
-static void *reader(void *arg)
-{
-	uint64_t last = util_mono_ns();
-	char buf[64];
-
-	(void)arg;
-	for (;;) {
-		ssize_t n = read(tick_pipe[0], buf, sizeof(buf));
-
-		if (n < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		turn(G_READER, &last);
-	}
-	return NULL;
-}
-
-static void *sleeper(void *arg)
-{
-	struct timespec ts = { 0, 1000000 };
-	uint64_t last = util_mono_ns();
-
-	(void)arg;
-	for (;;) {
-		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		turn(G_SLEEPER, &last);
-	}
-	return NULL;
-}
-
-static void *ticker(void *arg)
-{
-	struct timespec next;
-	uint64_t last = util_mono_ns(), one = 1;
-	char c = 't';
-
-	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	for (;;) {
-		int r;
-
-		next.tv_nsec += 1000000;
-		if (next.tv_nsec >= 1000000000) {
-			next.tv_nsec -= 1000000000;
-			next.tv_sec++;
-		}
-		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL)) == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		turn(G_TICKER, &last);
-		if (write(tick_pipe[1], &c, 1) < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		if (write(evfd, &one, sizeof(one)) < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		pthread_mutex_lock(&cmu);
-		cgen++;
-		pthread_cond_signal(&ccv);
-		pthread_mutex_unlock(&cmu);
-		/* If we fell behind (a stop), start the period from now. */
-		{
-			struct timespec t;
-
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			if (t.tv_sec > next.tv_sec + 1)
-				next = t;
-		}
-	}
-	return NULL;
-}
-
-static void *condwait(void *arg)
-{
-	uint64_t last = util_mono_ns();
-	unsigned long seen = 0;
-
-	(void)arg;
-	for (;;) {
-		pthread_mutex_lock(&cmu);
-		while (cgen == seen)
-			pthread_cond_wait(&ccv, &cmu);
-		seen = cgen;
-		pthread_mutex_unlock(&cmu);
-		turn(G_COND, &last);
-	}
-	return NULL;
-}
-
-static void *epoller(void *arg)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-	uint64_t last = util_mono_ns(), v;
-	int ep = epoll_create1(EPOLL_CLOEXEC);
-
-	(void)arg;
-	ev.data.fd = evfd;
-	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, evfd, &ev) < 0) {
-		atomic_fetch_add(&regerr, 1000000); /* make the failure visible */
-		return NULL;
-	}
-	for (;;) {
-		int n = epoll_wait(ep, &ev, 1, 5);
-
-		if (n < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		if (n > 0 && read(evfd, &v, sizeof(v)) < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		turn(G_EPOLL, &last);
-	}
-	return NULL;
-}
-
-/* One round of the register check: 1 when every register held its value. */
-static int busy_round(uint64_t seed, uint64_t spins)
-{
-	uint64_t r[4], x[16];
-	int i, ok = 1;
-
-	__asm__ volatile("mov %[seed], %%r12\n\t"
-			 "lea 1(%%r12), %%r13\n\t"
-			 "lea 2(%%r12), %%r14\n\t"
-			 "lea 3(%%r12), %%r15\n\t"
-			 "movq %%r12, %%xmm8\n\t"
-			 "pinsrq $1, %%r13, %%xmm8\n\t"
-			 "movq %%r13, %%xmm9\n\t"
-			 "pinsrq $1, %%r14, %%xmm9\n\t"
-			 "movq %%r14, %%xmm10\n\t"
-			 "pinsrq $1, %%r15, %%xmm10\n\t"
-			 "movq %%r15, %%xmm11\n\t"
-			 "pinsrq $1, %%r12, %%xmm11\n\t"
-			 "movdqa %%xmm8, %%xmm12\n\t"
-			 "pxor %%xmm9, %%xmm12\n\t"
-			 "movdqa %%xmm9, %%xmm13\n\t"
-			 "pxor %%xmm10, %%xmm13\n\t"
-			 "movdqa %%xmm10, %%xmm14\n\t"
-			 "pxor %%xmm11, %%xmm14\n\t"
-			 "movdqa %%xmm11, %%xmm15\n\t"
-			 "pxor %%xmm8, %%xmm15\n\t"
-			 "mov %[spins], %%rcx\n"
-			 "1:\n\t"
-			 "pause\n\t"
-			 "dec %%rcx\n\t"
-			 "jnz 1b\n\t"
-			 "mov %%r12, 0(%[r])\n\t"
-			 "mov %%r13, 8(%[r])\n\t"
-			 "mov %%r14, 16(%[r])\n\t"
-			 "mov %%r15, 24(%[r])\n\t"
-			 "movdqu %%xmm8, 0(%[x])\n\t"
-			 "movdqu %%xmm9, 16(%[x])\n\t"
-			 "movdqu %%xmm10, 32(%[x])\n\t"
-			 "movdqu %%xmm11, 48(%[x])\n\t"
-			 "movdqu %%xmm12, 64(%[x])\n\t"
-			 "movdqu %%xmm13, 80(%[x])\n\t"
-			 "movdqu %%xmm14, 96(%[x])\n\t"
-			 "movdqu %%xmm15, 112(%[x])\n\t"
-			 :
-			 : [seed] "r"(seed), [spins] "r"(spins), [r] "r"(r), [x] "r"(x)
-			 : "rcx", "r12", "r13", "r14", "r15", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-			   "xmm13", "xmm14", "xmm15", "memory", "cc");
-	for (i = 0; i < 4; i++)
-		ok &= r[i] == seed + (uint64_t)i;
-	for (i = 0; i < 4; i++) {
-		ok &= x[2 * i] == seed + (uint64_t)i;
-		ok &= x[2 * i + 1] == seed + (uint64_t)((i + 1) % 4);
-	}
-	for (i = 0; i < 4; i++) {
-		ok &= x[8 + 2 * i] == (x[2 * i] ^ x[(2 * i + 2) % 8]);
-		ok &= x[8 + 2 * i + 1] == (x[2 * i + 1] ^ x[(2 * i + 3) % 8]);
-	}
-	return ok;
-}
-
-static void *busy(void *arg)
-{
-	uint64_t last = util_mono_ns(), seed = 0x0123456789abcdefull;
-
-	(void)arg;
-	fesetround(FE_TOWARDZERO);
-	for (;;) {
-		if (!busy_round(seed, 2000) || fegetround() != FE_TOWARDZERO)
-			atomic_fetch_add(&regerr, 1);
-		seed += 0x1000;
-		turn(G_BUSY, &last);
-	}
-	return NULL;
-}
-
-static void on_rt(int sig, siginfo_t *si, void *uc)
-{
-	(void)sig;
-	(void)uc;
-	if (si->si_code != SI_QUEUE || si->si_pid != getpid() ||
-	    (uint64_t)si->si_value.sival_ptr != next_seq)
-		atomic_fetch_add(&sigerr, 1);
-	next_seq = (uint64_t)si->si_value.sival_ptr + 1;
-	atomic_fetch_add(&sigrecv_n, 1);
-}
-
-static void *sigsend(void *arg)
-{
-	struct timespec ts = { 0, 1000000 };
-	uint64_t seq = 0;
-
-	(void)arg;
-	for (;;) {
-		unsigned paused = atomic_load(&sender_paused);
-
-		if (paused) {
-			atomic_store(&sender_ack, paused); /* any sigqueue of ours has been counted */
-		} else {
-			union sigval v = { .sival_ptr = (void *)seq };
-
-			if (sigqueue(getpid(), sig_no, v) == 0) {
-				seq++;
-				atomic_fetch_add(&sigsent, 1);
-			}
-		}
-		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
-			atomic_fetch_add(&eintr, 1);
-	}
-	return NULL;
-}
-
-static void *sigrecv(void *arg)
-{
-	sigset_t s;
-	char buf[8];
-
-	(void)arg;
-	sigemptyset(&s);
-	sigaddset(&s, sig_no);
-	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-	for (;;) {
-		if (read(sig_pipe[0], buf, sizeof(buf)) < 0 && errno == EINTR)
-			atomic_fetch_add(&eintr, 1);
-	}
-	return NULL;
-}
-
-static const char *const slot_names[] = { "malloc", "free", "calloc", "realloc" };
-
-static uintptr_t real_fn[4]; /* dlsym(RTLD_DEFAULT) of slot_names */
-static uintptr_t start_mods[SLOT_CAP]; /* load biases of the modules at start */
-static size_t nstart_mods;
-
-struct slot_acc {
-	int noting; /* the first walk: note the modules */
-	int dump;   /* print each slot on stderr ("slots -v") */
-	size_t n, mod;
-	uint64_t hash;
-	volatile uintptr_t *main_malloc;
-	volatile uintptr_t *relro_malloc;
-};
-
-static int slot_cb(void *arg, const struct elfr_mod *m, enum elfr_reason why,
-		   const struct elfr_info *info, const struct elfr_slot *slots, size_t nslots)
-{
-	struct slot_acc *a = arg;
-	size_t i;
-
-	(void)why;
-	(void)info;
-	/*
-	 * Only the modules loaded at start: heaptap's library and what it
-	 * pulled in (libunwind, ...) stay loaded after a session.
-	 */
-	if (!a->noting) {
-		size_t k;
-
-		for (k = 0; k < nstart_mods && start_mods[k] != m->bias; k++)
-			;
-		if (k == nstart_mods) {
-			a->mod++;
-			return 0;
-		}
-	}
-	if (a->noting && nstart_mods < SLOT_CAP)
-		start_mods[nstart_mods++] = m->bias;
-	for (i = 0; i < nslots; i++) {
-		uintptr_t v = *(volatile uintptr_t *)slots[i].addr;
-		size_t k;
-
-		/*
-		 * A lazily bound slot not called yet points into its own
-		 * module (the PLT stub); the loader may resolve it at any
-		 * time (libc's own calloc slot is resolved by dlopen, for
-		 * one). Both mean "the real function": hash them alike.
-		 */
-		for (k = 0; k < m->nload; k++)
-			if (v >= m->load[k].start && v < m->load[k].end && v != real_fn[slots[i].want])
-				v = real_fn[slots[i].want];
-
-		if (a->noting && nnoted < SLOT_CAP) {
-			struct noted_slot *ns = &noted[nnoted++];
-
-			ns->addr = slots[i].addr;
-			ns->want = (int)slots[i].want;
-			ns->lo = m->nload ? m->load[0].start : 0;
-			ns->hi = m->nload ? m->load[m->nload - 1].end : 0;
-		}
-		if (a->dump)
-			fprintf(stderr, "slot %s %s %#lx %#lx\n", m->name && *m->name ? m->name : "(main)",
-				slot_names[slots[i].want], (unsigned long)slots[i].addr, (unsigned long)v);
-		a->hash = (a->hash ^ slots[i].addr) * 1099511628211ull;
-		a->hash = (a->hash ^ v) * 1099511628211ull;
-		a->n++;
-		if (a->mod == 0 && slots[i].want == 0 && !a->main_malloc)
-			a->main_malloc = (volatile uintptr_t *)slots[i].addr;
-		if (m->name && strstr(m->name, "libsvc_relro") && slots[i].want == 0 && !a->relro_malloc)
-			a->relro_malloc = (volatile uintptr_t *)slots[i].addr;
-	}
-	a->mod++;
-	return 0;
-}
-
-static void slots_now(struct slot_acc *a, int noting, int dump)
-{
-	static struct elfr_slot buf[SLOT_CAP];
-
-	memset(a, 0, sizeof(*a));
-	a->dump = dump;
-	a->noting = noting;
-	a->hash = 14695981039346656037ull;
-	(void)elfr_walk_self(slot_names, 4, buf, SLOT_CAP, slot_cb, a);
-}
-
-static _Atomic int main_changed, relro_changed; /* as the watcher saw them last */
-
-static void *watcher(void *arg)
-{
-	struct timespec ts = { 0, 1000000 };
-	uint64_t last = util_mono_ns(), t_main = 0;
-	int was_patched = 0;
-
-	(void)arg;
-	for (;;) {
-		int pm = *malloc_slot != malloc_slot_value;
-		int pr = *relro_slot != relro_slot_value;
-		uint64_t t = util_mono_ns();
-
-		atomic_store(&main_changed, pm);
-		atomic_store(&relro_changed, pr);
-		/* t_main: when the main program's slot took the state awaited */
-		if (pm == was_patched)
-			t_main = 0;
-		else if (!t_main)
-			t_main = t;
-		if (!was_patched && pm && pr) {
-			atomic_store(&patched_ns, t_main);
-			was_patched = 1;
-			t_main = 0;
-		} else if (was_patched && !pm && !pr) {
-			atomic_store(&restored_ns, t_main);
-			was_patched = 0;
-			t_main = 0;
-		}
-		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
-			atomic_fetch_add(&eintr, 1);
-		turn(G_WATCHER, &last);
 	}
 	return NULL;
 }
@@ -696,64 +318,6 @@ static void cmd_mem(void)
 	}
 	answer("mem rss_kb=%lu maps=%d fds=%d threads=%d", rss * (unsigned long)(sysconf(_SC_PAGESIZE) / 1024),
 	       maps, count_dir("/proc/self/fd"), count_dir("/proc/self/task"));
-}
-
-/* In the forked child: what it finds in itself, as one line on fd. */
-static void child_report(int fd)
-{
-	uint64_t hash = 14695981039346656037ull;
-	char buf[512], path[300], link[64];
-	int tasks = 0, named = 0, socks = 0, i;
-	struct dirent *e;
-	size_t k;
-	DIR *d;
-
-	for (k = 0; k < nnoted; k++) {
-		uintptr_t v = *(volatile uintptr_t *)noted[k].addr;
-
-		if (v >= noted[k].lo && v < noted[k].hi && v != real_fn[noted[k].want])
-			v = real_fn[noted[k].want];
-		hash = (hash ^ noted[k].addr) * 1099511628211ull;
-		hash = (hash ^ v) * 1099511628211ull;
-	}
-	d = opendir("/proc/self/task");
-	while (d && (e = readdir(d))) {
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		tasks++;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "re");
-		if (f) {
-			if (fgets(buf, sizeof(buf), f) && !strncmp(buf, "heaptap-inject", 14))
-				named++;
-			fclose(f);
-		}
-	}
-	if (d)
-		closedir(d);
-	d = opendir("/proc/self/fd");
-	while (d && (e = readdir(d))) {
-		ssize_t n;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = '\0';
-			socks += !strncmp(link, "socket:", 7);
-		}
-	}
-	if (d)
-		closedir(d);
-	for (i = 0; i < 5; i++)
-		(void)child_alloc();
-	snprintf(buf, sizeof(buf), "slots n=%zu hash=%016" PRIx64 " malloc=%s tasks=%d heaptap=%d sockets=%d",
-		 nnoted, hash, *malloc_slot == malloc_slot_value ? "same" : "changed", tasks, named, socks);
-	if (write(fd, buf, strlen(buf)) < 0)
-		_exit(2);
 }
 
 static void cmd_fork(void)
