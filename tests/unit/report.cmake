@@ -1,5 +1,6 @@
 # tests/unit/report.cmake - unit.report: report computations on recordings written by the test
-heaptap_unit_test(report LIBS heaptap_report heaptap_recfile)
+heaptap_unit_test(report SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_report_render.c
+  LIBS heaptap_report heaptap_recfile)
 # unit.report_pprof: the pprof builder and export, read back with zlib and a small decoder
 find_package(ZLIB REQUIRED)
 heaptap_unit_test(report_pprof LIBS heaptap_report heaptap_recfile ZLIB::ZLIB)
