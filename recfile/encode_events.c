@@ -201,30 +201,41 @@ static void prime(struct rec_writer *w, const struct rec_evcols *ev, size_t star
 			w->ev_hist[st->nh++] = ev->info[i];
 }
 
+/* where the coders write: allocs' codes at a, frees' codes at f (REC_EVF_SPLIT) */
+struct outs {
+	uint8_t *a, *f;
+};
+
 /*
- * the info column of events [start, start + n) in mode (with REC_EVF_AGE or
- * not), at p, from the coder state st0; returns the end
+ * the info codes of events [start, start + n) in mode (with REC_EVF_AGE or
+ * not), allocs' at o->a and frees' at o->f, from the coder state st;
+ * advances both
  */
-static inline __attribute__((always_inline)) uint8_t *
+static inline __attribute__((always_inline)) void
 put_infos_in(const struct cols *col, int mode, int age, struct code_state *st, size_t start,
-	     size_t n, uint8_t *p)
+	     size_t n, struct outs *o)
 {
+	uint8_t *a = o->a, *f = o->f;
+
 	for (size_t i = start; i < start + n; i++) {
 		uint32_t info = col->info[i];
 		int cl = rec_ev_class(col->op[i]);
 
-		if (!cl)
+		if (!cl) {
 			col->hist[st->nh++] = info;
-		if (cl && age)
-			p = put_age(col, st, info, col->age[i], p);
-		else
-			p = put_plain(col, mode, st, info, cl, p);
+			a = put_plain(col, mode, st, info, 0, a);
+		} else if (age) {
+			f = put_age(col, st, info, col->age[i], f);
+		} else {
+			f = put_plain(col, mode, st, info, 1, f);
+		}
 	}
-	return p;
+	o->a = a;
+	o->f = f;
 }
 
-static uint8_t *put_infos(struct rec_writer *w, const struct rec_evcols *ev, int mode,
-			  const struct code_state *st0, size_t start, size_t n, uint8_t *p)
+static void put_infos(struct rec_writer *w, const struct rec_evcols *ev, int mode,
+		      const struct code_state *st0, size_t start, size_t n, struct outs *o)
 {
 	struct code_state st = *st0;
 	struct cols c = {.info = ev->info, .rank = w->ev_rank, .op = ev->op,
@@ -233,17 +244,23 @@ static uint8_t *put_infos(struct rec_writer *w, const struct rec_evcols *ev, int
 	/* one loop per mode, each with its mode a constant */
 	switch (mode) {
 	case REC_EVM_RECENT:
-		return put_infos_in(&c, REC_EVM_RECENT, 0, &st, start, n, p);
+		put_infos_in(&c, REC_EVM_RECENT, 0, &st, start, n, o);
+		break;
 	case REC_EVM_RANKED:
-		return put_infos_in(&c, REC_EVM_RANKED, 0, &st, start, n, p);
+		put_infos_in(&c, REC_EVM_RANKED, 0, &st, start, n, o);
+		break;
 	case REC_EVM_DELTA:
-		return put_infos_in(&c, REC_EVM_DELTA, 0, &st, start, n, p);
+		put_infos_in(&c, REC_EVM_DELTA, 0, &st, start, n, o);
+		break;
 	case REC_EVM_RECENT | REC_EVF_AGE:
-		return put_infos_in(&c, REC_EVM_RECENT, 1, &st, start, n, p);
+		put_infos_in(&c, REC_EVM_RECENT, 1, &st, start, n, o);
+		break;
 	case REC_EVM_RANKED | REC_EVF_AGE:
-		return put_infos_in(&c, REC_EVM_RANKED, 1, &st, start, n, p);
+		put_infos_in(&c, REC_EVM_RANKED, 1, &st, start, n, o);
+		break;
 	default:
-		return put_infos_in(&c, REC_EVM_DELTA, 1, &st, start, n, p);
+		put_infos_in(&c, REC_EVM_DELTA, 1, &st, start, n, o);
+		break;
 	}
 }
 
@@ -262,14 +279,22 @@ static uint8_t *put_infos(struct rec_writer *w, const struct rec_evcols *ev, int
  * level 1, from the primed state st (prime leaves ev_hist[0, st->nh) alone
  * for the next mode: put_infos only appends after it)
  */
+static size_t zsize1(struct rec_writer *w, const uint8_t *p, size_t len)
+{
+	size_t cs = ZSTD_compressCCtx(w->sample_cctx, w->sample_out, w->sample_out_cap, p, len, 1);
+
+	return ZSTD_isError(cs) ? len : cs;
+}
+
 static size_t trial(struct rec_writer *w, const struct rec_evcols *ev, int m,
 		    const struct code_state *st, size_t start, size_t n)
 {
-	size_t len, cs;
+	uint8_t *fcol = w->sample + n * WIRE_VARINT_MAX;
+	struct outs o = { .a = w->sample, .f = fcol };
 
-	len = (size_t)(put_infos(w, ev, m, st, start, n, w->sample) - w->sample);
-	cs = ZSTD_compressCCtx(w->sample_cctx, w->sample_out, w->sample_out_cap, w->sample, len, 1);
-	return ZSTD_isError(cs) ? len : cs;
+	/* the two columns as the chunk has them: each compressed on its own */
+	put_infos(w, ev, m, st, start, n, &o);
+	return zsize1(w, w->sample, (size_t)(o.a - w->sample)) + zsize1(w, fcol, (size_t)(o.f - fcol));
 }
 
 #define NMODES ((REC_EVM_DELTA | REC_EVF_AGE) + 1)
@@ -287,7 +312,7 @@ static int choose_mode(struct rec_writer *w, const struct rec_evcols *ev, size_t
 		return can_rank ? REC_EVM_RANKED : REC_EVM_RECENT;
 	if (!w->sample_cctx)
 		w->sample_cctx = ZSTD_createCCtx();
-	if (!w->sample_cctx || rec_grow((void **)&w->sample, &w->sample_cap, 0, need, 1) ||
+	if (!w->sample_cctx || rec_grow((void **)&w->sample, &w->sample_cap, 0, 2 * need, 1) ||
 	    rec_grow((void **)&w->sample_out, &w->sample_out_cap, 0, ZSTD_compressBound(need), 1))
 		return can_rank ? REC_EVM_RANKED : REC_EVM_RECENT; /* no memory to try: guess */
 	/*
@@ -366,14 +391,18 @@ int rec_encode_events(struct rec_writer *w, const struct rec_evcols *ev, size_t 
 	}
 	mode = choose_mode(w, ev, n, nd, can_rank);
 
-	/* mode + table + ops + infos + weights */
+	/* frees' codes go to a column of their own, copied after the allocs' */
+	ret = rec_grow((void **)&w->ev_fcol, &w->ev_fcol_cap, 0, n * WIRE_VARINT_MAX + 1, 1);
+	if (ret)
+		goto out_reset;
+	/* mode + table + ops + alloc column length + allocs + frees + weights */
 	b->len = 0;
-	ret = rec_wbuf_reserve(b, 1 + (nd + 1) * WIRE_VARINT_MAX + (n + 3) / 4 +
+	ret = rec_wbuf_reserve(b, 1 + (nd + 1) * WIRE_VARINT_MAX + (n + 3) / 4 + 4 +
 				      n * WIRE_VARINT_MAX + ev->weights.len);
 	if (ret)
 		goto out_reset;
 	p = b->p;
-	*p++ = (uint8_t)mode;
+	*p++ = (uint8_t)(mode | REC_EVF_SPLIT);
 	if ((mode & ~REC_EVF_AGE) == REC_EVM_RANKED) {
 		p += wire_put_varint(p, nd);
 		for (size_t i = 0; i < nd; i++)
@@ -395,8 +424,15 @@ int rec_encode_events(struct rec_writer *w, const struct rec_evcols *ev, size_t 
 	p += (n + 3) / 4;
 	{
 		struct code_state st = { .hw = -1, .age = 1 };
+		struct outs o = { .a = p + 4, .f = w->ev_fcol };
+		size_t flen;
 
-		p = put_infos(w, ev, mode, &st, 0, n, p);
+		put_infos(w, ev, mode, &st, 0, n, &o);
+		/* at most n varints: below 2^32 for any chunk of REC_EV_CHUNK events */
+		rec_le32(p, (uint32_t)(o.a - (p + 4)));
+		flen = (size_t)(o.f - w->ev_fcol);
+		memcpy(o.a, w->ev_fcol, flen);
+		p = o.a + flen;
 	}
 	if (ev->weights.len)
 		memcpy(p, ev->weights.p, ev->weights.len);

@@ -10,8 +10,12 @@
 #include "track/wire.h"
 #include "recfile/internal.h"
 
-struct dec_state {
+/* a column being read */
+struct cur {
 	const uint8_t *p, *end;
+};
+
+struct dec_state {
 	const uint32_t *ids; /* RANKED table */
 	uint64_t nd;
 	int64_t hw;	     /* RECENT */
@@ -23,17 +27,17 @@ struct dec_state {
 	uint64_t ninfos;
 };
 
-/* one info coded in mode (without the AGE flag); 0 or -REC_E_CORRUPT */
-static int get_plain(struct dec_state *d, int mode, int cl, uint64_t *info)
+/* one info coded in mode (without the AGE flag), read from c; 0 or -REC_E_CORRUPT */
+static int get_plain(struct dec_state *d, struct cur *c, int mode, int cl, uint64_t *info)
 {
 	uint64_t v;
 
 	if (mode == REC_EVM_RANKED) {
-		if (d->p == d->end)
+		if (c->p == c->end)
 			return -REC_E_CORRUPT;
-		v = *d->p++;
+		v = *c->p++;
 		if (v == REC_EV_ESC) {
-			if (wire_get_varint(&d->p, d->end, &v) || v >= UINT64_MAX - REC_EV_ESC)
+			if (wire_get_varint(&c->p, c->end, &v) || v >= UINT64_MAX - REC_EV_ESC)
 				return -REC_E_CORRUPT;
 			v += REC_EV_ESC;
 		}
@@ -42,7 +46,7 @@ static int get_plain(struct dec_state *d, int mode, int cl, uint64_t *info)
 		*info = d->ids[v];
 		return 0;
 	}
-	if (wire_get_varint(&d->p, d->end, &v))
+	if (wire_get_varint(&c->p, c->end, &v))
 		return -REC_E_CORRUPT;
 	/* unsigned: a crafted value wraps, and fails the range check */
 	if (mode == REC_EVM_DELTA) {
@@ -54,12 +58,12 @@ static int get_plain(struct dec_state *d, int mode, int cl, uint64_t *info)
 	return 0;
 }
 
-/* one free in AGE coding */
-static int get_age(struct dec_state *d, uint64_t *info)
+/* one free in AGE coding, read from c */
+static int get_age(struct dec_state *d, struct cur *c, uint64_t *info)
 {
 	uint64_t v;
 
-	if (wire_get_varint(&d->p, d->end, &v))
+	if (wire_get_varint(&c->p, c->end, &v))
 		return -REC_E_CORRUPT;
 	if (v & 1) {
 		*info = d->prev_free + (uint64_t)rec_unzigzag(v >> 1);
@@ -78,22 +82,24 @@ static int get_age(struct dec_state *d, uint64_t *info)
 int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, uint32_t count,
 		      struct rec_event *ev, size_t *n)
 {
-	struct dec_state d = { .end = p + len, .hw = -1, .age = 1, .ninfos = r->ninfos };
-	const uint8_t *ops;
+	struct dec_state d = { .hw = -1, .age = 1, .ninfos = r->ninfos };
+	const uint8_t *ops, *end = p + len;
+	struct cur col[2]; /* allocs' and frees' codes: one column unless REC_EVF_SPLIT */
 	uint32_t *ids = NULL;
 	uint64_t v, info, dropped = 0;
 	size_t k = 0;
-	int mode, age, ret = -REC_E_CORRUPT;
+	int mode, age, split, ret = -REC_E_CORRUPT;
 
 	*n = 0;
-	if (p == d.end)
+	if (p == end)
 		goto out;
 	mode = *p++;
 	age = mode & REC_EVF_AGE;
-	mode &= ~REC_EVF_AGE;
+	split = !!(mode & REC_EVF_SPLIT);
+	mode &= ~(REC_EVF_AGE | REC_EVF_SPLIT);
 	if (mode == REC_EVM_RANKED) {
 		/* each table entry takes at least one byte */
-		if (wire_get_varint(&p, d.end, &d.nd) || d.nd > (uint64_t)(d.end - p))
+		if (wire_get_varint(&p, end, &d.nd) || d.nd > (uint64_t)(end - p))
 			goto out;
 		ids = malloc(d.nd ? d.nd * sizeof(*ids) : 1);
 		if (!ids) {
@@ -101,7 +107,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 			goto out;
 		}
 		for (uint64_t i = 0; i < d.nd; i++) {
-			if (wire_get_varint(&p, d.end, &v))
+			if (wire_get_varint(&p, end, &v))
 				goto out_free;
 			/* a dangling info stays dangling: dropped below */
 			ids[i] = v < r->ninfos ? (uint32_t)v : REC_NONE;
@@ -110,10 +116,19 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 	} else if (mode != REC_EVM_RECENT && mode != REC_EVM_DELTA) {
 		goto out_free;
 	}
-	if ((count + 3ull) / 4 > (uint64_t)(d.end - p))
+	if ((count + 3ull) / 4 > (uint64_t)(end - p))
 		goto out_free;
 	ops = p;
 	p += (count + 3ull) / 4;
+	col[0] = (struct cur){ .p = p, .end = end };
+	col[1] = col[0];
+	if (split) {
+		/* u32 length of the allocs' column, then it, then the frees' */
+		if (4 > end - p || rec_get32(p) > (uint64_t)(end - p - 4))
+			goto out_free;
+		col[0] = (struct cur){ .p = p + 4, .end = p + 4 + rec_get32(p) };
+		col[1] = (struct cur){ .p = col[0].end, .end = end };
+	}
 	if (age) {
 		d.hist = malloc(count ? (size_t)count * sizeof(*d.hist) : 1);
 		if (!d.hist) {
@@ -121,16 +136,16 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 			goto out_free;
 		}
 	}
-	d.p = p;
 
 	/* infos: one per event; REC_NONE marks one naming no allocinfo */
 	for (uint32_t i = 0; i < count; i++) {
 		int cl = rec_ev_class((ops[i / 4] >> (2 * (i % 4))) & 3);
+		struct cur *c = &col[split ? cl : 0];
 
 		if (cl && age)
-			ret = get_age(&d, &info);
+			ret = get_age(&d, c, &info);
 		else
-			ret = get_plain(&d, mode, cl, &info);
+			ret = get_plain(&d, c, mode, cl, &info);
 		if (ret)
 			goto out_free;
 		ret = -REC_E_CORRUPT;
@@ -140,8 +155,10 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 		if (!cl && age)
 			d.hist[d.nh++] = ev[i].info;
 	}
-	p = d.p;
-
+	/* the allocs' column is used exactly; the frees' one ends where the weights start */
+	if (split && col[0].p != col[0].end)
+		goto out_free;
+	p = col[split].p;
 	/* ops and weights; drop the dangling ones (compacting in place, k <= i) */
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t op = (ops[i / 4] >> (2 * (i % 4))) & 3;
@@ -149,7 +166,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 
 		v = 0;
 		if (op == REC_EV_WEIGHTED) {
-			if (wire_get_varint(&p, d.end, &v))
+			if (wire_get_varint(&p, end, &v))
 				goto out_free;
 			op = REC_EV_ALLOC;
 		}
@@ -159,7 +176,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 		}
 		ev[k++] = (struct rec_event){ .info = in, .op = op, .weight = v };
 	}
-	if (p != d.end)
+	if (p != end)
 		goto out_free;
 	if (dropped)
 		__atomic_fetch_add((uint64_t *)&r->dropped, dropped, __ATOMIC_RELAXED);

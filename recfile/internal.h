@@ -34,7 +34,7 @@
 
 #define REC_MAGIC "HEAPTAP\0"
 #define REC_MAGIC_LEN 8
-#define REC_VERSION 1
+#define REC_VERSION 2
 #define REC_FILE_HDR 16
 #define REC_CHUNK_HDR 32
 #define REC_CHUNK_TAG 0x4b435448u	  /* "HTCK" as little-endian bytes */
@@ -104,6 +104,7 @@ enum rec_section {
 #define REC_EVM_RANKED 1
 #define REC_EVM_DELTA 2
 #define REC_EVF_AGE 0x10    /* mode flag: frees coded by age (see above) */
+#define REC_EVF_SPLIT 0x20  /* mode flag: allocs' and frees' codes in two columns (version 2) */
 #define REC_EV_AGE_SEARCH 8 /* allocs either side of the predicted age the writer tries */
 #define REC_EV_SAMPLE 32768 /* events the writer codes in each mode to choose one */
 #define REC_EV_SLICES 4     /* ... in that many slices spread over the chunk */
@@ -245,6 +246,8 @@ struct rec_writer {
 	size_t ev_ids_cap;
 	uint32_t *ev_hist;	    /* infos of the chunk's allocs, in order (AGE) */
 	size_t ev_hist_cap;
+	uint8_t *ev_fcol;	    /* the frees' codes of the chunk being coded (REC_EVF_SPLIT) */
+	size_t ev_fcol_cap;
 	uint64_t nallocs;	    /* alloc events so far (rec_writer_nallocs) */
 	void *sample_cctx;	    /* ZSTD_CCtx judging the modes */
 	uint8_t *sample, *sample_out;

@@ -257,6 +257,7 @@ static void writer_free(struct rec_writer *w)
 	free(w->ev.age);
 	ZSTD_freeCCtx(w->sample_cctx);
 	free(w->sample);
+	free(w->ev_fcol);
 	free(w->sample_out);
 	free(w->symbolized);
 	free(w->out);

@@ -247,6 +247,18 @@ int main(int argc, char **argv)
 		REC_SEC_META, 0, 1, 4, 1, 'k', 1, 'v',
 		REC_SEC_END, 3, 0, 0,
 	};
+	/* valid tables, then events with allocs' and frees' codes in two columns (REC_EVF_SPLIT) */
+	static const uint8_t split[] = {
+		1, REC_SEC_STRINGS, 1, 1, 2, 1, 'x',
+		REC_SEC_IPS, 0, 2, 2, 2, 4,
+		REC_SEC_TRACES, 1, 2, 4, 1, 1, 0, 2,
+		REC_SEC_ALLOCINFOS, 0, 2, 4, 8, 9, 0x21, 0x11,
+		REC_SEC_EVENTS, 0, 3, 10, REC_EVM_RECENT | REC_EVF_SPLIT, 0 | 1 << 2 | 3 << 4,
+		2, 0, 0, 0, 0, 3, 0, 9,
+		REC_SEC_EVENTS, 3, 4, 10, REC_EVM_DELTA | REC_EVF_AGE | REC_EVF_SPLIT, 0 | 1 << 2 | 0 << 4 | 2 << 6,
+		2, 0, 0, 0, 2, 1, 0, 0,
+		REC_SEC_END, 7, 0, 0,
+	};
 	char path[4096];
 	FILE *f;
 
@@ -259,6 +271,10 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/crafted", argv[1]);
 	f = fopen(path, "wb");
 	if (!f || fwrite(desc, 1, sizeof(desc), f) != sizeof(desc) || fclose(f))
+		return 1;
+	snprintf(path, sizeof(path), "%s/crafted_split", argv[1]);
+	f = fopen(path, "wb");
+	if (!f || fwrite(split, 1, sizeof(split), f) != sizeof(split) || fclose(f))
 		return 1;
 	return 0;
 }

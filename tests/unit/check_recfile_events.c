@@ -1,0 +1,282 @@
+/* tests/unit/check_recfile_events.c - event chunks: split columns, version 1 chunks, edge cases */
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* program_invocation_short_name, nftw (tests/lib/check_fixture.h) */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "tests/lib/check_fixture.h"
+#include "recfile/internal.h"
+#include "recfile/recfile.h"
+
+/* ------------------------------------------------------------------ */
+/* Hand-made files: a version 1 chunk, a split chunk, damaged splits.  */
+
+struct craft {
+	uint8_t buf[4096];
+	size_t len;
+};
+
+static void craft_init(struct craft *c, uint32_t version)
+{
+	/* two allocation infos of the root trace: sizes 8 and 16, kind 1 */
+	static const uint8_t infos[] = { 8, 1, 16, 1 };
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	struct rec_chunk_hdr h = { .section = REC_SEC_ALLOCINFOS, .count = 2 };
+	size_t cs;
+
+	memcpy(c->buf, REC_MAGIC, REC_MAGIC_LEN);
+	rec_le32(c->buf + 8, version);
+	rec_le32(c->buf + 12, 0);
+	c->len = REC_FILE_HDR;
+	ck_assert_ptr_nonnull(cc);
+	cs = ZSTD_compress2(cc, c->buf + c->len + REC_CHUNK_HDR, sizeof(c->buf) - c->len - REC_CHUNK_HDR,
+			    infos, sizeof(infos));
+	ck_assert(!ZSTD_isError(cs));
+	ZSTD_freeCCtx(cc);
+	h.csize = cs;
+	h.usize = sizeof(infos);
+	rec_chunk_encode(c->buf + c->len, &h);
+	c->len += REC_CHUNK_HDR + cs;
+}
+
+static void craft_events(struct craft *c, uint32_t count, const uint8_t *p, size_t n)
+{
+	struct rec_chunk_hdr h = { .section = REC_SEC_EVENTS, .count = count };
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t cs;
+
+	ck_assert_ptr_nonnull(cc);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	cs = ZSTD_compress2(cc, c->buf + c->len + REC_CHUNK_HDR, sizeof(c->buf) - c->len - REC_CHUNK_HDR,
+			    p, n);
+	ck_assert(!ZSTD_isError(cs));
+	ZSTD_freeCCtx(cc);
+	h.csize = cs;
+	h.usize = n;
+	rec_chunk_encode(c->buf + c->len, &h);
+	c->len += REC_CHUNK_HDR + cs;
+}
+
+/* decode the one event chunk of a crafted file: rec_event_chunk's result */
+static int decode_one(uint32_t version, const uint8_t *p, size_t n, uint32_t count,
+		      struct rec_event *out)
+{
+	struct craft c;
+	struct rec_reader *r;
+	struct rec_event *ev;
+	size_t got;
+	uint64_t first;
+	int err, ret;
+
+	craft_init(&c, version);
+	craft_events(&c, count, p, n);
+	r = rec_open_mem(c.buf, c.len, &err);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED); /* no END chunk */
+	ck_assert_uint_eq(rec_nevent_chunks(r), 1);
+	ret = rec_event_chunk(r, 0, &ev, &got, &first);
+	if (!ret) {
+		ck_assert_uint_eq(got, count);
+		memcpy(out, ev, got * sizeof(*ev));
+		free(ev);
+	}
+	rec_close(r);
+	return ret;
+}
+
+/* alloc info 0, free info 1, weighted alloc info 0 (weight 9), as RECENT codes 0, 0, 3 */
+#define OPS (REC_EV_ALLOC | REC_EV_FREE << 2 | REC_EV_WEIGHTED << 4)
+
+static void check_three(const struct rec_event *ev)
+{
+	ck_assert_uint_eq(ev[0].info, 0);
+	ck_assert_uint_eq(ev[0].op, REC_EV_ALLOC);
+	ck_assert_uint_eq(ev[1].info, 1);
+	ck_assert_uint_eq(ev[1].op, REC_EV_FREE);
+	ck_assert_uint_eq(ev[2].info, 0);
+	ck_assert_uint_eq(ev[2].op, REC_EV_ALLOC);
+	ck_assert_uint_eq(ev[2].weight, 9);
+}
+
+START_TEST(test_version1_chunk)
+{
+	/* one column, as version 1 writers made it: still read, in either file version */
+	static const uint8_t v1[] = { REC_EVM_RECENT, OPS, 0, 0, 3, 9 };
+	struct rec_event ev[3];
+
+	ck_assert_int_eq(decode_one(1, v1, sizeof(v1), 3, ev), 0);
+	check_three(ev);
+	memset(ev, 0, sizeof(ev));
+	ck_assert_int_eq(decode_one(REC_VERSION, v1, sizeof(v1), 3, ev), 0);
+	check_three(ev);
+}
+END_TEST
+
+START_TEST(test_split_chunk)
+{
+	/* the allocs' codes (0, 3) after a u32 length, then the frees' (0), then the weight */
+	static const uint8_t ok[] = { REC_EVM_RECENT | REC_EVF_SPLIT, OPS, 2, 0, 0, 0, 0, 3, 0, 9 };
+	/* the allocs' column claims the free's byte: its codes are left over */
+	static const uint8_t long_a[] = { REC_EVM_RECENT | REC_EVF_SPLIT, OPS, 3, 0, 0, 0, 0, 3, 0, 9 };
+	/* the allocs' column runs past the payload */
+	static const uint8_t past[] = { REC_EVM_RECENT | REC_EVF_SPLIT, OPS, 200, 0, 0, 0, 0, 3, 0, 9 };
+	static const uint8_t huge[] = { REC_EVM_RECENT | REC_EVF_SPLIT, OPS, 0xff, 0xff, 0xff, 0xff, 0, 3, 0, 9 };
+	/* the length itself cut short */
+	static const uint8_t cut[] = { REC_EVM_RECENT | REC_EVF_SPLIT, OPS, 2, 0, 0 };
+	/* no frees' column: the weight is read as the free's code, then missing */
+	static const uint8_t no_f[] = { REC_EVM_RECENT | REC_EVF_SPLIT, OPS, 2, 0, 0, 0, 0, 3, 9 };
+	/* a short allocs' column: the second alloc's code is missing from it */
+	static const uint8_t short_a[] = { REC_EVM_RECENT | REC_EVF_SPLIT, OPS, 1, 0, 0, 0, 0, 3, 0, 9 };
+	/* an unknown mode flag */
+	static const uint8_t flag[] = { REC_EVM_RECENT | 0x40, OPS, 0, 0, 3, 9 };
+	struct rec_event ev[3];
+
+	ck_assert_int_eq(decode_one(REC_VERSION, ok, sizeof(ok), 3, ev), 0);
+	check_three(ev);
+	ck_assert_int_eq(decode_one(REC_VERSION, long_a, sizeof(long_a), 3, ev), -REC_E_CORRUPT);
+	ck_assert_int_eq(decode_one(REC_VERSION, past, sizeof(past), 3, ev), -REC_E_CORRUPT);
+	ck_assert_int_eq(decode_one(REC_VERSION, huge, sizeof(huge), 3, ev), -REC_E_CORRUPT);
+	ck_assert_int_eq(decode_one(REC_VERSION, cut, sizeof(cut), 3, ev), -REC_E_CORRUPT);
+	ck_assert_int_eq(decode_one(REC_VERSION, no_f, sizeof(no_f), 3, ev), -REC_E_CORRUPT);
+	ck_assert_int_eq(decode_one(REC_VERSION, short_a, sizeof(short_a), 3, ev), -REC_E_CORRUPT);
+	ck_assert_int_eq(decode_one(REC_VERSION, flag, sizeof(flag), 3, ev), -REC_E_CORRUPT);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Round trips through the writer: chunks of one class, old allocs.    */
+
+#define NINFOS 700	/* more than 255: RANKED escapes */
+#define PHASE (600 * 1024) /* more than a chunk of allocs alone, then of frees alone */
+
+struct expect {
+	struct rec_event *ev;
+	size_t n, cap;
+};
+
+static void expect(struct expect *x, uint32_t info, uint32_t op, uint64_t weight)
+{
+	if (x->n == x->cap) {
+		x->cap = x->cap ? 2 * x->cap : 1 << 20;
+		x->ev = realloc(x->ev, x->cap * sizeof(*x->ev));
+		ck_assert_ptr_nonnull(x->ev);
+	}
+	x->ev[x->n++] = (struct rec_event){ .info = info, .op = op, .weight = weight };
+}
+
+static uint32_t info_of(uint64_t k)
+{
+	return (uint32_t)(((k * 0x9e3779b97f4a7c15ull) >> 40) % NINFOS);
+}
+
+/*
+ * allocs only (chunks with an empty frees' column), then frees only of
+ * them in FIFO order with hints naming allocs of earlier chunks (an empty
+ * allocs' column), flushes cutting chunks at odd places, then a mix:
+ * a free and an alloc of the same info (realloc, an address reused), weights
+ * up to UINT64_MAX, and a hint naming an alloc not made yet
+ */
+static void write_edges(struct rec_writer *w, struct expect *x)
+{
+	uint32_t ip, t, idx;
+
+	CK_REQUIRE(rec_put_ip(w, 0x1000, &ip) == 0);
+	CK_REQUIRE(rec_put_trace(w, 0, ip, &t) == 0);
+	for (uint32_t i = 0; i < NINFOS; i++) {
+		CK_REQUIRE(rec_put_allocinfo(w, i % 2 ? UINT64_MAX - i : (uint64_t)1 << (i % 64), t,
+					     i % 20, &idx) == 0);
+		CK_REQUIRE(idx == i);
+	}
+	for (uint64_t k = 0; k < PHASE; k++) {
+		CK_REQUIRE(rec_put_alloc(w, info_of(k), 0) == 0);
+		expect(x, info_of(k), REC_EV_ALLOC, 0);
+	}
+	for (uint64_t k = 0; k < PHASE; k++) {
+		CK_REQUIRE(rec_put_free_of(w, info_of(k), k % 7 == 0, k) == 0);
+		expect(x, info_of(k), k % 7 ? REC_EV_FREE : REC_EV_FREE_TEMP, 0);
+		if (k % 99991 == 17)
+			CK_REQUIRE(rec_writer_flush(w) == 0);
+	}
+	for (uint64_t k = 0; k < 200000; k++) {
+		uint64_t no = rec_writer_nallocs(w);
+		uint32_t info = info_of(k + 5);
+		uint64_t wt = k % 3 ? 0 : UINT64_MAX - k;
+
+		CK_REQUIRE(rec_put_alloc(w, info, wt) == 0);
+		expect(x, info, REC_EV_ALLOC, wt);
+		if (k % 2) {
+			CK_REQUIRE(rec_put_free_of(w, info, 1, no) == 0); /* realloc: freed at once */
+			expect(x, info, REC_EV_FREE_TEMP, 0);
+			CK_REQUIRE(rec_put_alloc(w, info, 0) == 0);	   /* the address reused */
+			expect(x, info, REC_EV_ALLOC, 0);
+		} else {
+			CK_REQUIRE(rec_put_free_of(w, info_of(k), 0, no + 5) == 0); /* not made yet */
+			expect(x, info_of(k), REC_EV_FREE, 0);
+		}
+	}
+}
+
+START_TEST(test_edges_round_trip)
+{
+	struct expect x = { 0 };
+	struct rec_writer *w;
+	struct rec_reader *r;
+	uint64_t next = 0;
+	int err;
+
+	w = rec_writer_create(ck_tmppath("edges.htap"), &err);
+	ck_assert_ptr_nonnull(w);
+	if (_i)
+		ck_assert_int_eq(rec_writer_thread(w), 0);
+	write_edges(w, &x);
+	ck_assert_int_eq(rec_writer_close(w), 0);
+
+	r = rec_open(ck_tmppath("edges.htap"), &err);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rec_truncated(r), 0);
+	ck_assert_uint_eq(rec_nevents(r), x.n);
+	ck_assert_uint_gt(rec_nevent_chunks(r), 4);
+	for (size_t c = 0; c < rec_nevent_chunks(r); c++) {
+		struct rec_event *ev;
+		size_t n;
+		uint64_t first;
+
+		ck_assert_int_eq(rec_event_chunk(r, c, &ev, &n, &first), 0);
+		CK_REQUIRE(first == next);
+		CK_REQUIRE(n <= x.n - first);
+		for (size_t i = 0; i < n; i++) {
+			CK_REQUIRE(ev[i].info == x.ev[first + i].info);
+			CK_REQUIRE(ev[i].op == x.ev[first + i].op);
+			CK_REQUIRE(ev[i].weight == x.ev[first + i].weight);
+		}
+		next += n;
+		free(ev);
+	}
+	ck_assert_uint_eq(next, x.n);
+	ck_assert_uint_eq(rec_dropped_events(r), 0);
+	rec_close(r);
+	free(x.ev);
+}
+END_TEST
+
+static Suite *recfile_events_suite(void)
+{
+	Suite *s = suite_create("recfile_events");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, ck_tmpdir_setup, ck_tmpdir_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_version1_chunk);
+	tcase_add_test(tc, test_split_chunk);
+	tcase_add_loop_test(tc, test_edges_round_trip, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run_suite(recfile_events_suite());
+}
