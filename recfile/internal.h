@@ -74,11 +74,15 @@ enum rec_section {
  * Event chunk payload (count = events, from the chunk header):
  *
  *   u8 mode                      REC_EVM_RECENT, REC_EVM_RANKED or REC_EVM_DELTA,
- *                                maybe | REC_EVF_AGE
+ *                                maybe | REC_EVF_AGE, | REC_EVF_SPLIT (always, since
+ *                                version 2)
  *   [RANKED: varint D, D x varint info]   the chunk's infos, most used first
  *   ops[(count + 3) / 4]         2 bits per event, event i at bits 2*(i%4)
  *                                of byte i/4: enum rec_ev_op, 3 = weighted alloc
- *   count x info code
+ *   [SPLIT: u32 length of the allocs' codes]
+ *   count x info code            with SPLIT the allocs' codes, then the frees',
+ *                                each in event order; without (version 1), one
+ *                                column in event order
  *     RECENT: varint zigzag(info - hw - 1), hw = highest info so far in
  *             this chunk (-1 at its start): a newly made info costs one byte
  *     RANKED: u8 rank (< 255), or 255 then varint (rank - 255)
