@@ -54,15 +54,19 @@ void start(struct ck_reader *r, uint64_t rate, uint64_t seed);
  * the socket), or, with wait_ms, comes as CTL_SAMPLE from a thread after
  * late_ms while trk_start waits for it.
  */
-void start_cfg(struct ck_reader *r, uint64_t rate, uint64_t seed, unsigned wait_ms, unsigned late_ms);
+void start_cfg(struct ck_reader *r, uint64_t rate, uint64_t seed, unsigned wait_ms,
+	       unsigned late_ms);
 
-/* finish - stop the session, wait for its timer, decode its stream into *s (END seen); the caller frees s->ev */
+/*
+ * finish - stop the session, wait for its timer, decode its stream into *s
+ * (END seen); the caller frees s->ev
+ */
 void finish(struct ck_reader *r, struct sstream *s);
 
 /* wait_rate - until the timer applied a CTL_SAMPLE */
 void wait_rate(uint64_t rate);
 
-/* Three call sites, told apart by their sizes in the stream (48, n, 3 MiB calloc), by their ip in SITES. */
+/* Three call sites, told apart by their sizes in the stream (48, n, 3 MiB), by their ip in SITES. */
 void *site_small(void);
 void *site_mid(size_t n);
 void *site_big(void);

@@ -19,7 +19,10 @@
 #define SLOT_CAP 256
 
 /* Each thread's index in the longest-gap table (turn). */
-enum gap_id { G_READER, G_SLEEPER, G_TICKER, G_COND, G_EPOLL, G_BUSY, G_WATCHER, G_WORKER0, G_MAX = G_WORKER0 + MAX_WORKERS };
+enum gap_id {
+	G_READER, G_SLEEPER, G_TICKER, G_COND, G_EPOLL, G_BUSY, G_WATCHER, G_WORKER0,
+	G_MAX = G_WORKER0 + MAX_WORKERS
+};
 
 extern _Atomic uint64_t eintr, regerr;		  /* EINTRs seen; register or set-up errors */
 extern _Atomic uint64_t sigsent, sigrecv_n, sigerr; /* the signal pair's counts */
