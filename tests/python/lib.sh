@@ -7,6 +7,11 @@
 # without python3.11-dev's headers).
 . "$(dirname "${BASH_SOURCE[0]}")/../e2e/init.sh"
 
+# at exit: a workload a case started in the background (TPID) ends with it
+# (the loop also ends by itself once its parent is gone)
+TPID=
+trap '[ "$BASHPID" != "$$" ] || { [ -z "$TPID" ] || kill -KILL "$TPID" 2>/dev/null; rm -rf "$tmp"; }' EXIT
+
 PY=${HEAPTAP_TEST_PYTHON:-/usr/bin/python3}
 WL=$E2E_SRC/workload.py
 [ -x "$PY" ] || skip "no $PY"

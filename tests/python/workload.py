@@ -6,7 +6,9 @@
 #   once               every allocator a few times, then exit (record)
 #   threads            4 threads, each through its own function chain
 #   loop STOPFILE      rounds until STOPFILE exists, a checksum line a round
-#                      (deterministic), then "rounds N"; prints "ready" first
+#                      (deterministic), then "rounds N"; prints "ready" first;
+#                      ends (status 3) once the process that started it is
+#                      gone, so a test that died on any path leaves no loop
 #   rounds N           the same N rounds without waiting (the untracked reference)
 #   serve              bench rounds for ever: "t MONOTONIC ROUNDS" every 0.2 s (bench/python)
 # Sizes are large enough that CPython's allocator hands them to malloc.
@@ -58,7 +60,10 @@ def main(mode, arg):
     elif mode == "loop":
         print("ready", flush=True)
         k = 0
+        parent = os.getppid()
         while not os.path.exists(arg):
+            if os.getppid() != parent:
+                sys.exit(3)
             print("round", k, one_round(k), flush=True)
             k += 1
         print("rounds", k, flush=True)

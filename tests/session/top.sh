@@ -17,7 +17,26 @@ tm()
 
 suite_cleanup()
 {
+	[ -n "${TMUX_WATCH:-}" ] && kill "$TMUX_WATCH" 2>/dev/null
 	tm kill-server 2>/dev/null
+}
+
+# The tmux server is a daemon: a test shell killed without its cleanup
+# (SIGKILL at ctest's timeout) would leave it, heaptap top in it (whose
+# screen waits for q even after its session ended) and the pane's sleep.
+# A watcher started with the server ends the server once this shell is
+# gone (heaptap top gets SIGHUP there, a stop signal: it detaches and
+# exits); suite_cleanup ends the watcher.
+TMUX_WATCH=
+tmux_watch()
+{
+	[ -n "$TMUX_WATCH" ] && return
+	(
+		trap - EXIT
+		while kill -0 $$ 2>/dev/null; do sleep 1; done
+		tmux -S "$TMUX_SOCK" kill-server 2>/dev/null
+	) </dev/null >/dev/null 2>&1 &
+	TMUX_WATCH=$!
 }
 
 # top_start NAME ARGS...: heaptap top ARGS in the window "top"
@@ -31,6 +50,7 @@ top_start()
 	tm -f /dev/null new-session -d -s top -x 80 -y 24 \
 		"LANG=C.UTF-8 TERM=screen $(printf '%q' "$HEAPTAP") top$q 2>$(printf '%q' "$tmp/$name.err"); echo \$? >$(printf '%q' "$tmp/$name.rc"); sleep 600" ||
 		fail "tmux did not start"
+	tmux_watch
 	TOP_NAME=$name
 }
 
