@@ -28,15 +28,20 @@ suite_cleanup()
 # gone (heaptap top gets SIGHUP there, a stop signal: it detaches and
 # exits); suite_cleanup ends the watcher.
 TMUX_WATCH=
+TMUX_WATCHED=
 tmux_watch()
 {
-	[ -n "$TMUX_WATCH" ] && return
+	[ -n "$TMUX_WATCH" ] && [ "$TMUX_WATCHED" = "$TMUX_SOCK" ] && return
+	TMUX_WATCHED=$TMUX_SOCK
 	(
 		trap - EXIT
 		while kill -0 $$ 2>/dev/null; do sleep 1; done
 		tmux -S "$TMUX_SOCK" kill-server 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	TMUX_WATCH=$!
+	# not a job of this shell: the cleanup's "wait" for the target must not
+	# wait for the watcher, which waits for this shell
+	disown "$TMUX_WATCH"
 }
 
 # top_start NAME ARGS...: heaptap top ARGS in the window "top"
