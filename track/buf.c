@@ -25,8 +25,7 @@
 #include "track/sample_internal.h"
 #include "track/unwind_internal.h"
 
-__thread struct trk_thr *trk_tls_thr __attribute__((tls_model("initial-exec")));
-/* trk_tls_guard lives in sample.c's trk_smp_tls (internal.h) */
+/* trk_tls_thr and trk_tls_guard live in sample.c's trk_smp_tls (internal.h) */
 
 #define FRAMES_SLOTS (TRK_DEPTH_MAX + 32)
 #define END_NAP_NS 200000ull	  /* the end's wait for an appending owner looks this often */

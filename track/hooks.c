@@ -162,16 +162,17 @@ static inline __attribute__((always_inline)) void record_alloc(const void *p, si
  */
 static __attribute__((noinline)) void *malloc_full(size_t size, const void *ra)
 {
+	int *ep = trk_errno_loc();
 	void *p;
 	int e;
 
 	trk_tls_guard = 1;
 	p = trk_g.real.malloc(size);
-	e = errno;
+	e = *ep;
 	if (p)
 		record_alloc(p, size, WIRE_KIND_MALLOC, ra);
 	trk_tls_guard = 0;
-	errno = e;
+	*ep = e;
 	return p;
 }
 
@@ -225,21 +226,14 @@ static __attribute__((noinline)) void free_filtered(void *ptr)
 		trk_g.real.free(ptr);
 }
 
-/*
- * free_slow - trk_free_ra past the sampled fast path: not filtering (full
- * tracing, no session), or ptr passed the filter.
- */
+/* free_slow - trk_free_ra while filtering (sampling): ptr passed the filter. */
 static __attribute__((noinline)) void free_slow(void *ptr)
 {
 	if (!ptr || !hook_on()) {
 		trk_g.real.free(ptr);
 		return;
 	}
-	if (trk_smp_filtering()) {
-		free_filtered(ptr);
-		return;
-	}
-	free_record(ptr);
+	free_filtered(ptr);
 }
 
 void trk_free_ra(void *ptr, const void *ra)
@@ -250,27 +244,36 @@ void trk_free_ra(void *ptr, const void *ra)
 	 * filter is on only while the state is ON; a guarded free, or NULL, that
 	 * passes the bitmap is sorted out in free_slow)
 	 */
-	if (likely(atomic_load_explicit(&trk_smp.filter, memory_order_acquire)) &&
-	    likely(!trk_smp_maybe(ptr))) {
-		trk_smp.free(ptr);
+	if (likely(atomic_load_explicit(&trk_smp.filter, memory_order_acquire))) {
+		if (likely(!trk_smp_maybe(ptr))) {
+			trk_smp.free(ptr);
+			return;
+		}
+		free_slow(ptr);
 		return;
 	}
-	free_slow(ptr);
+	/* full tracing (or no session): record unless NULL, guarded or off */
+	if (likely(ptr != NULL) && hook_on()) {
+		free_record(ptr);
+		return;
+	}
+	trk_g.real.free(ptr);
 }
 
 /* calloc_full - trk_calloc_ra past the sampled fast path (see malloc_full). */
 static __attribute__((noinline)) void *calloc_full(size_t nmemb, size_t size, const void *ra)
 {
+	int *ep = trk_errno_loc();
 	void *p;
 	int e;
 
 	trk_tls_guard = 1;
 	p = trk_g.real.calloc(nmemb, size);
-	e = errno;
+	e = *ep;
 	if (p)
 		record_alloc(p, nmemb * size, WIRE_KIND_CALLOC, ra); /* no overflow: it succeeded */
 	trk_tls_guard = 0;
-	errno = e;
+	*ep = e;
 	return p;
 }
 
@@ -294,18 +297,19 @@ void *trk_calloc_ra(size_t nmemb, size_t size, const void *ra)
 static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t nmemb, size_t size, uint8_t kind, const void *ra)
 {
 	struct trk_thr *t;
-	uint64_t fseq = 0, weight = 0;
+	uint64_t fseq = 0, aseq, weight = 0;
 	size_t bytes;
 	uint32_t leaf = 0, gen = 0;
 	bool overflow, smp, send_free = ptr != NULL, send_alloc = true;
 	void *q;
-	int e = errno;
+	int *ep = trk_errno_loc();
+	int e = *ep;
 
 	trk_tls_guard = 1;
 	t = trk_thr_get();
 	if (unlikely(!t)) {
 		atomic_fetch_add(&trk_g.dropped, 1);
-		errno = e;
+		*ep = e;
 		q = kind == WIRE_KIND_REALLOC ? trk_g.real.realloc(ptr, size)
 					      : trk_g.real.reallocarray(ptr, nmemb, size);
 		trk_tls_guard = 0;
@@ -325,16 +329,26 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 		leaf = capture_trace(t, ra, &gen);
 	if (send_free)
 		fseq = atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst);
-	errno = e;
+	*ep = e;
 	q = kind == WIRE_KIND_REALLOC ? trk_g.real.realloc(ptr, size)
 				      : trk_g.real.reallocarray(ptr, nmemb, size);
-	e = errno;
-	if (unlikely(!send_free && !(q && send_alloc))) {
+	e = *ep;
+	send_alloc = q && send_alloc;
+	if (unlikely(!send_free && !send_alloc)) {
 		trk_tls_guard = 0; /* sampling: nothing to send */
-		errno = e;
+		*ep = e;
 		return q;
 	}
-	trk_thr_enter(t);
+	/*
+	 * The allocation's number is taken as the buffer is entered (its locked
+	 * add is the handshake's fence, trk_thr_enter_seq): after the real call,
+	 * as for malloc, and larger than fseq. Only a failed or sampled-out
+	 * allocation enters without a number (trk_thr_enter's fence).
+	 */
+	if (likely(send_alloc))
+		aseq = trk_thr_enter_seq(t);
+	else
+		trk_thr_enter(t);
 	if (send_free) {
 		/* freed: moved, or size 0 (glibc frees and returns NULL) */
 		bool freed = q != NULL || (!overflow && bytes == 0);
@@ -347,15 +361,14 @@ static inline __attribute__((always_inline)) void *do_realloc(void *ptr, size_t 
 			trk_smp_keep(ptr); /* still live and sampled */
 		trk_ev_end(t, w);
 	}
-	if (q && send_alloc) {
+	if (send_alloc) {
 		if (unlikely(weight))
 			trk_smp_keep(q);
-		put_alloc_sent(t, atomic_fetch_add_explicit(&trk_g.seq, 1, memory_order_seq_cst),
-			       gen, kind, bytes, leaf, q, weight);
+		put_alloc_sent(t, aseq, gen, kind, bytes, leaf, q, weight);
 	} else
 		trk_thr_exit(t);
 	trk_tls_guard = 0;
-	errno = e;
+	*ep = e;
 	return q;
 }
 

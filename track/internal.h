@@ -16,6 +16,7 @@
 #ifndef HEAPTAP_TRACK_INTERNAL_H
 #define HEAPTAP_TRACK_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -161,14 +162,51 @@ struct trk_range_set {
 extern struct trk_global trk_g TRK_HIDDEN;
 
 /*
- * Thread-local state: a buffer pointer and a recursion guard. The guard
- * lives in the sampled hot path's TLS block (struct trk_smp_tls, track/sample_internal.h):
- * one 64-bit compare there covers "guard clear" and "sampling at the
- * current rate".
+ * Thread-local state, in one initial-exec block (one %fs-relative access
+ * with one offset from the GOT, no pointer chase): the sampled hot path's
+ * key and distance (track/sample_internal.h), the recursion guard, the
+ * thread's buffer and where its errno lives.
+ * key == trk_smp.gen means "sampling at the current rate, left drawn for
+ * it, s set". Set by trk_smp_alloc only while the rate is not 0 (a rate
+ * change bumps trk_smp.gen after storing the rate), so the fast path needs
+ * no check of the rate; one 64-bit compare of key covers "guard clear" and
+ * "sampling at the current rate". 64-byte aligned: one cache line.
  */
-extern __thread struct trk_thr *trk_tls_thr
-	__attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
+struct trk_smp_thr;
+struct trk_thr;
+struct trk_smp_tls {
+	int64_t left;		      /* bytes until the next sample, 1 .. TRK_SMP_LEFT_MAX */
+	union {
+		uint64_t key;	      /* gen | guard << 32: == trk_smp.gen on the hot path */
+		struct {
+			uint32_t gen; /* trk_smp.gen left was drawn for, 0 = none */
+			int guard;    /* trk_tls_guard: inside a hook or our own code */
+		} k;
+	};
+	struct trk_smp_thr *s;	      /* this thread's sampling state (its trk_thr's smp) */
+	struct trk_thr *thr;	      /* trk_tls_thr: this thread's buffer, NULL until made */
+	int *errnop;		      /* &errno of this thread, NULL until a hook asked (trk_errno_loc) */
+} __attribute__((aligned(64)));
+
+extern __thread struct trk_smp_tls trk_smp_tls __attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
 #define trk_tls_guard (trk_smp_tls.k.guard)
+#define trk_tls_thr (trk_smp_tls.thr)
+
+/*
+ * trk_errno_loc - &errno of the calling thread: __errno_location() once,
+ * then the address kept beside the guard (the hooks save and restore errno
+ * around every recorded call; a call through the PLT each time otherwise).
+ */
+static inline int *trk_errno_loc(void)
+{
+	int *p = trk_smp_tls.errnop;
+
+	if (__builtin_expect(p == NULL, 0)) {
+		p = __errno_location();
+		trk_smp_tls.errnop = p;
+	}
+	return p;
+}
 
 /* ---- sock.c --------------------------------------------------------------- */
 

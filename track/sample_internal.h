@@ -65,28 +65,6 @@ struct trk_smp_thr {
 	struct trk_smp_sent sent[TRK_SMP_SITES + 1];
 };
 
-/*
- * What the hot path needs of its thread, in one thread-local block (initial-
- * exec like trk_tls_thr: one %fs-relative load, no pointer chase):
- * gen == trk_smp.gen means "sampling at the current rate, left drawn for
- * it, s set". Set by trk_smp_alloc only while the rate is not 0 (a rate
- * change bumps trk_smp.gen after storing the rate), so the fast path needs
- * no check of the rate. 32-byte aligned: never split over two cache lines.
- */
-struct trk_smp_tls {
-	int64_t left;		      /* bytes until the next sample, 1 .. TRK_SMP_LEFT_MAX */
-	union {
-		uint64_t key;	      /* gen | guard << 32: == trk_smp.gen on the hot path */
-		struct {
-			uint32_t gen; /* trk_smp.gen left was drawn for, 0 = none */
-			int guard;    /* trk_tls_guard: inside a hook or our own code */
-		} k;
-	};
-	struct trk_smp_thr *s;	      /* this thread's state (its trk_thr's smp) */
-} __attribute__((aligned(32)));
-
-extern __thread struct trk_smp_tls trk_smp_tls __attribute__((tls_model("initial-exec"))) TRK_HIDDEN;
-
 /* The free filter: bit h(p) set while a sampled block may live at p (sample.c); 8 KiB. */
 extern _Atomic uint64_t trk_smp_bits[1u << (TRK_SMP_FILTER_BITS - 6)] TRK_HIDDEN;
 

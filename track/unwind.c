@@ -134,28 +134,6 @@ static inline bool ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
 	return a >= lo && a <= hi - 8 && !(a & 7);
 }
 
-/*
- * same_above - whether every stack slot the steps w[0 .. m) read still
- * holds what they read. Then a walk that reaches w[0]'s state (ra, sp,
- * rbp) goes on exactly as those steps did: a step depends on nothing but
- * that state, its rule (the same while code_gen is) and those slots. The
- * slots lie between w[0].sp and the stack top, which is mapped (trk_walk
- * checked them against the same bounds when it read them). The loads do
- * not depend on each other, unlike a walk's, where each address comes
- * from the previous load.
- */
-static inline bool same_above(const struct trk_wstep *w, size_t m)
-{
-	uintptr_t dr = 0, db = 0;
-
-	/* no branch and two independent chains: the loads all issue at once */
-	for (size_t k = 0; k < m; k++) {
-		dr |= *(const uintptr_t *)w[k].rslot ^ w[k].rval;
-		db |= *(const uintptr_t *)w[k].bslot ^ w[k].bval;
-	}
-	return (dr | db) == 0;
-}
-
 /* What a step that read no slot points at (rslot, bslot): always 0, as its rval, bval. */
 static const uintptr_t no_slot;
 
@@ -167,7 +145,7 @@ static const uintptr_t no_slot;
  * the first of the steps it took over, whose mask is final: each
  * RBPM_NEXT becomes the next step's mask (the outermost step's: 0, it
  * reads nothing more). A step that restored an rbp no later step reads
- * forgets its slot (same_above does not compare it): when the caller keeps
+ * forgets its slot (trk_same_above does not compare it): when the caller keeps
  * a loop variable in rbp, the slot where the callee saved it changes with
  * every call.
  */
@@ -221,7 +199,7 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 		/* rbp only where a later step reads it: -O2 code keeps locals there */
 		if (j < pn && prev[j].sp == sp && prev[j].ra == ra &&
 		    ((prev[j].rbp ^ rbp) & prev[j].rbpm) == 0) {
-			if (same_above(prev + j, pn - j)) {
+			if (trk_same_above(prev + j, pn - j)) {
 				size_t m = pn - j;
 
 				if (m > depth - n)
@@ -357,7 +335,7 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
  * rbp if its step uses it) whose step reads the same two slots leads to
  * the same second frame;
  * if the kept walk passes through that frame (same state) with every slot
- * it read from there on unchanged (same_above), the rest of the stack is
+ * it read from there on unchanged (trk_same_above), the rest of the stack is
  * the kept walk's from there, whose node is its leaf's j-th ancestor; when that is the node
  * the entry was noted with, the stack is the entry's, and so is its leaf.
  * No step, no copy of the frames, no tree or cache lookup. This covers the
@@ -376,26 +354,13 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
  * the cache: a third of this function's samples on the churn loop) and
  * checks only the slots. The slots are checked every time.
  */
-uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, uint32_t gen)
+uint32_t trk_walk_repeat_find(struct trk_thr *t, struct trk_wmemo *e, uintptr_t ra)
 {
-	struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
-	const struct trk_wstep *w;
+	const struct trk_wstep *w = t->wstep[t->wcur];
 	const struct trk_node *ln;
-	size_t pn, j = 0, k;
+	size_t pn = t->walk_n, j = 0, k;
 	uint32_t node;
 
-	if (e->ra != ra || e->sp != (uintptr_t)(fp + 2) || e->rbp != (fp[0] & e->rbp_mask) || e->gen != gen ||
-	    e->n > trk_g.depth ||
-	    t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))
-		return 0;
-	if (((*(const uintptr_t *)e->rslot ^ e->rval) | (*(const uintptr_t *)e->bslot ^ e->bval)) != 0)
-		return 0;
-	if (e->sp1 == 0)
-		return e->leaf; /* the first frame was the outermost */
-	w = t->wstep[t->wcur];
-	pn = t->walk_n;
-	if (likely(e->vepoch == t->wepoch))
-		return same_above(w + e->vj, pn - e->vj) ? e->leaf : 0;
 	if (!t->wnode_ok)
 		return 0;
 	while (j < pn && w[j].sp < e->sp1)
@@ -414,5 +379,5 @@ uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, u
 		return 0;
 	e->vj = (uint32_t)j;
 	e->vepoch = t->wepoch;
-	return same_above(w + j, pn - j) ? e->leaf : 0;
+	return trk_same_above(w + j, pn - j) ? e->leaf : 0;
 }

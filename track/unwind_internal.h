@@ -3,6 +3,7 @@
 #ifndef HEAPTAP_TRACK_UNWIND_INTERNAL_H
 #define HEAPTAP_TRACK_UNWIND_INTERNAL_H
 
+#include "track/buf_internal.h"
 #include "track/internal.h"
 
 #define UNW_LOCAL_ONLY
@@ -96,7 +97,53 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
  * allocations, or of another call site in the same function. 0: walk
  * and trace.
  */
-uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra, const uintptr_t *fp, uint32_t gen) TRK_HIDDEN;
+/* trk_walk_repeat_find - trk_walk_repeat past the entry's own checks: where frame 1 lies in the kept walk. */
+uint32_t trk_walk_repeat_find(struct trk_thr *t, struct trk_wmemo *e, uintptr_t ra) TRK_HIDDEN;
+
+/*
+ * trk_same_above - whether every stack slot the steps w[0 .. m) read still
+ * holds what they read. Then a walk that reaches w[0]'s state (ra, sp,
+ * rbp) goes on exactly as those steps did: a step depends on nothing but
+ * that state, its rule (the same while code_gen is) and those slots. The
+ * slots lie between w[0].sp and the stack top, which is mapped (trk_walk
+ * checked them against the same bounds when it read them). The loads do
+ * not depend on each other, unlike a walk's, where each address comes
+ * from the previous load.
+ */
+static inline bool trk_same_above(const struct trk_wstep *w, size_t m)
+{
+	uintptr_t dr = 0, db = 0;
+
+	/* no branch and two independent chains: the loads all issue at once */
+	for (size_t k = 0; k < m; k++) {
+		dr |= *(const uintptr_t *)w[k].rslot ^ w[k].rval;
+		db |= *(const uintptr_t *)w[k].bslot ^ w[k].bval;
+	}
+	return (dr | db) == 0;
+}
+
+/*
+ * Inlined into the hooks: the memo's usual hit (the same call site, its
+ * place in the kept walk noted for the current kept walk: wepoch) costs
+ * the entry's compares and the slot loads, no call.
+ */
+static inline __attribute__((always_inline)) uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra,
+								       const uintptr_t *fp, uint32_t gen)
+{
+	struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
+
+	if (e->ra != ra || e->sp != (uintptr_t)(fp + 2) || e->rbp != (fp[0] & e->rbp_mask) || e->gen != gen ||
+	    e->n > trk_g.depth ||
+	    t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))
+		return 0;
+	if (((*(const uintptr_t *)e->rslot ^ e->rval) | (*(const uintptr_t *)e->bslot ^ e->bval)) != 0)
+		return 0;
+	if (e->sp1 == 0)
+		return e->leaf; /* the first frame was the outermost */
+	if (likely(e->vepoch == t->wepoch))
+		return trk_same_above(t->wstep[t->wcur] + e->vj, t->walk_n - e->vj) ? e->leaf : 0;
+	return trk_walk_repeat_find(t, e, ra);
+}
 
 /*
  * trk_walk_note - after trk_walk and trk_tree_trace: note the leaf of the
