@@ -304,6 +304,29 @@ static inline size_t trk_put_varint(uint8_t *p, uint64_t v)
 }
 
 /*
+ * trk_put_varint_small - trk_put_varint for numbers that are nearly always
+ * below 2^14 (sizes, node indices): those take two shifts and two ors and
+ * one 2-byte store, the branch predicted the same way call after call;
+ * larger ones go to trk_put_varint. Same bytes, same room, same result.
+ */
+static inline size_t trk_put_varint_small(uint8_t *p, uint64_t v)
+{
+	if (likely(v < 0x4000)) {
+		uint32_t hi = (uint32_t)v >> 7, more = hi != 0;
+		uint16_t x = (uint16_t)(((uint32_t)v & 0x7f) | more << 7 | hi << 8);
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		__builtin_memcpy(p, &x, 2);
+#else
+		p[0] = (uint8_t)x;
+		p[1] = (uint8_t)(x >> 8);
+#endif
+		return 1 + more;
+	}
+	return trk_put_varint(p, v);
+}
+
+/*
  * trk_put_ptr - the pointer of an ALLOC_D or FREE_D: zigzag of its distance
  * from the chunk's previous one (wire.h), which it becomes. Owner, after
  * trk_ev_put; writes up to WIRE_VARINT_MAX bytes, returns their count.

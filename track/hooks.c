@@ -38,8 +38,8 @@ static inline __attribute__((always_inline)) void put_alloc(struct trk_thr *t, u
 	uint8_t *q = trk_ev_put(t, ALLOC_EV_MAX, weight ? WIRE_EV_ALLOC_W : WIRE_EV_ALLOC_D, seq);
 
 	*q++ = kind;
-	q += trk_put_varint(q, size);
-	q += trk_put_varint(q, leaf);
+	q += trk_put_varint_small(q, size);
+	q += trk_put_varint_small(q, leaf);
 	if (weight) {
 		/* sampled: absolute, leaves the chunk's pointer base alone */
 		q += trk_put_varint(q, (uintptr_t)p);

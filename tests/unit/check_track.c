@@ -57,15 +57,15 @@ START_TEST(varint_round_trip)
 }
 END_TEST
 
-/* trk_put_varint (the hooks' loop-free encoder) writes what wire_put_varint writes */
+/* trk_put_varint and trk_put_varint_small (the hooks' encoders) write what wire_put_varint writes */
 START_TEST(varint_fast_matches)
 {
 	uint64_t x = 0x9E3779B97F4A7C15ull;
 
 	for (int i = 0; i < 20000; i++) {
-		uint8_t a[WIRE_VARINT_MAX + 8], b[WIRE_VARINT_MAX + 8];
+		uint8_t a[WIRE_VARINT_MAX + 8], b[WIRE_VARINT_MAX + 8], c[WIRE_VARINT_MAX + 8];
 		uint64_t v;
-		size_t na, nb;
+		size_t na, nb, nc;
 
 		if (i < 64 * 3) {
 			/* every length boundary: 2^k - 1, 2^k, 2^k + 1 */
@@ -78,10 +78,15 @@ START_TEST(varint_fast_matches)
 		}
 		memset(a, 0xAA, sizeof(a));
 		memset(b, 0xAA, sizeof(b));
+		memset(c, 0xAA, sizeof(c));
 		na = trk_put_varint(a, v);
 		nb = wire_put_varint(b, v);
+		nc = trk_put_varint_small(c, i & 1 ? v : v & 0x7fff); /* half of them around 2^14 */
 		ck_assert_uint_eq(na, nb);
 		ck_assert_int_eq(memcmp(a, b, na), 0);
+		nb = wire_put_varint(b, i & 1 ? v : v & 0x7fff);
+		ck_assert_uint_eq(nc, nb);
+		ck_assert_int_eq(memcmp(c, b, nc), 0);
 	}
 }
 END_TEST
