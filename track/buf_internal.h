@@ -329,14 +329,29 @@ static inline size_t trk_put_varint_small(uint8_t *p, uint64_t v)
 /*
  * trk_put_ptr - the pointer of an ALLOC_D or FREE_D: zigzag of its distance
  * from the chunk's previous one (wire.h), which it becomes. Owner, after
- * trk_ev_put; writes up to WIRE_VARINT_MAX bytes, returns their count.
+ * trk_ev_put; writes up to WIRE_VARINT_MAX bytes, returns their count. A
+ * distance below 1 MiB (most of them: one arena) is spread into its three
+ * 7-bit groups directly, with one 4-byte store.
  */
 static inline size_t trk_put_ptr(struct trk_thr *t, uint8_t *p, uintptr_t ptr)
 {
-	uint64_t d = (uint64_t)ptr - (uint64_t)t->pbase;
+	uint64_t v = wire_zigzag((uint64_t)ptr - (uint64_t)t->pbase);
 
 	t->pbase = ptr;
-	return trk_put_varint(p, wire_zigzag(d));
+	if (likely(v < (1u << 21))) {
+		/* within 1 MiB of the previous pointer: at most 3 bytes, no clz */
+		uint32_t x = (uint32_t)v, c1 = x >= 0x80, c2 = x >= 0x4000;
+		uint32_t w = (x & 0x7f) | (x & 0x3f80) << 1 | (x & 0x1fc000) << 2 | c1 << 7 | c2 << 15;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		__builtin_memcpy(p, &w, 4);
+#else
+		for (int i = 0; i < 4; i++)
+			p[i] = (uint8_t)(w >> (8 * i));
+#endif
+		return 1 + c1 + c2;
+	}
+	return trk_put_varint(p, v);
 }
 
 static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)

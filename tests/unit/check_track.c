@@ -91,6 +91,37 @@ START_TEST(varint_fast_matches)
 }
 END_TEST
 
+/* trk_put_ptr writes the zigzag distance from the previous pointer as wire_put_varint would, and moves the base */
+START_TEST(varint_ptr_matches)
+{
+	struct trk_thr *t = calloc(1, sizeof(*t));
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+
+	ck_assert_ptr_nonnull(t);
+	for (int i = 0; i < 20000; i++) {
+		uint8_t a[WIRE_VARINT_MAX + 8], b[WIRE_VARINT_MAX + 8];
+		uintptr_t base = t->pbase, p;
+		size_t na, nb;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (i < 64 * 2) /* distances of every magnitude, both signs, across 2^20 */
+			p = base + (i & 1 ? -(uintptr_t)1 : 1) * (((uintptr_t)1 << (i / 2)) - (i & 2 ? 1 : 0));
+		else
+			p = base + (uintptr_t)((int64_t)x >> (x & 63)); /* all magnitudes, both signs */
+		memset(a, 0xAA, sizeof(a));
+		memset(b, 0xAA, sizeof(b));
+		na = trk_put_ptr(t, a, p);
+		nb = wire_put_varint(b, wire_zigzag((uint64_t)p - (uint64_t)base));
+		ck_assert_uint_eq(na, nb);
+		ck_assert_int_eq(memcmp(a, b, na), 0);
+		ck_assert_uint_eq(t->pbase, p);
+	}
+	free(t);
+}
+END_TEST
+
 START_TEST(varint_rejects_bad)
 {
 	uint8_t eleven[11], over[10];
@@ -1503,6 +1534,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, varint_round_trip);
 	tcase_add_test(tc, varint_rejects_bad);
 	tcase_add_test(tc, varint_fast_matches);
+	tcase_add_test(tc, varint_ptr_matches);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tree");
 	tcase_add_test(tc, tree_same_and_different);
