@@ -64,8 +64,16 @@ struct trk_wmemo {
 					       trk_thr.wepoch == vepoch (0: not checked) */
 };
 
-#define TRK_WMEMO_BITS 6 /* 64 call sites per thread (7 KiB) */
+/*
+ * 64 sets of two entries (14 KiB): a call site's entry is one of the two of
+ * its set, so two hot call sites whose addresses hash alike (1 in 64 for
+ * any pair, varying with the load address) do not evict each other at
+ * every call. The way noted last is way 0.
+ */
+#define TRK_WMEMO_BITS 6
+#define TRK_WMEMO_WAYS 2
 
+/* trk_wmemo_at - the set of call site ra: its entries are wmemo[TRK_WMEMO_WAYS * set ...]. */
 static inline size_t trk_wmemo_at(uintptr_t ra)
 {
 	return (size_t)((ra * 0x9E3779B97F4A7C15ull) >> (64 - TRK_WMEMO_BITS));
@@ -154,7 +162,7 @@ struct trk_thr {
 	int wnode_ok;		    /* wleaf is the kept walk's leaf */
 	uint32_t wleaf;		    /* its k-th ancestor: the node of its frames k .. */
 	uint64_t wepoch;	    /* bumped whenever the kept walk or wleaf changes */
-	struct trk_wmemo wmemo[1u << TRK_WMEMO_BITS]; /* call site -> leaf (trk_walk_repeat) */
+	struct trk_wmemo wmemo[TRK_WMEMO_WAYS << TRK_WMEMO_BITS]; /* call site -> leaf (trk_walk_repeat) */
 	struct trk_wstep wstep[2][TRK_WALK_KEEP];
 	struct trk_rstack rstack[1u << TRK_RS_BITS];
 	uint8_t data[TRK_BUF_SIZE];

@@ -307,7 +307,14 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	t->wleaf = leaf;
 	t->wnode_ok = 1;
 	t->wepoch++;
-	e = &t->wmemo[trk_wmemo_at(w[0].ra)];
+	/* the call site's own entry, else a new one in way 0 (way 0's moves to way 1) */
+	e = &t->wmemo[TRK_WMEMO_WAYS * trk_wmemo_at(w[0].ra)];
+	if (e->ra != w[0].ra) {
+		if (e[1].ra == w[0].ra)
+			e++;
+		else
+			e[1] = e[0];
+	}
 	e->ra = w[0].ra;
 	e->sp = w[0].sp;
 	/*

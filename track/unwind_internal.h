@@ -130,9 +130,11 @@ static inline bool trk_same_above(const struct trk_wstep *w, size_t m)
 static inline __attribute__((always_inline)) uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra,
 								       const uintptr_t *fp, uint32_t gen)
 {
-	struct trk_wmemo *e = &t->wmemo[trk_wmemo_at(ra)];
+	struct trk_wmemo *e = &t->wmemo[TRK_WMEMO_WAYS * trk_wmemo_at(ra)];
 
-	if (e->ra != ra || e->sp != (uintptr_t)(fp + 2) || e->rbp != (fp[0] & e->rbp_mask) || e->gen != gen ||
+	if (e->ra != ra && (++e)->ra != ra)
+		return 0;
+	if (e->sp != (uintptr_t)(fp + 2) || e->rbp != (fp[0] & e->rbp_mask) || e->gen != gen ||
 	    e->n > trk_g.depth ||
 	    t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))
 		return 0;
