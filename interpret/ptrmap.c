@@ -5,7 +5,8 @@
  * free. Linear probing keeps a probe within one or two cache lines; removal
  * shifts the following entries of the run back instead of leaving
  * tombstones, so a long session with churn never degrades. Pointer 0 marks
- * an empty slot (a NULL block is never inserted). Grows at 50% load.
+ * an empty slot (a NULL block is never inserted). Grows at 50% load, at
+ * 25% while it has at most ITP_PTRMAP_SPARSE_CAP slots.
  * Put and take are inline in internal.h (they run for every event); this
  * file grows and frees the table.
  */
