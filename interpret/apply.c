@@ -73,6 +73,7 @@ int itp_apply_alloc(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 		if (rc)
 			return rc;
 	}
+	rec_put_lane(c->w, slot);
 	rc = rec_put_alloc(c->w, info, e->d);
 	if (rc)
 		return itp_out_fail(c, rc, "allocation");
@@ -90,7 +91,6 @@ int itp_apply_free(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 	struct itp_ptr p;
 	int temp, rc;
 
-	(void)slot; /* the allocating thread's slot is in the pointer map */
 	c->st.free_calls++;
 	if (!e->c)
 		return 0;
@@ -100,6 +100,7 @@ int itp_apply_free(struct itp_ctx *c, uint32_t slot, struct itp_ev *e)
 	}
 	/* temporary: its thread allocated nothing else in between */
 	temp = c->threads[p.slot].last_alloc_no == p.alloc_no;
+	rec_put_lane(c->w, slot); /* the freeing thread's */
 	rc = rec_put_free_of(c->w, p.info, temp, p.alloc_no);
 	if (rc)
 		return itp_out_fail(c, rc, "free");

@@ -15,16 +15,21 @@ struct cur {
 	const uint8_t *p, *end;
 };
 
+/* AGE: one lane's (all events are lane 0 without REC_EVF_LANES) */
+struct dec_lane {
+	uint64_t prev_free;
+	uint64_t age;
+	uint32_t *hist; /* infos of the lane's allocs in the chunk */
+	size_t nh;
+};
+
 struct dec_state {
 	const uint32_t *ids; /* RANKED table */
 	uint64_t nd;
 	int64_t hw;	     /* RECENT */
 	uint64_t prev[2];    /* DELTA */
-	uint64_t prev_free;  /* AGE */
-	uint64_t age;
-	uint32_t *hist;	     /* AGE: infos of the chunk's allocs */
-	size_t nh;
 	uint64_t ninfos;
+	struct dec_lane l[REC_EV_LANES];
 };
 
 /* one info coded in mode (without the AGE flag), read from c; 0 or -REC_E_CORRUPT */
@@ -58,37 +63,61 @@ static int get_plain(struct dec_state *d, struct cur *c, int mode, int cl, uint6
 	return 0;
 }
 
-/* one free in AGE coding, read from c */
-static int get_age(struct dec_state *d, struct cur *c, uint64_t *info)
+/* one free in AGE coding in lane l, read from c */
+static int get_age(struct dec_lane *l, struct cur *c, uint64_t *info)
 {
 	uint64_t v;
 
 	if (wire_get_varint(&c->p, c->end, &v))
 		return -REC_E_CORRUPT;
 	if (v & 1) {
-		*info = d->prev_free + (uint64_t)rec_unzigzag(v >> 1);
+		*info = l->prev_free + (uint64_t)rec_unzigzag(v >> 1);
 	} else {
 		if (v)
-			d->age += (uint64_t)rec_unzigzag((v - 2) >> 1);
-		if (d->age < 1 || d->age > d->nh)
+			l->age += (uint64_t)rec_unzigzag((v - 2) >> 1);
+		if (l->age < 1 || l->age > l->nh)
 			return -REC_E_CORRUPT;
-		*info = d->hist[d->nh - d->age];
+		*info = l->hist[l->nh - l->age];
 	}
-	d->prev_free = *info;
+	l->prev_free = *info;
 	return 0;
+}
+
+/* the op (with its lane) of event i */
+static inline uint32_t op_at(const uint8_t *ops, int lanes, uint32_t i)
+{
+	return lanes ? ops[i] : (ops[i / 4] >> (2 * (i % 4))) & 3;
+}
+
+/* AGE: each lane's allocs in hist after those of the lanes before it */
+static void lanes_init(struct dec_state *d, const uint8_t *ops, int lanes, uint32_t count,
+		       uint32_t *hist)
+{
+	size_t base = 0, nl[REC_EV_LANES] = { 0 };
+
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t op = op_at(ops, lanes, i);
+
+		if (!rec_ev_class(op))
+			nl[op >> 2]++;
+	}
+	for (int l = 0; l < REC_EV_LANES; l++) {
+		d->l[l] = (struct dec_lane){ .age = 1, .hist = hist + base };
+		base += nl[l];
+	}
 }
 
 /* the decoder of encode_events.c; every count and length checked first */
 int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, uint32_t count,
 		      struct rec_event *ev, size_t *n)
 {
-	struct dec_state d = { .hw = -1, .age = 1, .ninfos = r->ninfos };
+	struct dec_state d = { .hw = -1, .ninfos = r->ninfos };
 	const uint8_t *ops, *end = p + len;
 	struct cur col[2]; /* allocs' and frees' codes: one column unless REC_EVF_SPLIT */
-	uint32_t *ids = NULL;
-	uint64_t v, info, dropped = 0;
+	uint32_t *ids = NULL, *hist = NULL;
+	uint64_t v, info, dropped = 0, opbytes;
 	size_t k = 0;
-	int mode, age, split, ret = -REC_E_CORRUPT;
+	int mode, age, split, lanes, ret = -REC_E_CORRUPT;
 
 	*n = 0;
 	if (p == end)
@@ -96,7 +125,8 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 	mode = *p++;
 	age = mode & REC_EVF_AGE;
 	split = !!(mode & REC_EVF_SPLIT);
-	mode &= ~(REC_EVF_AGE | REC_EVF_SPLIT);
+	lanes = !!(mode & REC_EVF_LANES);
+	mode &= ~(REC_EVF_AGE | REC_EVF_SPLIT | REC_EVF_LANES);
 	if (mode == REC_EVM_RANKED) {
 		/* each table entry takes at least one byte */
 		if (wire_get_varint(&p, end, &d.nd) || d.nd > (uint64_t)(end - p))
@@ -116,10 +146,11 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 	} else if (mode != REC_EVM_RECENT && mode != REC_EVM_DELTA) {
 		goto out_free;
 	}
-	if ((count + 3ull) / 4 > (uint64_t)(end - p))
+	opbytes = lanes ? count : (count + 3ull) / 4;
+	if (opbytes > (uint64_t)(end - p))
 		goto out_free;
 	ops = p;
-	p += (count + 3ull) / 4;
+	p += opbytes;
 	col[0] = (struct cur){ .p = p, .end = end };
 	col[1] = col[0];
 	if (split) {
@@ -130,20 +161,22 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 		col[1] = (struct cur){ .p = col[0].end, .end = end };
 	}
 	if (age) {
-		d.hist = malloc(count ? (size_t)count * sizeof(*d.hist) : 1);
-		if (!d.hist) {
+		hist = malloc(count ? (size_t)count * sizeof(*hist) : 1);
+		if (!hist) {
 			ret = -REC_E_NOMEM;
 			goto out_free;
 		}
+		lanes_init(&d, ops, lanes, count, hist);
 	}
 
 	/* infos: one per event; REC_NONE marks one naming no allocinfo */
 	for (uint32_t i = 0; i < count; i++) {
-		int cl = rec_ev_class((ops[i / 4] >> (2 * (i % 4))) & 3);
+		uint32_t op = op_at(ops, lanes, i);
+		int cl = rec_ev_class(op);
 		struct cur *c = &col[split ? cl : 0];
 
 		if (cl && age)
-			ret = get_age(&d, c, &info);
+			ret = get_age(&d.l[op >> 2], c, &info);
 		else
 			ret = get_plain(&d, c, mode, cl, &info);
 		if (ret)
@@ -152,8 +185,11 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 		if (info < r->ninfos && (int64_t)info > d.hw)
 			d.hw = (int64_t)info;
 		ev[i].info = info < r->ninfos ? (uint32_t)info : REC_NONE;
-		if (!cl && age)
-			d.hist[d.nh++] = ev[i].info;
+		if (!cl && age) {
+			struct dec_lane *l = &d.l[op >> 2];
+
+			l->hist[l->nh++] = ev[i].info;
+		}
 	}
 	/* the allocs' column is used exactly; the frees' one ends where the weights start */
 	if (split && col[0].p != col[0].end)
@@ -161,7 +197,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 	p = col[split].p;
 	/* ops and weights; drop the dangling ones (compacting in place, k <= i) */
 	for (uint32_t i = 0; i < count; i++) {
-		uint32_t op = (ops[i / 4] >> (2 * (i % 4))) & 3;
+		uint32_t op = op_at(ops, lanes, i) & 3;
 		uint32_t in = ev[i].info;
 
 		v = 0;
@@ -183,7 +219,7 @@ int rec_decode_events(const struct rec_reader *r, const uint8_t *p, size_t len, 
 	*n = k;
 	ret = 0;
 out_free:
-	free(d.hist);
+	free(hist);
 	free(ids);
 out:
 	return ret;

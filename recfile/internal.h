@@ -34,7 +34,7 @@
 
 #define REC_MAGIC "HEAPTAP\0"
 #define REC_MAGIC_LEN 8
-#define REC_VERSION 2
+#define REC_VERSION 3
 #define REC_FILE_HDR 16
 #define REC_CHUNK_HDR 32
 #define REC_CHUNK_TAG 0x4b435448u	  /* "HTCK" as little-endian bytes */
@@ -75,10 +75,13 @@ enum rec_section {
  *
  *   u8 mode                      REC_EVM_RECENT, REC_EVM_RANKED or REC_EVM_DELTA,
  *                                maybe | REC_EVF_AGE, | REC_EVF_SPLIT (always, since
- *                                version 2)
+ *                                version 2), | REC_EVF_LANES (version 3)
  *   [RANKED: varint D, D x varint info]   the chunk's infos, most used first
  *   ops[(count + 3) / 4]         2 bits per event, event i at bits 2*(i%4)
  *                                of byte i/4: enum rec_ev_op, 3 = weighted alloc
+ *                                with REC_EVF_LANES (version 3) instead:
+ *   ops[count]                   one byte per event: op | lane << 2, the lane
+ *                                being the event's thread modulo REC_EV_LANES
  *   [SPLIT: u32 length of the allocs' codes]
  *   count x info code            with SPLIT the allocs' codes, then the frees',
  *                                each in event order; without (version 1), one
@@ -97,6 +100,8 @@ enum rec_section {
  *       2k + 2   the age changes by unzigzag(k); info as above
  *       2k + 1   no such alloc: info = previous free's info + unzigzag(k)
  *                (the previous free's info starts at 0)
+ *     with REC_EVF_LANES, each lane has its own age, previous free's info
+ *     and allocs to count back: a free's age counts the allocs of its lane
  *   one varint weight per weighted alloc, in event order
  *
  * Columns rather than records: each column has its own statistics, which
@@ -109,6 +114,8 @@ enum rec_section {
 #define REC_EVM_DELTA 2
 #define REC_EVF_AGE 0x10    /* mode flag: frees coded by age (see above) */
 #define REC_EVF_SPLIT 0x20  /* mode flag: allocs' and frees' codes in two columns (version 2) */
+#define REC_EVF_LANES 0x40  /* mode flag: a byte per op with its lane (version 3) */
+#define REC_EV_LANES 64	    /* lanes: threads modulo this */
 #define REC_EV_AGE_SEARCH 8 /* allocs either side of the predicted age the writer tries */
 #define REC_EV_SAMPLE 32768 /* events the writer codes in each mode to choose one */
 #define REC_EV_SLICES 4     /* ... in that many slices spread over the chunk */
@@ -253,6 +260,9 @@ struct rec_writer {
 	uint8_t *ev_fcol;	    /* the frees' codes of the chunk being coded (REC_EVF_SPLIT) */
 	size_t ev_fcol_cap;
 	uint64_t nallocs;	    /* alloc events so far (rec_writer_nallocs) */
+	uint8_t lane;		    /* rec_put_lane's lane << 2, or'ed into each op */
+	uint32_t *ev_lpos;	    /* per alloc of the chunk: lane << 24 | its index in the lane */
+	size_t ev_lpos_cap;
 	void *sample_cctx;	    /* ZSTD_CCtx judging the modes */
 	uint8_t *sample, *sample_out;
 	size_t sample_cap, sample_out_cap;
@@ -261,6 +271,7 @@ struct rec_writer {
 /* the delta class of an event op: 0 for allocs, 1 for frees */
 static inline int rec_ev_class(uint32_t op)
 {
+	op &= 3; /* without the lane */
 	return op == REC_EV_FREE || op == REC_EV_FREE_TEMP;
 }
 

@@ -281,7 +281,7 @@ static __attribute__((noinline)) int put_event_slow(struct rec_writer *w, uint32
 		put_varint(&w->ev.weights, weight);
 	}
 	w->ev.info[n] = info;
-	w->ev.op[n] = (uint8_t)op;
+	w->ev.op[n] = (uint8_t)(op | w->lane);
 	w->ev.age[n] = age;
 	if (!rec_ev_class(op))
 		w->nallocs++;
@@ -320,7 +320,7 @@ static inline __attribute__((always_inline)) int put_event(struct rec_writer *w,
 	full = n + 1 >= REC_EV_CHUNK || w->ev.weights.len >= REC_CHUNK_TARGET;
 	w->ev.info[n] = info;
 	w->ev.age[n] = age;
-	w->ev.op[n] = (uint8_t)op;
+	w->ev.op[n] = (uint8_t)(op | w->lane);
 	if (__builtin_expect(!full, 1)) {
 		b->count = (uint32_t)(n + 1);
 		return 0;
@@ -345,6 +345,11 @@ int rec_put_free_of(struct rec_writer *w, uint32_t info, int temporary, uint64_t
 
 	return put_event(w, info, temporary ? REC_EV_FREE_TEMP : REC_EV_FREE, 0,
 			 alloc_no < w->nallocs && age <= UINT32_MAX ? (uint32_t)age : 0);
+}
+
+void rec_put_lane(struct rec_writer *w, uint32_t thread)
+{
+	w->lane = (uint8_t)(thread % REC_EV_LANES << 2);
 }
 
 uint64_t rec_writer_nallocs(const struct rec_writer *w)

@@ -158,6 +158,18 @@ int rec_put_free(struct rec_writer *w, uint32_t info, int temporary);
  */
 int rec_put_free_of(struct rec_writer *w, uint32_t info, int temporary, uint64_t alloc_no);
 
+/*
+ * rec_put_lane - the events put from now on come from thread (any number
+ * that tells the process's threads apart, the same for a thread's life).
+ * The recording stays the same (an event stores no thread), but the writer
+ * can then count a free's age among its own thread's allocations, which
+ * the threads' interleaving otherwise scrambles. It codes a chunk so only
+ * when that saves more than the column of the events' threads (modulo 64)
+ * costs. Not calling it puts every event on one thread. interpret/
+ * calls it before each alloc and free with the event's thread slot.
+ */
+void rec_put_lane(struct rec_writer *w, uint32_t thread);
+
 /* rec_writer_nallocs - allocation events written so far (the number the next one gets). */
 uint64_t rec_writer_nallocs(const struct rec_writer *w);
 

@@ -249,6 +249,7 @@ static void writer_free(struct rec_writer *w)
 	rec_strtab_free(&w->strs);
 	free(w->ev.info);
 	free(w->ev.op);
+	free(w->ev_lpos);
 	free(w->ev.weights.p);
 	free(w->ev_freq);
 	free(w->ev_rank);

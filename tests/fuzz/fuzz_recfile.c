@@ -166,6 +166,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #include <fcntl.h>
 #include <unistd.h>
 
+/*
+ * event k of two threads (numbers 1 and 70) interleaved at random, each
+ * freeing its own allocations in order, 20 alive at once (LANES)
+ */
+static void lanes_event(struct rec_writer *w, uint32_t k)
+{
+	static uint64_t no[2][20];
+	static uint32_t info[2][20], nlive[2], head[2], r = 2463534242u;
+	uint32_t t, i;
+
+	r ^= r << 13, r ^= r >> 17, r ^= r << 5;
+	t = r >> 31;
+	rec_put_lane(w, t ? 70 : 1);
+	if (nlive[t] < 20) {
+		i = (head[t] + nlive[t]++) % 20;
+		no[t][i] = rec_writer_nallocs(w);
+		info[t][i] = (k * 7 / 3) % 6;
+		rec_put_alloc(w, info[t][i], 0);
+		return;
+	}
+	i = head[t];
+	head[t] = (head[t] + 1) % 20;
+	nlive[t]--;
+	rec_put_free_of(w, info[t][i], 0, no[t][i]);
+}
+
 static int seed(const char *dir, const char *name, int nev, int flush, int pattern)
 {
 	char path[4096], tmp[4096];
@@ -173,7 +199,7 @@ static int seed(const char *dir, const char *name, int nev, int flush, int patte
 	struct rec_writer *w;
 	uint32_t m, ip, t = 0, a;
 	uint8_t buf[1 << 16];
-	int fd, err;
+	int fd, err, lanes = pattern == 3;
 	ssize_t n;
 
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
@@ -192,10 +218,15 @@ static int seed(const char *dir, const char *name, int nev, int flush, int patte
 			rec_writer_flush(w);
 	}
 	rec_put_tick(w, 10, 4096);
-	for (int k = 0; k < nev; k++) {
+	for (int k = 0; k < nev && lanes; k++)
+		lanes_event(w, (uint32_t)k);
+	for (int k = 0; k < nev && !lanes; k++) {
 		uint32_t info = k % 6;
 
-		/* pattern: 0 mixed, 1 FIFO frees with hints (AGE), 2 new infos (RECENT/DELTA) */
+		/*
+		 * pattern: 0 mixed, 1 FIFO frees with hints (AGE), 2 new infos
+		 * (RECENT/DELTA); 3 is lanes_event's
+		 */
 		if (pattern == 1 && k % 2) {
 			rec_put_free_of(w, (uint32_t)((k / 2 / 7) % 6), 0,
 					rec_writer_nallocs(w) > 50 ? rec_writer_nallocs(w) - 50 : UINT64_MAX);
@@ -259,6 +290,17 @@ int main(int argc, char **argv)
 		2, 0, 0, 0, 2, 1, 0, 0,
 		REC_SEC_END, 7, 0, 0,
 	};
+	/* events in lanes (REC_EVF_LANES): each lane frees its own alloc */
+	static const uint8_t lanes[] = {
+		1, REC_SEC_STRINGS, 1, 1, 2, 1, 'x',
+		REC_SEC_IPS, 0, 2, 2, 2, 4,
+		REC_SEC_TRACES, 1, 2, 4, 1, 1, 0, 2,
+		REC_SEC_ALLOCINFOS, 0, 2, 4, 8, 9, 0x21, 0x11,
+		REC_SEC_EVENTS, 0, 4, 13,
+		REC_EVM_RECENT | REC_EVF_AGE | REC_EVF_SPLIT | REC_EVF_LANES, 0, 0 | 1 << 2, 1, 2 | 1 << 2,
+		2, 0, 0, 0, 0, 0, 0, 0,
+		REC_SEC_END, 4, 0, 0,
+	};
 	char path[4096];
 	FILE *f;
 
@@ -266,7 +308,7 @@ int main(int argc, char **argv)
 		return 2;
 	if (seed(argv[1], "small", 30, 0, 0) || seed(argv[1], "flushed", 200, 1, 0) ||
 	    seed(argv[1], "events", 3000, 0, 0) || seed(argv[1], "fifo", 3000, 0, 1) ||
-	    seed(argv[1], "newinfos", 1000, 0, 2))
+	    seed(argv[1], "newinfos", 1000, 0, 2) || seed(argv[1], "lanes", 3000, 0, 3))
 		return 1;
 	snprintf(path, sizeof(path), "%s/crafted", argv[1]);
 	f = fopen(path, "wb");
@@ -275,6 +317,10 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/crafted_split", argv[1]);
 	f = fopen(path, "wb");
 	if (!f || fwrite(split, 1, sizeof(split), f) != sizeof(split) || fclose(f))
+		return 1;
+	snprintf(path, sizeof(path), "%s/crafted_lanes", argv[1]);
+	f = fopen(path, "wb");
+	if (!f || fwrite(lanes, 1, sizeof(lanes), f) != sizeof(lanes) || fclose(f))
 		return 1;
 	return 0;
 }
