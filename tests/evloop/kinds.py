@@ -8,9 +8,12 @@ CYCLES times, while it waits in that call (and once first with heaptap failing r
 seize, HEAPTAP_FAULT=seize: let go from its first stop, as after a late one): `heaptap attach -v`, events until
 heaptap's hook is in its malloc slot, one more event whose allocation must be
 in the recording (evl_marker), SIGINT, exit 0 with its slots restored. At the
-end: no EINTR, the signal mask never changed, every event answered, and the
-timer never fired more than 5 ms later than it does with nobody attached
-(measured first: a socket timeout counts in 10 ms jiffies here), the time
+end: no EINTR, the signal mask never changed, every event answered, and in
+at most a quarter of the cycles the timer fired more than 5 ms later than it
+does with nobody attached (measured before the cycles, and after them for
+timeouts up to 100 ms: a socket
+timeout counts in 10 ms jiffies here; one cycle late is the host's noise,
+most cycles late is harm done by the attach), the time
 heaptap held the thread (its -v "stopped X ms": a stopped thread cannot run
 its timer; the program leaves out the time it waited for a CPU) and, with
 +stop, the longest SIGSTOP the test sent itself. Exit 0 pass, 1 fail.
@@ -249,6 +252,7 @@ def run_kind(ht, prog, tmp, cycles, kind, tmo, stopcont=False):
     idle = Idle(prog, kind, tmo, tmp, stopcont)
     notes = {}
     base = late = held = in_restart = 0
+    lates = []
     try:
         t0 = time.monotonic()
         seize_fault(ht, idle)
@@ -260,9 +264,18 @@ def run_kind(ht, prog, tmp, cycles, kind, tmo, stopcont=False):
             got, note = cycle(ht, idle, tmp, i)
             notes[note] = notes.get(note, 0) + 1
             late, held = max(late, got["late_us"]), max(held, got["held_us"])
+            lates.append(got["late_us"] - got["held_us"])
             in_restart += got["in_restart"]
             if tmo > 0 and (not stopcont or kind == "poll"):
                 time.sleep(tmo / 1000.0 * 1.5)  # let a timer expire between cycles
+        # and as many times again with nobody attached, after the cycles: the
+        # largest of 20 attached lateness figures is compared with the largest
+        # unattached one over the same span of the machine's load, not with
+        # that of 8 samples taken before it
+        for i in range(cycles if 0 < tmo <= 100 else 0):  # (long timeouts: 8 samples do)
+            if not stopcont or kind == "poll":
+                time.sleep(tmo / 1000.0 * 1.5)
+            base = max(base, idle.event()["late_us"])
         got = idle.event()
         late = max(late, got["late_us"])
         idle.waiting()
@@ -279,9 +292,16 @@ def run_kind(ht, prog, tmp, cycles, kind, tmo, stopcont=False):
         raise Fail("%s: the program's signal mask changed (%d times)" % (kind, got["maskbad"]))
     if got["n"] != idle.sent:
         raise Fail("%s: %d events sent, %d answered" % (kind, idle.sent, got["n"]))
-    if tmo > 0 and late > base + LATE_MAX_US + held + idle.stopped_us:
-        raise Fail("%s: a timer fired %d us late (%d us unattached, held %d us, stopped by the "
-                   "test %d us)" % (kind, late, base, held, idle.stopped_us))
+    # A cycle is late when its timer fired more than LATE_MAX_US after the
+    # worst unattached figure, less the time heaptap held the thread in that
+    # cycle. Harm done by the attach (a timeout restarted whole, a wake-up
+    # lost) makes most cycles late; a host that does not run the program for
+    # 10-20 ms now and then makes one. More than a quarter fails.
+    over = [x for x in lates if x > base + LATE_MAX_US + idle.stopped_us]
+    if tmo > 0 and len(over) > len(lates) // 4:
+        raise Fail("%s: a timer fired late in %d of %d cycles (at most %d us late, %d us unattached, "
+                   "held at most %d us, stopped by the test %d us)"
+                   % (kind, len(over), len(lates), late, base, held, idle.stopped_us))
     if tmo > 0 and kind not in ("read", "accept") and got["expiries"] < 1:
         raise Fail("%s: the timer never expired" % kind)
     if stopcont and in_restart < (cycles + 1) // 2:
