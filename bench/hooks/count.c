@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/lib/check_libc_real.h"
 #include "track/track.h"
 #include "track/wire.h"
 
@@ -39,19 +40,6 @@ static void *drain(void *arg)
 		;
 	return NULL;
 }
-
-static const struct trk_real libc_real = {
-	.malloc = malloc,
-	.free = free,
-	.calloc = calloc,
-	.realloc = realloc,
-	.reallocarray = reallocarray,
-	.posix_memalign = posix_memalign,
-	.aligned_alloc = aligned_alloc,
-	.memalign = memalign,
-	.valloc = valloc,
-	.pvalloc = pvalloc,
-};
 
 /* churn - churn.c's loop body, through the hooks or (plain) straight to libc */
 __attribute__((noinline)) static void churn(unsigned k)
