@@ -14,7 +14,9 @@
  * other threads, the reader and the recording's chunk thread, work beside
  * it on a spare core): the pace an interpreter keeps on a free core.
  * Prints each run and the median: CPU seconds and ns per event (events =
- * allocations + frees + trace nodes applied). Without -o the recording
+ * allocations + frees + trace nodes applied); each run also its wall time
+ * (CLOCK_MONOTONIC around itp_run: the interpreter's pace when the stream
+ * is there as fast as it can take it). Without -o the recording
  * goes to a temporary file that is removed; symbolization is skipped
  * unless --symbols (it is a once-per-ip cost at the end, not per event).
  * The header's start_mono_ns is cleared in the copy in memory: the session's
@@ -51,6 +53,14 @@ static double thread_cpu(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -118,13 +128,13 @@ static uint8_t *slurp(const char *path, size_t *len)
 }
 
 static int run_once(const uint8_t *s, size_t len, const char *out, int symbols, double *cpu,
-		    double *tcpu, uint64_t *events, struct itp_result *res)
+		    double *tcpu, double *wall, uint64_t *events, struct itp_result *res)
 {
 	struct itp_options opt = {.no_symbols = !symbols, .output = out, .no_timed_flush = 1};
 	struct feeder f = {.p = s, .len = len};
 	pthread_t th;
 	int sv[2], rc;
-	double c0, t0;
+	double c0, t0, w0;
 
 	unlink(out);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
@@ -135,10 +145,12 @@ static int run_once(const uint8_t *s, size_t len, const char *out, int symbols, 
 		close(sv[1]);
 		return -1;
 	}
+	w0 = mono();
 	c0 = process_cpu();
 	t0 = thread_cpu();
 	rc = itp_run(sv[0], &opt, res);
 	*tcpu = thread_cpu() - t0;
+	*wall = mono() - w0;
 	close(sv[0]);
 	pthread_join(th, NULL);
 	*cpu = process_cpu() - c0 - f.cpu;
@@ -191,7 +203,8 @@ int main(int argc, char **argv)
 		return 1;
 	for (i = 0; i < runs; i++) {
 		struct itp_result res;
-		int rc = run_once(s, len, out, symbols, &cpu[i], &tcpu[i], &events, &res);
+		double wall;
+		int rc = run_once(s, len, out, symbols, &cpu[i], &tcpu[i], &wall, &events, &res);
 
 		if (rc || res.err) {
 			fprintf(stderr, "consume_replay: run %d: itp_run %d: %s\n", i + 1, rc,
@@ -199,9 +212,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("run %d: %.3f s CPU, %llu events, %.1f ns/event, itp_run's thread %.1f "
-		       "ns/event, recording %.1f MB\n",
+		       "ns/event, recording %.1f MB, wall %.3f s\n",
 		       i + 1, cpu[i], (unsigned long long)events, cpu[i] * 1e9 / (double)events,
-		       tcpu[i] * 1e9 / (double)events, (double)res.final.output_bytes / 1e6);
+		       tcpu[i] * 1e9 / (double)events, (double)res.final.output_bytes / 1e6, wall);
 		fflush(stdout);
 	}
 	qsort(cpu, (size_t)runs, sizeof(*cpu), cmp_double);
