@@ -1,7 +1,8 @@
 # bench/benchlib.py - pieces the bench scripts share: a draining event sink, a timed run
 # SPDX-License-Identifier: MIT
 #
-# Imported by bench/floor and bench/hooks/run (each puts bench/ on sys.path).
+# Imported by bench/floor, bench/hooks/run, bench/sample/floor and bench/sample/ab
+# (each puts bench/ on sys.path and writes no __pycache__ into the tree).
 #
 # Sink: a listening AF_UNIX socket for a preloaded libheaptap_preload.so
 # (HEAPTAP_SOCKET) and a thread that only reads what the library sends, so a
@@ -11,6 +12,7 @@
 #
 # timed(): run a command, its wall time and CPU time (user + system of it and
 # of every process it waited for, from os.wait4), and its exit status.
+# machine(): the CPU, kernel and load average line a table starts with.
 import os
 import socket
 import subprocess
@@ -85,3 +87,18 @@ def timed(cmd, env=None, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
     wall = time.monotonic() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
     return wall, ru.ru_utime + ru.ru_stime, p.returncode
+
+
+def machine(load_before):
+    """The machine line of a table: CPU model, CPUs, kernel, load average before and now."""
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    u = os.uname()
+    with open("/proc/loadavg") as f:
+        now = " ".join(f.read().split()[:3])
+    return "%s, %d CPUs, %s %s, load average %s before, %s after" % (
+        model, os.cpu_count(), u.sysname, u.release, load_before, now)
