@@ -40,6 +40,7 @@ class Sink:
         env = {k: v for k, v in env.items() if not k.startswith("HEAPTAP_") and k != "LD_PRELOAD"}
         env["LD_PRELOAD"] = preload
         env["HEAPTAP_SOCKET"] = self.path
+        env["HEAPTAP_SAMPLE"] = "0,0"  # what heaptap record sets: full tracing from the start
         return env
 
     def _drain(self):
