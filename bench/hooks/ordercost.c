@@ -22,9 +22,11 @@
  *            it), then the time stamp counter read in order, lfence + rdtsc
  *            or rdtscp, made strictly increasing per thread (a stamp not
  *            above the thread's last becomes last + 1); one thread
+ *   tsc      rdtsc alone (no flag, no fence, no fix-up): the clock's read,
+ *            which a virtual machine may make dearer than on bare metal
  *
  * (b) needs two CPUs in the affinity mask and is skipped otherwise; (c)
- * needs x86 with rdtscp and is skipped elsewhere. Nothing here is the
+ * and tsc need x86 with rdtscp and are skipped elsewhere. Nothing here is the
  * hooks' code: the steps are written out as the hooks take them, so the
  * figures are the order's cost alone.
  */
@@ -61,7 +63,7 @@ struct thr {
 	double ns;	/* result: ns a step */
 };
 
-enum mode { M_FLAG, M_SEQ, M_LFENCE_RDTSC, M_RDTSCP };
+enum mode { M_FLAG, M_SEQ, M_LFENCE_RDTSC, M_RDTSCP, M_RDTSC };
 
 static double now(void)
 {
@@ -119,6 +121,12 @@ static uint64_t step_rdtscp(struct thr *t)
 	return c;
 }
 
+static uint64_t step_rdtsc(struct thr *t)
+{
+	(void)t;
+	return __rdtsc();
+}
+
 static int have_rdtscp(void)
 {
 	unsigned a, b, c, d;
@@ -138,6 +146,11 @@ static uint64_t step_rdtscp(struct thr *t)
 	return step_flag(t);
 }
 
+static uint64_t step_rdtsc(struct thr *t)
+{
+	return step_flag(t);
+}
+
 static int have_rdtscp(void)
 {
 	return 0;
@@ -152,7 +165,8 @@ static void *loop(void *arg)
 	uint64_t (*step)(struct thr *) = run_mode == M_FLAG	       ? step_flag
 					 : run_mode == M_SEQ	       ? step_seq
 					 : run_mode == M_LFENCE_RDTSC ? step_lfence_rdtsc
-								       : step_rdtscp;
+					 : run_mode == M_RDTSCP	       ? step_rdtscp
+								       : step_rdtsc;
 	uint64_t acc = 0;
 	double t0;
 
@@ -225,7 +239,7 @@ int main(int argc, char **argv)
 	long steps = 20000000;
 	int rounds = 9, cpus[2], ncpu = 0, rdtscp = have_rdtscp();
 	cpu_set_t set;
-	double *v[5];
+	double *v[6];
 
 	for (int i = 1; i < argc; i++) {
 		char *end = NULL;
@@ -243,7 +257,7 @@ int main(int argc, char **argv)
 		for (int c = 0; c < CPU_SETSIZE && ncpu < 2; c++)
 			if (CPU_ISSET(c, &set))
 				cpus[ncpu++] = c;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (!(v[i] = calloc((size_t)rounds, sizeof(double))))
 			return 1;
 	/* the modes in turn within each round, so all see the same load */
@@ -255,6 +269,7 @@ int main(int argc, char **argv)
 		if (rdtscp) {
 			v[3][r] = round_of(M_LFENCE_RDTSC, 1, cpus, steps);
 			v[4][r] = round_of(M_RDTSCP, 1, cpus, steps);
+			v[5][r] = round_of(M_RDTSC, 1, cpus, steps);
 		}
 	}
 	printf("ns an ordering step, median of %d rounds of %ld steps [min-max]\n", rounds, steps);
@@ -271,10 +286,11 @@ int main(int argc, char **argv)
 	if (rdtscp) {
 		report("(c) per-thread clock: xchg flag + lfence;rdtsc, 1 thread", v[3], rounds);
 		report("(c) per-thread clock: xchg flag + rdtscp, 1 thread", v[4], rounds);
+		report("tsc: rdtsc alone", v[5], rounds);
 	} else {
-		printf("(c) skipped: no rdtscp on this CPU (x86 only)\n");
+		printf("(c) and tsc skipped: no rdtscp on this CPU (x86 only)\n");
 	}
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		free(v[i]);
 	return 0;
 }
