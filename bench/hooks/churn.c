@@ -1,7 +1,7 @@
 /* bench/hooks/churn.c - the session service's churn loop, timed by each thread's own CPU clock */
 /* SPDX-License-Identifier: MIT */
 /*
- * Usage: churn THREADS ITERS [EXTRA_FRAMES]
+ * Usage: churn THREADS ITERS [EXTRA_FRAMES [WORK]]
  *
  * Each of THREADS threads runs ITERS iterations of the loop the session
  * service's workers run (tests/session/service.c, churn(): 8 mallocs of
@@ -9,7 +9,8 @@
  * events and 10 free events) and measures them with CLOCK_THREAD_CPUTIME_ID after a
  * warm-up of ITERS / 10 iterations. EXTRA_FRAMES (default 0) calls the
  * loop through that many more nested frames (the service's own stacks are
- * 4-5 frames: churn, worker, start_thread, clone3).
+ * 4-5 frames: churn, worker, start_thread, clone3). WORK (default 0) is the
+ * service's WORK: arithmetic steps each iteration does besides allocating.
  *
  * bench/hooks/run compiles this and runs it untracked and preloaded with
  * libheaptap_preload.so (full tracing, the stream drained by a reader that
@@ -32,6 +33,8 @@
 
 static unsigned long iters;
 static unsigned extra;
+static unsigned work;
+static __thread volatile unsigned work_sink; /* per thread: no shared cache line */
 static uint64_t thread_ns[MAX_THREADS];
 static pthread_barrier_t go;
 
@@ -43,12 +46,14 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The service's churn(), as it is (WORK = 0). */
+/* The service's churn(), as it is. */
 __attribute__((noinline)) static void churn(unsigned k)
 {
 	void *a[8];
 	unsigned i;
 
+	for (i = 0; i < work; i++)
+		work_sink = work_sink * 31 + i;
 	for (i = 0; i < 8; i++)
 		a[i] = malloc(16 + ((k + i) % 64) * 8);
 	a[3] = realloc(a[3], 512);
@@ -96,12 +101,17 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || (nt = atoi(argv[1])) < 1 || nt > MAX_THREADS ||
 	    (iters = strtoul(argv[2], NULL, 10)) == 0) {
-		fprintf(stderr, "usage: churn THREADS(1-%d) ITERS [EXTRA_FRAMES]\n", MAX_THREADS);
+		fprintf(stderr, "usage: churn THREADS(1-%d) ITERS [EXTRA_FRAMES [WORK]]\n", MAX_THREADS);
 		return 2;
 	}
 	extra = argc > 3 ? (unsigned)atoi(argv[3]) : 0;
 	if (extra > 200) {
 		fprintf(stderr, "churn: EXTRA_FRAMES at most 200\n");
+		return 2;
+	}
+	work = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 0;
+	if (work > 1000000) {
+		fprintf(stderr, "churn: WORK at most 1000000\n");
 		return 2;
 	}
 	pthread_barrier_init(&go, NULL, (unsigned)nt);
