@@ -1,9 +1,9 @@
 /* tests/unit/check_track_decode.c - decode a track/ event stream with the wire.h helpers */
 /* SPDX-License-Identifier: MIT */
 /*
- * Included by check_track.c (one translation unit, so the test needs no
- * header of its own). An independent reader of the stream: it uses only
- * track/wire.h, never track/'s encoder.
+ * Included by the files of unit.track that decode, check_track_xframe.c
+ * and check_preload.c (static: no header of its own). An independent
+ * reader of the stream: it uses only track/wire.h, never track/'s encoder.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -152,7 +152,7 @@ static int decode_chunk(const uint8_t *p, const uint8_t *end, struct tstream *s)
 	return 0;
 }
 
-static int tstream_decode(const uint8_t *buf, size_t len, struct tstream *s)
+static __attribute__((unused)) int tstream_decode(const uint8_t *buf, size_t len, struct tstream *s)
 {
 	const uint8_t *p = buf, *end = buf + len;
 	struct wire_header h;
@@ -211,7 +211,7 @@ bad:
 	return -1;
 }
 
-static void tstream_free(struct tstream *s)
+static __attribute__((unused)) void tstream_free(struct tstream *s)
 {
 	free(s->ev);
 	s->ev = NULL;

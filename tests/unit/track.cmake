@@ -1,6 +1,10 @@
 # tests/unit/track.cmake - Check suite of track/ (the recording core)
 # check_track.c includes check_track_decode.c (the independent stream decoder).
-heaptap_unit_test(track LIBS heaptap_track)
+# unit.track is one program of four files (check_track.h)
+heaptap_unit_test(track LIBS heaptap_track
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_track_unwind.c
+          ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_track_session.c
+          ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_track_twice.c)
 if(TARGET check_track)
   target_compile_definitions(check_track PRIVATE _GNU_SOURCE)
   # the walker test starts from its own frame pointer, like the hooks
