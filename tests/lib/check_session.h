@@ -12,7 +12,7 @@
  *   cfg.fd = ck_reader_start(&r);     the library's end
  *   trk_start(&cfg); ... trk_stop(WIRE_END_STOP);
  *   ck_reader_join(&r);               EOF seen; r.buf holds r.len bytes
- *   ... decode r.buf (check_track_decode.c) ...; free(r.buf);
+ *   ... decode r.buf (tests/lib/check_decode.h) ...; free(r.buf);
  *
  * r.fd is heaptap's end: a test writes WIRE_CTL_* records into it, before
  * trk_start (a CTL_SAMPLE waiting) or while the session runs. While the

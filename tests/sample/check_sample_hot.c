@@ -40,7 +40,7 @@ __attribute__((noinline)) static void many_sites(size_t k)
 START_TEST(many_sites_exact)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t calls = 0, bytes = 0, want_bytes = 0, other = 0;
 
 	start(&r, 1 << 20, 11);
@@ -63,7 +63,7 @@ START_TEST(many_sites_exact)
 	ck_assert_uint_ge(s.nsites, 900);
 	ck_assert_uint_le(s.nsites, 1025);
 	ck_assert_uint_ge(other, (1500 - 1024) * 40);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -79,7 +79,7 @@ __attribute__((noinline)) static void *site_realloc(void *p, size_t n)
 START_TEST(realloc_counts_exact)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t calls = 0, bytes = 0, want = 0, w = 0, f = 0;
 
 	start(&r, 64 * 1024, 21);
@@ -104,7 +104,7 @@ START_TEST(realloc_counts_exact)
 	ck_assert_uint_gt(w, 100);
 	/* a sampled block is freed by the next realloc or the free: exactly once each */
 	ck_assert_uint_eq(f, w);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -133,7 +133,7 @@ static uint64_t thread_calls(void)
 START_TEST(hot_path_key)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t before;
 	pid_t pid;
 	int st;
@@ -172,7 +172,7 @@ START_TEST(hot_path_key)
 	for (int i = 0; i < 100; i++)
 		trk_free(site_small());
 	ck_assert_uint_eq(thread_calls(), before);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -184,7 +184,7 @@ END_TEST
 START_TEST(set_grows)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	static void *p[15000];
 	uint64_t sampled = 0, freed = 0;
 	size_t n, cap, cap0;
@@ -211,13 +211,13 @@ START_TEST(set_grows)
 	}
 	ck_assert_uint_gt(sampled, 14000);
 	ck_assert_uint_eq(freed, sampled);
-	free(s.ev);
+	ck_dec_free(&s);
 	start(&r, 64, 7);
 	trk_smp_set_stats(&n, &cap);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(cap, cap0);
 	finish(&r, &s);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -252,7 +252,7 @@ static void use_huge_real(void)
 }
 
 /* the sites' totals of a stream */
-static void site_totals(const struct sstream *s, uint64_t *calls, uint64_t *bytes)
+static void site_totals(const struct ck_dec *s, uint64_t *calls, uint64_t *bytes)
 {
 	*calls = *bytes = 0;
 	for (size_t i = 0; i < s->nsites; i++) {
@@ -269,7 +269,7 @@ START_TEST(packed_calls_exact)
 {
 	const uint64_t n = (1u << 24) + 1000;
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t calls, bytes, before, live;
 
 	start(&r, (uint64_t)1 << 42, 3); /* 1 GiB at a mean of 4 TiB: (almost) no sample */
@@ -283,7 +283,7 @@ START_TEST(packed_calls_exact)
 	ck_assert_uint_eq(calls, n);
 	ck_assert_uint_eq(bytes, n * 64);
 	ck_assert_uint_eq(s.nsites, 1);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -296,7 +296,7 @@ END_TEST
 START_TEST(packed_bytes_exact)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t calls, bytes, want = 0, w = 0;
 
 	use_huge_real();
@@ -316,7 +316,7 @@ START_TEST(packed_bytes_exact)
 	for (size_t i = 0; i < s.nev; i++)
 		w += s.ev[i].op == WIRE_EV_ALLOC_W;
 	ck_assert_uint_le(w, 5);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -355,7 +355,7 @@ static void *owner_main(void *arg)
 START_TEST(site_read_consistent)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	struct trk_smp_thr *t;
 	pthread_t th;
 	size_t slot = TRK_SMP_SITES + 1;
@@ -387,7 +387,7 @@ START_TEST(site_read_consistent)
 	site_totals(&s, &calls, &bytes);
 	ck_assert_uint_eq(calls, OWNER_CALLS);
 	ck_assert_uint_eq(bytes, OWNER_CALLS * HUGE_S);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 

@@ -1,4 +1,4 @@
-/* tests/sample/check_sample_stream.c - unit.sample_track's decoder, sessions and call sites */
+/* tests/sample/check_sample_stream.c - unit.sample_track's sessions and call sites */
 /* SPDX-License-Identifier: MIT */
 #include <check.h>
 #include <pthread.h>
@@ -13,158 +13,6 @@
 #include "track/internal.h"
 #include "track/sample_internal.h"
 #include "track/wire.h"
-
-/* ---- a small independent decoder -------------------------------------------- */
-
-static int get(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	return wire_get_varint(p, end, v);
-}
-
-static void add_ev(struct sstream *s, const struct sev *e)
-{
-	if (s->nev == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 4096;
-		s->ev = realloc(s->ev, s->cap * sizeof(*s->ev));
-		ck_assert_ptr_nonnull(s->ev);
-	}
-	s->ev[s->nev++] = *e;
-}
-
-static int decode_chunk(const uint8_t *p, const uint8_t *end, struct sstream *s)
-{
-	uint64_t tid, seq, x, pbase = 0;
-
-	if (get(&p, end, &tid) || get(&p, end, &seq))
-		return -1;
-	while (p < end) {
-		struct sev e = { 0 };
-		uint64_t delta;
-
-		e.op = *p++;
-		if (get(&p, end, &delta))
-			return -1;
-		seq += delta;
-		e.seq = seq;
-		switch (e.op) {
-		case WIRE_EV_ALLOC:
-		case WIRE_EV_ALLOC_W:
-		case WIRE_EV_ALLOC_D:
-			if (p >= end)
-				return -1;
-			p++;
-			if (get(&p, end, &e.size) || get(&p, end, &e.trace) || get(&p, end, &e.ptr))
-				return -1;
-			if (e.op == WIRE_EV_ALLOC_W && get(&p, end, &e.weight))
-				return -1;
-			if (e.op == WIRE_EV_ALLOC_D) {
-				/* zigzag distance from the chunk's previous ALLOC_D/FREE_D (wire.h) */
-				e.ptr = pbase += (e.ptr >> 1) ^ -(e.ptr & 1);
-				e.op = WIRE_EV_ALLOC;
-			}
-			break;
-		case WIRE_EV_FREE:
-		case WIRE_EV_FREE_D:
-			if (get(&p, end, &e.ptr))
-				return -1;
-			if (e.op == WIRE_EV_FREE_D) {
-				e.ptr = pbase += (e.ptr >> 1) ^ -(e.ptr & 1);
-				e.op = WIRE_EV_FREE;
-			}
-			break;
-		case WIRE_EV_NODE:
-			for (int i = 0; i < 3; i++)
-				if (get(&p, end, &x))
-					return -1;
-			break;
-		case WIRE_EV_NOP:
-			break;
-		case WIRE_EV_MODULE: {
-			uint64_t nseg, l;
-
-			if (get(&p, end, &x) || get(&p, end, &nseg))
-				return -1;
-			for (uint64_t i = 0; i < nseg * 3; i++)
-				if (get(&p, end, &x))
-					return -1;
-			for (int k = 0; k < 2; k++) {
-				if (get(&p, end, &l) || l > (uint64_t)(end - p))
-					return -1;
-				p += l;
-			}
-			break;
-		}
-		case WIRE_EV_MODULE_DEL:
-			if (get(&p, end, &x))
-				return -1;
-			break;
-		default:
-			return -1;
-		}
-		add_ev(s, &e);
-	}
-	return 0;
-}
-
-static int decode_sites(const uint8_t *p, const uint8_t *end, struct sstream *s)
-{
-	uint64_t n, ip, calls, bytes;
-
-	if (get(&p, end, &n))
-		return -1;
-	s->nsites_records++;
-	for (uint64_t i = 0; i < n; i++) {
-		size_t k;
-
-		if (get(&p, end, &ip) || get(&p, end, &calls) || get(&p, end, &bytes))
-			return -1;
-		for (k = 0; k < s->nsites && s->sites[k].ip != ip; k++)
-			;
-		if (k == s->nsites) {
-			ck_assert_uint_lt(s->nsites, 4096);
-			s->sites[s->nsites++] = (struct site_sum){ .ip = ip };
-		}
-		s->sites[k].calls += calls;
-		s->sites[k].bytes += bytes;
-	}
-	return p == end ? 0 : -1;
-}
-
-static int decode(const uint8_t *buf, size_t len, struct sstream *s)
-{
-	const uint8_t *p = buf, *end = buf + len;
-	struct wire_header h;
-
-	memset(s, 0, sizeof(*s));
-	if (len < WIRE_HDR_FIXED)
-		return -1;
-	memcpy(&h, buf, sizeof(h));
-	if (memcmp(h.magic, WIRE_MAGIC, 8) || h.header_len > len)
-		return -1;
-	p += h.header_len;
-	while (p < end) {
-		uint8_t type = *p++;
-		uint64_t rl;
-
-		if (get(&p, end, &rl) || rl > (uint64_t)(end - p))
-			return -1;
-		if (type == WIRE_REC_CHUNK && decode_chunk(p, p + rl, s))
-			return -1;
-		if (type == WIRE_REC_SITES && decode_sites(p, p + rl, s))
-			return -1;
-		if (type == WIRE_REC_END)
-			s->have_end = 1;
-		p += rl;
-	}
-	return 0;
-}
-
-int by_seq(const void *a, const void *b)
-{
-	const struct sev *x = a, *y = b;
-
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
 
 /* ---- sessions ----------------------------------------------------------------- */
 
@@ -239,14 +87,15 @@ void start_cfg(struct ck_reader *r, uint64_t rate, uint64_t seed, unsigned wait_
 		pthread_join(th, NULL);
 }
 
-void finish(struct ck_reader *r, struct sstream *s)
+void finish(struct ck_reader *r, struct ck_dec *s)
 {
 	trk_stop(WIRE_END_STOP);
 	ck_reader_join(r);
 	/* the next session may start once the timer let go */
 	for (int i = 0; i < 5000 && atomic_load(&trk_g.started); i++)
 		usleep(1000);
-	ck_assert_int_eq(decode(r->buf, r->len, s), 0);
+	ck_assert_msg(ck_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu of %zu: %s",
+		      s->error_at, r->len, s->error);
 	ck_assert_int_eq(s->have_end, 1);
 	free(r->buf);
 }

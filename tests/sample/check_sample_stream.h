@@ -1,10 +1,10 @@
-/* tests/sample/check_sample_stream.h - unit.sample_track's decoder, sessions and call sites */
+/* tests/sample/check_sample_stream.h - unit.sample_track's sessions and call sites */
 /* SPDX-License-Identifier: MIT */
 /*
  * check_sample_track.c (sampled sessions) and check_sample_hot.c (the hot
  * path's counts) run real sessions inside the test process, the hooks
- * called directly; check_sample_stream.c decodes what the library sent
- * with track/wire.h only, independently of interpret/.
+ * called directly; finish() decodes what the library sent with
+ * tests/lib/check_decode.h (track/wire.h only, independent of interpret/).
  */
 #ifndef HEAPTAP_TESTS_SAMPLE_CHECK_SAMPLE_STREAM_H
 #define HEAPTAP_TESTS_SAMPLE_CHECK_SAMPLE_STREAM_H
@@ -13,32 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tests/lib/check_decode.h"
 #include "tests/lib/check_session.h"
 #include "track/track.h"
-
-/* One event of the stream: ALLOC_D and FREE_D come as ALLOC and FREE with their pointer. */
-struct sev {
-	uint8_t op;
-	uint64_t seq, size, ptr, weight, trace;
-};
-
-/* One call site's totals over every SITES record. */
-struct site_sum {
-	uint64_t ip, calls, bytes;
-};
-
-/* A decoded stream. */
-struct sstream {
-	struct sev *ev;
-	size_t nev, cap;
-	struct site_sum sites[4096];
-	size_t nsites;
-	size_t nsites_records;
-	int have_end;
-};
-
-/* by_seq - qsort order of struct sev by sequence number */
-int by_seq(const void *a, const void *b);
 
 /* send_sample - write a CTL_SAMPLE of rate and seed into heaptap's end fd */
 void send_sample(int fd, uint64_t rate, uint64_t seed);
@@ -59,9 +36,9 @@ void start_cfg(struct ck_reader *r, uint64_t rate, uint64_t seed, unsigned wait_
 
 /*
  * finish - stop the session, wait for its timer, decode its stream into *s
- * (END seen); the caller frees s->ev
+ * (END seen); the caller releases it with ck_dec_free
  */
-void finish(struct ck_reader *r, struct sstream *s);
+void finish(struct ck_reader *r, struct ck_dec *s);
 
 /* wait_rate - until the timer applied a CTL_SAMPLE */
 void wait_rate(uint64_t rate);

@@ -3,7 +3,7 @@
 /*
  * Real sessions inside the test process (the hooks are called directly, as
  * inject/'s GOT slots would), the stream decoded with wire.h only
- * (check_sample_stream.c). Test case "sessions", here:
+ * (tests/lib/check_decode.h). Test case "sessions", here:
  *   - sampled from the start (CTL_SAMPLE waiting before trk_start): only
  *     ALLOC_W, weights per call site estimate its bytes, frees only of
  *     sampled pointers, SITES totals exact;
@@ -50,9 +50,9 @@ START_TEST(sampled_from_start)
 	uint64_t true_small = 0, true_mid = 0, true_big = 0, est[3] = { 0 };
 	uint64_t site_calls = 0, site_bytes = 0, nw = 0, nfree = 0;
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	size_t k = 0, live_max = 0;
-	struct sev *v;
+	struct ck_ev *v;
 	uint64_t *live;
 	size_t nlive = 0;
 
@@ -78,9 +78,8 @@ START_TEST(sampled_from_start)
 	finish(&r, &s);
 
 	/* only weighted allocations; frees only of sampled, live pointers */
-	v = malloc(s.nev * sizeof(*v));
-	memcpy(v, s.ev, s.nev * sizeof(*v));
-	qsort(v, s.nev, sizeof(*v), by_seq);
+	v = ck_dec_by_seq(&s);
+	ck_assert_ptr_nonnull(v);
 	live = calloc(s.nev + 1, sizeof(*live));
 	for (size_t i = 0; i < s.nev; i++) {
 		ck_assert_int_ne(v[i].op, WIRE_EV_ALLOC);
@@ -130,7 +129,7 @@ START_TEST(sampled_from_start)
 	ck_assert_uint_eq(site_bytes, true_small + true_mid + true_big);
 	free(live);
 	free(v);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -141,7 +140,7 @@ START_TEST(fixed_seed_repeats)
 
 	for (int run = 0; run < 2; run++) {
 		struct ck_reader r;
-		struct sstream s;
+		struct ck_dec s;
 
 		start(&r, 4096, 777);
 		for (int i = 0; i < 20000; i++)
@@ -152,7 +151,7 @@ START_TEST(fixed_seed_repeats)
 				n[run]++;
 				sum[run] += s.ev[i].size * 1000003u + s.ev[i].weight;
 			}
-		free(s.ev);
+		ck_dec_free(&s);
 	}
 	ck_assert_uint_gt(n[0], 100);
 	ck_assert_uint_eq(n[0], n[1]);
@@ -167,7 +166,7 @@ START_TEST(rate_from_config)
 
 	for (int run = 0; run < 2; run++) {
 		struct ck_reader r;
-		struct sstream s;
+		struct ck_dec s;
 
 		if (run == 0) {
 			start_cfg(&r, 4096, 777, 0, 0);
@@ -189,7 +188,7 @@ START_TEST(rate_from_config)
 			frees[run] += s.ev[i].op == WIRE_EV_FREE;
 		}
 		ck_assert_uint_eq(frees[run], n[run]);
-		free(s.ev);
+		ck_dec_free(&s);
 	}
 	ck_assert_uint_gt(n[0], 100);
 	ck_assert_uint_eq(n[0], n[1]);
@@ -201,7 +200,7 @@ END_TEST
 START_TEST(attach_waits_for_rate)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t w = 0, f = 0;
 
 	start_cfg(&r, 8192, 3, 10000, 200);
@@ -218,14 +217,14 @@ START_TEST(attach_waits_for_rate)
 	}
 	ck_assert_uint_gt(w, 50);
 	ck_assert_uint_eq(f, w);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
 START_TEST(switch_full_and_back)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t plain = 0, weighted = 0, frees = 0;
 	void *a[1000];
 
@@ -262,7 +261,7 @@ START_TEST(switch_full_and_back)
 	ck_assert_uint_lt(weighted, 20);
 	/* 1000 full-tracing frees + 1000 of the first blocks + 1000 of the last */
 	ck_assert_uint_eq(frees, 3000);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -270,7 +269,7 @@ END_TEST
 START_TEST(set_under_churn)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	static void *p[20000];
 	uint64_t freed_sampled = 0, sampled = 0;
 
@@ -294,14 +293,14 @@ START_TEST(set_under_churn)
 	}
 	ck_assert_uint_gt(sampled, 10000);
 	ck_assert_uint_eq(freed_sampled, sampled);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
 START_TEST(full_session_unchanged)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	uint64_t plain = 0, frees = 0;
 
 	start(&r, 0, 0);
@@ -317,7 +316,7 @@ START_TEST(full_session_unchanged)
 	ck_assert_uint_eq(plain, 500);
 	ck_assert_uint_eq(frees, 500);
 	ck_assert_uint_eq(s.nsites_records, 0);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -338,7 +337,7 @@ static void *thr_main(void *arg)
 START_TEST(threads)
 {
 	struct ck_reader r;
-	struct sstream s;
+	struct ck_dec s;
 	pthread_t th[4];
 	struct thr_arg a = { .n = 100000 };
 	uint64_t calls = 0, w = 0, f = 0;
@@ -358,7 +357,7 @@ START_TEST(threads)
 	ck_assert_uint_eq(calls, 4 * 100000);
 	ck_assert_uint_eq(w, f);
 	ck_assert_uint_gt(w, 100);
-	free(s.ev);
+	ck_dec_free(&s);
 }
 END_TEST
 

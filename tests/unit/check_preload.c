@@ -4,7 +4,7 @@
  * The last case runs this very binary again ("--child") with
  * LD_PRELOAD=<build>/lib/libheaptap_preload.so and HEAPTAP_SOCKET set,
  * reads the stream it sends and checks it with the independent decoder
- * (check_track_decode.c). The child allocates a known pattern, forks (the
+ * (tests/lib/check_decode.h). The child allocates a known pattern, forks (the
  * grandchild must not be recorded) and reports what its environment looks
  * like through its exit code.
  */
@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/check_decode.h"
 #include "tests/lib/check_fixture.h"
-#include "check_track_decode.c"
 #include "preload/preload.h"
 
 /* ---- environment ------------------------------------------------------------ */
@@ -190,7 +190,7 @@ static void *sink_main(void *arg)
 #endif
 
 /* run_child - run this binary with the library preloaded in mode; the decoded stream in st. */
-static bool run_child(const char *mode, struct tstream *st, int *exit_code)
+static bool run_child(const char *mode, struct ck_dec *st, int *exit_code)
 {
 	const char *bd = getenv("HEAPTAP_BUILD_DIR");
 	char lib[PATH_MAX], dir[] = "/tmp/check_preload.XXXXXX", self[PATH_MAX];
@@ -236,7 +236,8 @@ static bool run_child(const char *mode, struct tstream *st, int *exit_code)
 	unlink(sa.sun_path);
 	rmdir(dir);
 
-	ck_assert_msg(tstream_decode(sk.buf, sk.len, st) == 0, "malformed at %zu", st->error_at);
+	ck_assert_msg(ck_decode(sk.buf, sk.len, st) == 0, "malformed at %zu: %s", st->error_at,
+		      st->error);
 	ck_assert_uint_eq(st->pid, (uint32_t)pid);
 	ck_assert_str_eq(st->exe, self);
 	free(sk.buf);
@@ -245,7 +246,7 @@ static bool run_child(const char *mode, struct tstream *st, int *exit_code)
 
 START_TEST(run_with_library)
 {
-	struct tstream st;
+	struct ck_dec st;
 	int code = -1, big = 0, found[4] = { 0 };
 
 	if (!run_child("--child", &st, &code))
@@ -254,27 +255,27 @@ START_TEST(run_with_library)
 	ck_assert_int_eq(st.have_end, 1);
 	ck_assert_uint_eq(st.end_reason, WIRE_END_EXIT);
 	for (size_t i = 0; i < st.nev; i++) {
-		struct tev *e = &st.ev[i];
+		struct ck_ev *e = &st.ev[i];
 
 		if (e->op != WIRE_EV_ALLOC)
 			continue;
-		found[0] |= e->kind == WIRE_KIND_MALLOC && e->a == 12345;
-		found[1] |= e->kind == WIRE_KIND_CALLOC && e->a == 7 * 1001;
-		found[2] |= e->kind == WIRE_KIND_REALLOC && e->a == 54321;
-		found[3] |= e->kind == WIRE_KIND_POSIX_MEMALIGN && e->a == 4444 && e->c % 256 == 0;
-		big |= e->a == 99999;
-		ck_assert_uint_ne(e->b, 0); /* every allocation has a stack */
+		found[0] |= e->kind == WIRE_KIND_MALLOC && e->size == 12345;
+		found[1] |= e->kind == WIRE_KIND_CALLOC && e->size == 7 * 1001;
+		found[2] |= e->kind == WIRE_KIND_REALLOC && e->size == 54321;
+		found[3] |= e->kind == WIRE_KIND_POSIX_MEMALIGN && e->size == 4444 && e->ptr % 256 == 0;
+		big |= e->size == 99999;
+		ck_assert_uint_ne(e->trace, 0); /* every allocation has a stack */
 	}
 	for (int i = 0; i < 4; i++)
 		ck_assert_msg(found[i], "allocation %d not recorded", i);
 	ck_assert_int_eq(big, 0); /* the forked child was not recorded */
-	tstream_free(&st);
+	ck_dec_free(&st);
 }
 END_TEST
 
 START_TEST(run_exit_from_thread)
 {
-	struct tstream st;
+	struct ck_dec st;
 	int code = -1, found = 0, thread_found = 0;
 
 	if (!run_child("--child-exit", &st, &code))
@@ -283,12 +284,12 @@ START_TEST(run_exit_from_thread)
 	ck_assert_int_eq(st.have_end, 1); /* END despite _exit and the vfork children */
 	ck_assert_uint_eq(st.end_reason, WIRE_END_EXIT);
 	for (size_t i = 0; i < st.nev; i++) {
-		found |= st.ev[i].op == WIRE_EV_ALLOC && st.ev[i].a == 4242;
-		thread_found |= st.ev[i].op == WIRE_EV_ALLOC && st.ev[i].a == 31337;
+		found |= st.ev[i].op == WIRE_EV_ALLOC && st.ev[i].size == 4242;
+		thread_found |= st.ev[i].op == WIRE_EV_ALLOC && st.ev[i].size == 31337;
 	}
 	ck_assert_int_eq(found, 1);
 	ck_assert_int_eq(thread_found, 1);
-	tstream_free(&st);
+	ck_dec_free(&st);
 }
 END_TEST
 

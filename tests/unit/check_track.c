@@ -4,7 +4,7 @@
  * Session tests run a real session over a socketpair inside the test
  * process (Check forks each test, so every test starts with fresh
  * per-process state), call the trk_* hooks directly and decode what came
- * out with an independent reader (check_track_decode.c, wire.h only).
+ * out with an independent reader (tests/lib/check_decode.h, wire.h only).
  * One program, unit.track, of four files: test cases "wire" and "tree"
  * here, "unwind" in check_track_unwind.c, "session" in
  * check_track_session.c and check_track_twice.c (sessions one after the

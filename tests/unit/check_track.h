@@ -17,7 +17,7 @@
 #include "track/internal.h"
 #include "track/track.h"
 
-struct tstream;
+struct ck_dec;
 
 /* tree_setup - modules read, no socket (flushes dropped), a buffer for this thread */
 struct trk_thr *tree_setup(void);
@@ -37,9 +37,9 @@ void fake_restore(void *arg, uint64_t *restored, uint64_t *left);
 /* session_start - a session over r's socketpair, with fake_restore before its end */
 void session_start(struct ck_reader *r);
 /* session_finish - end (reason) or wait for the end, then decode everything into *s */
-void session_finish(struct ck_reader *r, int reason, struct tstream *s);
+void session_finish(struct ck_reader *r, int reason, struct ck_dec *s);
 /* check_order - numbers unique and gap-free, nodes before use, allocs/frees paired */
-void check_order(const struct tstream *s);
+void check_order(const struct ck_dec *s);
 /* where a test keeps an allocation alive past the compiler's sight */
 extern void *volatile keep_ptr;
 /* call_site - trk_malloc(n) from a frame of its own (no tail call) */

@@ -3,7 +3,7 @@
 /*
  * Part of unit.track (check_track.c): a real session inside the test
  * process, the hooks called directly, the stream decoded with
- * check_track_decode.c: the round trip, threads' sequence numbers, the
+ * tests/lib/check_decode.h: the round trip, threads' sequence numbers, the
  * stop asked by heaptap, ticks and idle flushes, a fork child, modules,
  * the socket's fd taken over, the peer gone. The session helpers here
  * (check_track.h) serve check_track_twice.c too.
@@ -23,9 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/check_decode.h"
 #include "tests/lib/check_fixture.h"
 #include "tests/lib/check_session.h"
-#include "check_track_decode.c"
 #include "check_track.h"
 #include "track/buf_internal.h"
 #include "track/internal.h"
@@ -81,20 +81,20 @@ void session_start(struct ck_reader *r)
 }
 
 /* session_finish - end (reason) or wait for the end, then decode everything. */
-void session_finish(struct ck_reader *r, int reason, struct tstream *s)
+void session_finish(struct ck_reader *r, int reason, struct ck_dec *s)
 {
 	if (reason)
 		trk_stop(reason);
 	ck_reader_join(r);
-	ck_assert_msg(tstream_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu of %zu",
-		      s->error_at, r->len);
+	ck_assert_msg(ck_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu of %zu: %s",
+		      s->error_at, r->len, s->error);
 	free(r->buf);
 }
 
 /* check_order - numbers unique and gap-free, nodes before use, allocs/frees paired. */
-void check_order(const struct tstream *s)
+void check_order(const struct ck_dec *s)
 {
-	struct tev *v = tstream_by_seq(s);
+	struct ck_ev *v = ck_dec_by_seq(s);
 	uint32_t max_node = atomic_load(&trk_g.next_node);
 	uint8_t *known = calloc(max_node + 1, 1);
 
@@ -105,14 +105,14 @@ void check_order(const struct tstream *s)
 	for (size_t i = 0; i < s->nev; i++) {
 		ck_assert_uint_eq(v[i].seq, i); /* unique and without gaps */
 		if (v[i].op == WIRE_EV_NODE) {
-			ck_assert_uint_le(v[i].a, max_node);
-			ck_assert_uint_eq(known[v[i].a], 0);
-			ck_assert_uint_eq(known[v[i].b], 1);
-			known[v[i].a] = 1;
+			ck_assert_uint_le(v[i].index, max_node);
+			ck_assert_uint_eq(known[v[i].index], 0);
+			ck_assert_uint_eq(known[v[i].parent], 1);
+			known[v[i].index] = 1;
 		} else if (v[i].op == WIRE_EV_ALLOC) {
-			ck_assert_uint_le(v[i].b, max_node);
-			ck_assert_msg(known[v[i].b], "alloc names node %lu before its NODE",
-				      (unsigned long)v[i].b);
+			ck_assert_uint_le(v[i].trace, max_node);
+			ck_assert_msg(known[v[i].trace], "alloc names node %lu before its NODE",
+				      (unsigned long)v[i].trace);
 		}
 	}
 	free(known);
@@ -132,7 +132,7 @@ __attribute__((noinline)) void *call_site(size_t n)
 START_TEST(session_round_trip)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	void *a, *b, *c, *d, *e, *f, *g, *h, *big;
 	void *pm = NULL;
 	int saw_main = 0, saw_exe = 0, nop = 0, kinds[WIRE_KIND_MAX + 1] = { 0 };
@@ -179,7 +179,7 @@ START_TEST(session_round_trip)
 	ck_assert_uint_eq(s.end_dropped, 0);
 	check_order(&s);
 	for (size_t i = 0; i < s.nev; i++) {
-		struct tev *ev = &s.ev[i];
+		struct ck_ev *ev = &s.ev[i];
 
 		if (ev->op == WIRE_EV_MODULE && strcmp(ev->path, s.exe) == 0)
 			saw_exe = 1;
@@ -188,15 +188,15 @@ START_TEST(session_round_trip)
 		if (ev->op == WIRE_EV_ALLOC) {
 			ck_assert_uint_le(ev->kind, WIRE_KIND_MAX);
 			kinds[ev->kind]++;
-			if (ev->c == (uintptr_t)a) {
-				ck_assert_uint_eq(ev->a, 100);
+			if (ev->ptr == (uintptr_t)a) {
+				ck_assert_uint_eq(ev->size, 100);
 				ck_assert_uint_eq(ev->kind, WIRE_KIND_MALLOC);
-				site_ip = trk_node_at((uint32_t)ev->b)->ip;
+				site_ip = trk_node_at((uint32_t)ev->trace)->ip;
 				saw_main = 1;
 			}
 		}
 		if (ev->op == WIRE_EV_FREE)
-			ck_assert_uint_ne(ev->a, 0);
+			ck_assert_uint_ne(ev->ptr, 0);
 	}
 	ck_assert_int_eq(saw_exe, 1);
 	ck_assert_int_eq(saw_main, 1);
@@ -213,7 +213,7 @@ START_TEST(session_round_trip)
 	ck_assert_int_eq(kinds[WIRE_KIND_MEMALIGN], 1);
 	ck_assert_int_eq(kinds[WIRE_KIND_VALLOC], 1);
 	ck_assert_int_eq(kinds[WIRE_KIND_PVALLOC], 1);
-	tstream_free(&s);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -242,8 +242,8 @@ START_TEST(session_threads_sequence)
 {
 	pthread_t th[SEQ_THREADS];
 	struct ck_reader r;
-	struct tstream s;
-	struct tev *v;
+	struct ck_dec s;
+	struct ck_ev *v;
 	size_t allocs = 0, frees = 0;
 
 	session_start(&r);
@@ -258,15 +258,15 @@ START_TEST(session_threads_sequence)
 	 * must alternate ALLOC, FREE, ALLOC, ... (a free numbered after the
 	 * allocation that reuses its block would show up as a double alloc).
 	 */
-	v = tstream_by_seq(&s);
+	v = ck_dec_by_seq(&s);
 	for (size_t i = 0; i < s.nev; i++) {
 		if (v[i].op == WIRE_EV_ALLOC) {
 			allocs++;
 			for (size_t j = i + 1; j < s.nev; j++) {
-				if (v[j].op == WIRE_EV_ALLOC && v[j].c == v[i].c)
+				if (v[j].op == WIRE_EV_ALLOC && v[j].ptr == v[i].ptr)
 					ck_abort_msg("pointer %#lx allocated twice without a free",
-						     (unsigned long)v[i].c);
-				if (v[j].op == WIRE_EV_FREE && v[j].a == v[i].c)
+						     (unsigned long)v[i].ptr);
+				if (v[j].op == WIRE_EV_FREE && v[j].ptr == v[i].ptr)
 					break;
 			}
 		} else if (v[i].op == WIRE_EV_FREE) {
@@ -277,14 +277,14 @@ START_TEST(session_threads_sequence)
 	ck_assert_uint_eq(frees, SEQ_THREADS * SEQ_ROUNDS);
 	ck_assert_uint_gt(s.nchunks, SEQ_THREADS);
 	free(v);
-	tstream_free(&s);
+	ck_dec_free(&s);
 }
 END_TEST
 
 START_TEST(session_ctl_stop)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	const uint8_t stop[2] = { WIRE_CTL_STOP, 0 };
 	void *p;
 
@@ -303,14 +303,14 @@ START_TEST(session_ctl_stop)
 	p = trk_malloc(10); /* passes through */
 	ck_assert_ptr_nonnull(p);
 	trk_free(p);
-	tstream_free(&s);
+	ck_dec_free(&s);
 }
 END_TEST
 
 START_TEST(session_ticks_and_idle_flush)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	void *p;
 
 	int found = 0;
@@ -323,17 +323,17 @@ START_TEST(session_ticks_and_idle_flush)
 	 * flush of our own. Ticks come every 10 ms; allow a loaded machine 10 s.
 	 */
 	for (int tries = 0; tries < 500 && !(found && ticks >= 2); tries++) {
-		struct tstream part = { 0 };
+		struct ck_dec part = { 0 };
 
 		usleep(20000);
 		pthread_mutex_lock(&r.lock);
-		if (r.len && tstream_decode(r.buf, r.len, &part) == 0) {
+		if (r.len && ck_decode(r.buf, r.len, &part) == 0) {
 			ticks = part.nticks;
 			for (size_t i = 0; i < part.nev; i++)
 				found |= part.ev[i].op == WIRE_EV_ALLOC &&
-					 part.ev[i].c == (uintptr_t)p;
+					 part.ev[i].ptr == (uintptr_t)p;
 		}
-		tstream_free(&part);
+		ck_dec_free(&part);
 		pthread_mutex_unlock(&r.lock);
 	}
 	ck_assert_int_eq(found, 1);
@@ -341,14 +341,14 @@ START_TEST(session_ticks_and_idle_flush)
 	trk_free(p);
 	session_finish(&r, WIRE_END_EXIT, &s);
 	check_order(&s);
-	tstream_free(&s);
+	ck_dec_free(&s);
 }
 END_TEST
 
 START_TEST(session_fork_child)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	pid_t pid;
 	int st;
 
@@ -370,8 +370,8 @@ START_TEST(session_fork_child)
 	session_finish(&r, WIRE_END_EXIT, &s);
 	check_order(&s);
 	for (size_t i = 0; i < s.nev; i++)
-		ck_assert(!(s.ev[i].op == WIRE_EV_ALLOC && s.ev[i].a == 77));
-	tstream_free(&s);
+		ck_assert(!(s.ev[i].op == WIRE_EV_ALLOC && s.ev[i].size == 77));
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -381,13 +381,13 @@ static void wait_ticks(struct ck_reader *r, size_t n)
 	size_t start = (size_t)-1;
 
 	for (int tries = 0; tries < 1000; tries++) {
-		struct tstream part = { 0 };
+		struct ck_dec part = { 0 };
 		size_t ticks = 0;
 
 		pthread_mutex_lock(&r->lock);
-		if (r->len && tstream_decode(r->buf, r->len, &part) == 0)
+		if (r->len && ck_decode(r->buf, r->len, &part) == 0)
 			ticks = part.nticks;
-		tstream_free(&part);
+		ck_dec_free(&part);
 		pthread_mutex_unlock(&r->lock);
 		if (start == (size_t)-1)
 			start = ticks;
@@ -401,7 +401,7 @@ static void wait_ticks(struct ck_reader *r, size_t n)
 START_TEST(session_modules)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	uintptr_t zbase = 0;
 	int vdso = 0, main_exe = 0, added = 0, removed = 0;
 	char self[4096];
@@ -422,24 +422,24 @@ START_TEST(session_modules)
 	session_finish(&r, WIRE_END_STOP, &s);
 	check_order(&s);
 	for (size_t i = 0; i < s.nev; i++) {
-		struct tev *e = &s.ev[i];
+		struct ck_ev *e = &s.ev[i];
 
 		if (e->op == WIRE_EV_MODULE) {
 			vdso |= strcmp(e->path, "[vdso]") == 0;
 			main_exe |= strcmp(e->path, self) == 0;
 			if (strstr(e->path, "libz.so") && !zbase) {
-				zbase = e->a;
+				zbase = e->base;
 				added = 1;
 			}
 		}
-		if (e->op == WIRE_EV_MODULE_DEL && zbase && e->a == zbase)
+		if (e->op == WIRE_EV_MODULE_DEL && zbase && e->base == zbase)
 			removed = 1;
 	}
 	ck_assert_int_eq(main_exe, 1);
 	ck_assert_int_eq(vdso, 1);
 	ck_assert_int_eq(added, 1);
 	ck_assert_int_eq(removed, 1);
-	tstream_free(&s);
+	ck_dec_free(&s);
 }
 END_TEST
 

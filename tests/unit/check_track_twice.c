@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/check_decode.h"
 #include "tests/lib/check_fixture.h"
 #include "tests/lib/check_session.h"
-#include "check_track_decode.c"
 #include "check_track.h"
 #include "track/buf_internal.h"
 #include "track/internal.h"
@@ -40,7 +40,7 @@ static void wait_ended(void)
 }
 
 /* check_session - the stream of one session of several: its own modules, end tick. */
-static void check_session(const struct tstream *s, const char *self)
+static void check_session(const struct ck_dec *s, const char *self)
 {
 	int main_exe = 0;
 	size_t nodes = 0, allocs = 0;
@@ -63,7 +63,7 @@ static void check_session(const struct tstream *s, const char *self)
 START_TEST(session_twice)
 {
 	struct ck_reader r;
-	struct tstream s1, s2;
+	struct ck_dec s1, s2;
 	struct trk_config cfg = { 0 };
 	struct trk_thr *t;
 	char self[4096];
@@ -119,16 +119,16 @@ START_TEST(session_twice)
 	check_session(&s2, self);
 	for (size_t i = 0; i < s2.nev; i++)
 		ck_assert(!(s2.ev[i].op == WIRE_EV_FREE &&
-			    (s2.ev[i].a == 0x1234 || s2.ev[i].a == 0x5678)));
+			    (s2.ev[i].ptr == 0x1234 || s2.ev[i].ptr == 0x5678)));
 	/* and a third */
-	tstream_free(&s1);
+	ck_dec_free(&s1);
 	wait_ended();
 	session_start(&r);
 	trk_free(call_site(7));
 	session_finish(&r, WIRE_END_EXIT, &s1);
 	check_session(&s1, self);
-	tstream_free(&s1);
-	tstream_free(&s2);
+	ck_dec_free(&s1);
+	ck_dec_free(&s2);
 }
 END_TEST
 
@@ -148,7 +148,7 @@ START_TEST(session_ptr_delta)
 	static const uint64_t shapes[] = { 0, 1, UINT64_MAX, 1ull << 56, (1ull << 56) - 1,
 					   0x7ffff7a00010ull, 0x555555559000ull, 0x10, 1ull << 63 };
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	struct trk_thr *t;
 	uint64_t *want = malloc(PD_CRAFT * sizeof(*want));
 	void *blk[64];
@@ -192,11 +192,11 @@ START_TEST(session_ptr_delta)
 	ck_assert_uint_ge(s.ndelta, 64 + 64 + PD_CRAFT);
 	/* the hooks' pointers, in order */
 	for (i = 0, k = 0; i < s.nev && k < 64; i++)
-		if (s.ev[i].op == WIRE_EV_ALLOC && s.ev[i].c == (uintptr_t)blk[k])
+		if (s.ev[i].op == WIRE_EV_ALLOC && s.ev[i].ptr == (uintptr_t)blk[k])
 			k++;
 	ck_assert_uint_eq(k, 64);
 	for (i = 0, k = 0; i < s.nev && k < 64; i++)
-		if (s.ev[i].op == WIRE_EV_FREE && s.ev[i].a == (uintptr_t)blk[(k * 37) % 64])
+		if (s.ev[i].op == WIRE_EV_FREE && s.ev[i].ptr == (uintptr_t)blk[(k * 37) % 64])
 			k++;
 	ck_assert_uint_eq(k, 64);
 	/* the crafted ones, exact and in order, the dropped one absent */
@@ -205,12 +205,12 @@ START_TEST(session_ptr_delta)
 			continue;
 		if (k++ < 64)
 			continue; /* the hooks' frees */
-		ck_assert_msg(s.ev[i].a == want[k - 65], "crafted free %zu: 0x%llx, want 0x%llx", k - 65,
-			      (unsigned long long)s.ev[i].a, (unsigned long long)want[k - 65]);
+		ck_assert_msg(s.ev[i].ptr == want[k - 65], "crafted free %zu: 0x%llx, want 0x%llx", k - 65,
+			      (unsigned long long)s.ev[i].ptr, (unsigned long long)want[k - 65]);
 	}
 	ck_assert_uint_eq(k, 64 + nfree);
 	free(want);
-	tstream_free(&s);
+	ck_dec_free(&s);
 }
 END_TEST
 
@@ -247,9 +247,9 @@ static void *busy_main(void *arg)
  * ending under load, not of re-starting). Everything else: numbers unique,
  * from this session only, nodes defined in this stream before use.
  */
-static void check_order_busy(const struct tstream *s)
+static void check_order_busy(const struct ck_dec *s)
 {
-	struct tev *v = tstream_by_seq(s);
+	struct ck_ev *v = ck_dec_by_seq(s);
 	uint32_t max_node = atomic_load(&trk_g.next_node);
 	uint8_t *known = calloc(max_node + 1, 1);
 	const char *bad = NULL;
@@ -271,15 +271,15 @@ static void check_order_busy(const struct tstream *s)
 			bad = "number past the end's total";
 		else if (i && v[i].seq <= v[i - 1].seq)
 			bad = "number repeated";
-		else if (v[i].op == WIRE_EV_NODE && (v[i].a > max_node || v[i].b > max_node))
+		else if (v[i].op == WIRE_EV_NODE && (v[i].index > max_node || v[i].parent > max_node))
 			bad = "node index past the tree";
-		else if (v[i].op == WIRE_EV_NODE && known[v[i].a])
+		else if (v[i].op == WIRE_EV_NODE && known[v[i].index])
 			bad = "node announced twice";
-		else if (v[i].op == WIRE_EV_NODE && !known[v[i].b])
+		else if (v[i].op == WIRE_EV_NODE && !known[v[i].parent])
 			bad = "node announced before its parent";
 		else if (v[i].op == WIRE_EV_NODE)
-			known[v[i].a] = 1;
-		else if (v[i].op == WIRE_EV_ALLOC && (v[i].b > max_node || !known[v[i].b]))
+			known[v[i].index] = 1;
+		else if (v[i].op == WIRE_EV_ALLOC && (v[i].trace > max_node || !known[v[i].trace]))
 			bad = "alloc names a node before its NODE";
 		if (bad)
 			at = i;
@@ -294,7 +294,7 @@ START_TEST(session_twice_busy)
 {
 	pthread_t th[BUSY_THREADS];
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 
 	trk_set_real(&libc_real);
 	for (uintptr_t i = 0; i < BUSY_THREADS; i++)
@@ -306,7 +306,7 @@ START_TEST(session_twice_busy)
 		session_finish(&r, WIRE_END_STOP, &s);
 		check_order_busy(&s);
 		ck_assert_uint_gt(s.nev, 0);
-		tstream_free(&s);
+		ck_dec_free(&s);
 		wait_ended();
 	}
 	atomic_store(&busy_stop, 1);

@@ -3,7 +3,7 @@
 /*
  * A real session over a socketpair in the test process (Check forks each
  * test; tests/lib/check_session.h), the hooks called directly, the stream
- * decoded with the independent reader of check_track_decode.c plus a scan
+ * decoded with the independent reader of tests/lib/check_decode.h plus a scan
  * of the WIRE_REC_XFRAME records done here with wire.h alone.
  */
 #include <check.h>
@@ -16,9 +16,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/lib/check_decode.h"
 #include "tests/lib/check_fixture.h"
 #include "tests/lib/check_session.h"
-#include "check_track_decode.c"
 #include "track/internal.h"
 #include "track/track.h"
 #include "tests/lib/check_libc_real.h"
@@ -85,12 +85,12 @@ static size_t scan_xframes(const uint8_t *buf, size_t len, struct xdef *v, size_
 }
 
 /* session_end - stop, wait for the reader, decode the events. */
-static void session_end(struct ck_reader *r, struct tstream *s)
+static void session_end(struct ck_reader *r, struct ck_dec *s)
 {
 	trk_stop(WIRE_END_STOP);
 	ck_reader_join(r);
-	ck_assert_msg(tstream_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu",
-		      s->error_at);
+	ck_assert_msg(ck_decode(r->buf, r->len, s) == 0, "malformed stream at byte %zu: %s",
+		      s->error_at, s->error);
 }
 
 /* ---- definitions ------------------------------------------------------------ */
@@ -98,7 +98,7 @@ static void session_end(struct ck_reader *r, struct tstream *s)
 START_TEST(define_needs_a_session_and_a_valid_id)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	struct xdef *v = calloc(4, sizeof(*v));
 
 	ck_assert_int_eq(trk_xframe_session(), 0);
@@ -117,7 +117,7 @@ START_TEST(define_needs_a_session_and_a_valid_id)
 	ck_assert_uint_eq(v[0].line, 9);
 	ck_assert_str_eq(v[0].name, "f");
 	ck_assert_str_eq(v[0].file, "");
-	tstream_free(&s);
+	ck_dec_free(&s);
 	free(r.buf);
 	free(v);
 }
@@ -127,7 +127,7 @@ START_TEST(define_cuts_long_names)
 {
 	static char name[3000], file[5000];
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	struct xdef *v = calloc(4, sizeof(*v));
 
 	for (size_t i = 0; i < sizeof(name); i++)
@@ -147,7 +147,7 @@ START_TEST(define_cuts_long_names)
 	ck_assert_int_eq(memcmp(v[0].file, "...", 3), 0);
 	ck_assert_int_eq(memcmp(v[0].file + 3, file + sizeof(file) - (WIRE_XFRAME_MAX_FILE - 3),
 				WIRE_XFRAME_MAX_FILE - 3), 0);
-	tstream_free(&s);
+	ck_dec_free(&s);
 	free(r.buf);
 	free(v);
 }
@@ -163,7 +163,7 @@ END_TEST
 START_TEST(define_queue_full_and_drained)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	struct xdef *v = calloc(FLOOD, sizeof(*v));
 	uint8_t *ok = calloc(FLOOD, 1);
 	size_t n, k = 0, refused = 0, after = 0;
@@ -195,7 +195,7 @@ START_TEST(define_queue_full_and_drained)
 		k++;
 	}
 	ck_assert_uint_eq(k, n);
-	tstream_free(&s);
+	ck_dec_free(&s);
 	free(r.buf);
 	free(v);
 	free(ok);
@@ -253,17 +253,17 @@ __attribute__((noinline)) static void *call_site(size_t n)
 }
 
 /* leaf_ips - per ALLOC of the stream (in sequence order), the ip of its leaf node */
-static size_t leaf_ips(const struct tstream *s, uint64_t *out, size_t cap)
+static size_t leaf_ips(const struct ck_dec *s, uint64_t *out, size_t cap)
 {
-	struct tev *v = tstream_by_seq(s);
-	struct tnodes t;
+	struct ck_ev *v = ck_dec_by_seq(s);
+	struct ck_nodes t;
 	size_t n = 0;
 
-	tstream_nodes(s, &t);
+	ck_dec_nodes(s, &t);
 	for (size_t i = 0; i < s->nev; i++)
 		if (v[i].op == WIRE_EV_ALLOC && n < cap)
-			out[n++] = v[i].b < t.n ? t.ip[v[i].b] : 0;
-	tnodes_free(&t);
+			out[n++] = v[i].trace < t.n ? t.ip[v[i].trace] : 0;
+	ck_nodes_free(&t);
 	free(v);
 	return n;
 }
@@ -277,7 +277,7 @@ static size_t leaf_ips(const struct tstream *s, uint64_t *out, size_t cap)
 START_TEST(producer_splices_and_caches_stay_right)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	uint64_t leaf[16];
 	size_t n;
 	int i;
@@ -306,7 +306,7 @@ START_TEST(producer_splices_and_caches_stay_right)
 	ck_assert_uint_eq(leaf[9], leaf[0]);
 	ck_assert_uint_eq(leaf[10], leaf[0]);
 	release_all();
-	tstream_free(&s);
+	ck_dec_free(&s);
 	free(r.buf);
 }
 END_TEST
@@ -326,24 +326,24 @@ static size_t outer_producer(void *arg, uintptr_t *ips, size_t n, size_t cap)
 }
 
 /* xframe_ids - per ALLOC of the stream (in sequence order), the foreign frame id on its stack, 0 if none */
-static size_t xframe_ids(const struct tstream *s, uint64_t *out, size_t cap)
+static size_t xframe_ids(const struct ck_dec *s, uint64_t *out, size_t cap)
 {
-	struct tev *v = tstream_by_seq(s);
-	struct tnodes t;
+	struct ck_ev *v = ck_dec_by_seq(s);
+	struct ck_nodes t;
 	size_t n = 0;
 
-	tstream_nodes(s, &t);
+	ck_dec_nodes(s, &t);
 	for (size_t i = 0; i < s->nev; i++) {
 		uint64_t id = 0;
 
 		if (v[i].op != WIRE_EV_ALLOC || n == cap)
 			continue;
-		for (uint64_t k = v[i].b, d = 0; k && k < t.n && d < 256; k = t.parent[k], d++)
+		for (uint64_t k = v[i].trace, d = 0; k && k < t.n && d < 256; k = t.parent[k], d++)
 			if (wire_is_xframe(t.ip[k]))
 				id = wire_xframe_id(t.ip[k]);
 		out[n++] = id;
 	}
-	tnodes_free(&t);
+	ck_nodes_free(&t);
 	free(v);
 	return n;
 }
@@ -366,7 +366,7 @@ __attribute__((noipa)) static void before_call(int i)
 START_TEST(memo_not_taken_under_a_producer)
 {
 	struct ck_reader r;
-	struct tstream s;
+	struct ck_dec s;
 	uint64_t id[16];
 	size_t n;
 	int i;
@@ -387,7 +387,7 @@ START_TEST(memo_not_taken_under_a_producer)
 			      (unsigned long long)id[i], 1 + i % 2);
 	ck_assert_int_eq(atomic_load(&produced), 5);
 	release_all();
-	tstream_free(&s);
+	ck_dec_free(&s);
 	free(r.buf);
 }
 END_TEST

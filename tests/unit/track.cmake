@@ -1,6 +1,6 @@
 # tests/unit/track.cmake - Check suite of track/ (the recording core)
-# check_track.c includes check_track_decode.c (the independent stream decoder).
-# unit.track is one program of four files (check_track.h)
+# unit.track is one program of four files (check_track.h); streams are read with
+# tests/lib/check_decode.h (the independent decoder)
 heaptap_unit_test(track LIBS heaptap_track
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_track_unwind.c
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/check_track_session.c
