@@ -307,6 +307,64 @@ START_TEST(session_ctl_stop)
 }
 END_TEST
 
+/*
+ * The decoder itself (tests/lib/check_decode.h) on a real stream cut at
+ * every byte, each cut in a buffer of its own size (ASan sees a read past
+ * it): a cut at a record boundary decodes to a prefix of the events, without
+ * END; any other cut fails with the offset of the cut record; exactly one
+ * cut per record (at its start) decodes.
+ */
+START_TEST(session_decoder_refuses_cuts)
+{
+	struct ck_reader r;
+	struct ck_dec all, s;
+	size_t nrec = 0, whole = 0;
+	void *p[8];
+
+	session_start(&r);
+	for (int i = 0; i < 8; i++)
+		p[i] = call_site(16 + i);
+	for (int i = 0; i < 8; i += 2)
+		trk_free(p[i]);
+	trk_stop(WIRE_END_STOP);
+	ck_reader_join(&r);
+	ck_assert_msg(ck_decode(r.buf, r.len, &all) == 0, "malformed stream at byte %zu: %s",
+		      all.error_at, all.error);
+	ck_assert_int_eq(all.have_end, 1);
+	/* the records, counted with wire.h alone */
+	for (const uint8_t *q = r.buf + ((const struct wire_header *)r.buf)->header_len,
+			   *end = r.buf + r.len;
+	     q < end; nrec++) {
+		uint64_t rl;
+
+		q++;
+		ck_assert_int_eq(wire_get_varint(&q, end, &rl), 0);
+		q += rl;
+	}
+	for (size_t cut = 0; cut < r.len; cut++) {
+		uint8_t *b = malloc(cut ? cut : 1);
+
+		ck_assert_ptr_nonnull(b);
+		memcpy(b, r.buf, cut);
+		if (ck_decode(b, cut, &s) == 0) {
+			whole++;
+			ck_assert_int_eq(s.have_end, 0);
+			ck_assert_uint_le(s.nev, all.nev);
+			for (size_t i = 0; i < s.nev; i++)
+				ck_assert_uint_eq(s.ev[i].seq, all.ev[i].seq);
+		} else {
+			ck_assert_ptr_nonnull(s.error);
+			ck_assert_uint_le(s.error_at, cut);
+		}
+		ck_dec_free(&s);
+		free(b);
+	}
+	ck_assert_uint_eq(whole, nrec);
+	ck_dec_free(&all);
+	free(r.buf);
+}
+END_TEST
+
 START_TEST(session_ticks_and_idle_flush)
 {
 	struct ck_reader r;
@@ -523,6 +581,7 @@ TCase *track_session_tcase(void)
 	tcase_add_test(tc, session_modules);
 	tcase_add_test(tc, session_fd_taken_over);
 	tcase_add_test(tc, session_peer_gone);
+	tcase_add_test(tc, session_decoder_refuses_cuts);
 	track_session_twice_add(tc); /* check_track_twice.c */
 	return tc;
 }
