@@ -74,38 +74,17 @@ static void *stop_later(void *arg)
 	return NULL;
 }
 
-START_TEST(test_attach_session)
+/* victim_start - run the victim with pipes to its stdin and stdout, until it says "ready" */
+static void victim_start(struct victim *v, const char *victim)
 {
-	char dir[] = "/tmp/heaptap-inject-attach-XXXXXX", sock[128], out[160], line[64];
-	char *victim = build_path("tests/inject/inject_victim");
-	char *lib = build_path("lib/" INJ_LIB_NAME);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct att_inject_result ir = {0};
-	struct itp_options opt = {0};
-	struct itp_result res;
-	struct att_stats st;
-	struct att_ctx *ctx;
-	struct victim v;
-	struct pollfd pfd;
-	struct rec_reader *r;
-	enum att_reason why;
-	unsigned long n0, n1, n2;
-	int lfd, cfd, in[2], outp[2], status, err, found = 0;
-	pthread_t t;
+	char line[64];
+	int in[2], outp[2];
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(out, sizeof(out), "%s/rec.heaptap", dir);
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(lfd, 0);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(lfd, 1), 0);
 	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
 	ck_assert_int_eq(pipe2(outp, O_CLOEXEC), 0);
-	v.pid = fork();
-	ck_assert_int_ge(v.pid, 0);
-	if (v.pid == 0) {
+	v->pid = fork();
+	ck_assert_int_ge(v->pid, 0);
+	if (v->pid == 0) {
 		dup2(in[0], 0);
 		dup2(outp[1], 1);
 		execl(victim, victim, (char *)NULL);
@@ -113,14 +92,21 @@ START_TEST(test_attach_session)
 	}
 	close(in[0]);
 	close(outp[1]);
-	v.in = fdopen(in[1], "w");
-	v.out = fdopen(outp[0], "r");
-	ck_assert_ptr_nonnull(fgets(line, sizeof(line), v.out));
+	v->in = fdopen(in[1], "w");
+	v->out = fdopen(outp[0], "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), v->out));
 	ck_assert_str_eq(line, "ready\n");
-	usleep(50000); /* some blocks allocated before the attach */
-	n0 = ping(&v);
+}
 
-	ctx = att_new(v.pid);
+/* attach_inject - seize pid, load lib and start it on socket sock in it, let it go */
+static void attach_inject(pid_t pid, const char *lib, const char *sock)
+{
+	struct att_inject_result ir = {0};
+	struct att_stats st;
+	struct att_ctx *ctx;
+	enum att_reason why;
+
+	ctx = att_new(pid);
 	ck_assert_ptr_nonnull(ctx);
 	/*
 	 * Generous deadlines: on a busy 2-core machine (load average ~20) a
@@ -139,6 +125,65 @@ START_TEST(test_attach_session)
 	fprintf(stderr, "attach: thread held %llu us, remote calls %llu us\n",
 		(unsigned long long)st.pause_ns / 1000, (unsigned long long)st.call_ns / 1000);
 	att_free(ctx);
+}
+
+/* victim_alloc_recorded - whether recording out holds a VICTIM_SZ allocation in victim_alloc */
+static int victim_alloc_recorded(const char *out)
+{
+	size_t nai, nt, ni, nf;
+	const struct rec_allocinfo *ai;
+	const struct rec_trace *tr;
+	const struct rec_ip *ip;
+	const struct rec_frame *fr;
+	struct rec_reader *r;
+	int err, found = 0;
+
+	r = rec_open(out, &err);
+	ck_assert_msg(r != NULL, "rec_open: %s", rec_strerror(err));
+	ck_assert_str_eq(rec_meta(r, "attached"), "1");
+	ai = rec_allocinfos(r, &nai);
+	tr = rec_traces(r, &nt);
+	ip = rec_ips(r, &ni);
+	fr = rec_frames(r, &nf);
+	for (size_t i = 0; i < nai; i++) {
+		uint32_t k = ai[i].trace;
+
+		if (ai[i].size != VICTIM_SZ || k == 0 || k >= nt || tr[k].ip >= ni ||
+		    ip[tr[k].ip].frame >= nf)
+			continue;
+		if (!strcmp(rec_string(r, fr[ip[tr[k].ip].frame].function), "victim_alloc"))
+			found = 1;
+	}
+	rec_close(r);
+	return found;
+}
+
+START_TEST(test_attach_session)
+{
+	char dir[] = "/tmp/heaptap-inject-attach-XXXXXX", sock[128], out[160];
+	char *victim = build_path("tests/inject/inject_victim");
+	char *lib = build_path("lib/" INJ_LIB_NAME);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct itp_options opt = {0};
+	struct itp_result res;
+	struct victim v;
+	struct pollfd pfd;
+	unsigned long n0, n1, n2;
+	int lfd, cfd, status;
+	pthread_t t;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(out, sizeof(out), "%s/rec.heaptap", dir);
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	victim_start(&v, victim);
+	usleep(50000); /* some blocks allocated before the attach */
+	n0 = ping(&v);
+	attach_inject(v.pid, lib, sock);
 
 	pfd.fd = lfd;
 	pfd.events = POLLIN;
@@ -176,28 +221,8 @@ START_TEST(test_attach_session)
 		(unsigned long long)res.final.alloc_calls, (unsigned long long)res.final.free_calls,
 		(unsigned long long)res.warn.unknown_frees, (unsigned long long)res.slots_restored);
 
-	r = rec_open(out, &err);
-	ck_assert_msg(r != NULL, "rec_open: %s", rec_strerror(err));
-	ck_assert_str_eq(rec_meta(r, "attached"), "1");
-	{
-		size_t nai, nt, ni, nf;
-		const struct rec_allocinfo *ai = rec_allocinfos(r, &nai);
-		const struct rec_trace *tr = rec_traces(r, &nt);
-		const struct rec_ip *ip = rec_ips(r, &ni);
-		const struct rec_frame *fr = rec_frames(r, &nf);
-
-		for (size_t i = 0; i < nai; i++) {
-			uint32_t k = ai[i].trace;
-
-			if (ai[i].size != VICTIM_SZ || k == 0 || k >= nt || tr[k].ip >= ni ||
-			    ip[tr[k].ip].frame >= nf)
-				continue;
-			if (!strcmp(rec_string(r, fr[ip[tr[k].ip].frame].function), "victim_alloc"))
-				found = 1;
-		}
-	}
-	ck_assert_msg(found, "no allocation of %d bytes in victim_alloc recorded", VICTIM_SZ);
-	rec_close(r);
+	ck_assert_msg(victim_alloc_recorded(out), "no allocation of %d bytes in victim_alloc recorded",
+		      VICTIM_SZ);
 
 	fprintf(v.in, "exit\n");
 	fclose(v.in);
