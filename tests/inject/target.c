@@ -268,66 +268,48 @@ static void compare(const struct snap *a, const struct snap *b, const char *when
 	printf("%s_SLOTS_SAME %zu of %zu\n", when, matched, a->n);
 }
 
-int main(int argc, char **argv)
+typedef int (*start_fn)(const char *);
+typedef int (*stop_fn)(void);
+
+/* load_inject - dlopen the inject library, check its exports and its refusals; NULL: fatal */
+static void *load_inject(const char *path, start_fn *start, stop_fn *stop)
 {
-	int (*start)(const char *), (*stop)(void);
-	void *pre[INJT_PRE_N], *inj, *late;
-	void (*late_alloc)(void);
-	uintptr_t real_malloc, v;
+	char longp[200];
+	void *inj = dlopen(path, RTLD_NOW);
+
+	if (!inj) {
+		FAIL("dlopen %s: %s", path, dlerror());
+		return NULL;
+	}
+	*start = (start_fn)dlsym(inj, "heaptap_inject_start");
+	*stop = (stop_fn)dlsym(inj, "heaptap_inject_stop");
+	if (!*start || !*stop || dlsym(inj, "trk_malloc") || dlsym(inj, "inj_patch_pass")) {
+		FAIL("exports of the inject library are not exactly start and stop");
+		return NULL;
+	}
+	if ((*start)(NULL) != -EINVAL || (*start)("") != -EINVAL)
+		FAIL("start accepted a NULL or empty path");
+	memset(longp, 'x', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = '\0';
+	if ((*start)(longp) != -ENAMETOOLONG)
+		FAIL("start accepted a path longer than sun_path");
+	if ((*stop)() != -ENOENT)
+		FAIL("stop without a session did not say ENOENT");
+	return inj;
+}
+
+/* start_session - start on sock, timed; then main's, libc's and the RELRO library's slots patched */
+static void start_session(start_fn start, const char *sock)
+{
 	uint64_t t0, t1, waited;
 	struct timespec c0, c1;
-	pthread_t churners[2];
-	char line[64];
-	int rc, status;
-	pid_t pid;
-
-	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "exit"))) {
-		fprintf(stderr, "usage: inject_target SOCKET INJECT_LIB LATE_LIB [exit]\n");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int i = 0; i < 2; i++)
-		if (pthread_create(&churners[i], NULL, churn, NULL))
-			FAIL("pthread_create");
-	/* life before the attach: these blocks are freed after it */
-	for (int i = 0; i < INJT_PRE_N; i++)
-		pre[i] = malloc(INJT_PRE_SZ);
-	free(realloc(calloc(1, 8), 16));
-	injt_relro_warm();
-	take(&before);
-	printf("SLOTS_BEFORE %zu\n", before.n);
-	if (!before_value("(main)", 0) || !before_value("injt_relro", 0) ||
-	    !before_value("libc.so", 0))
-		FAIL("malloc slots of main, libinjt_relro or libc not found");
-
-	inj = dlopen(argv[2], RTLD_NOW);
-	if (!inj) {
-		FAIL("dlopen %s: %s", argv[2], dlerror());
-		return 1;
-	}
-	start = (int (*)(const char *))dlsym(inj, "heaptap_inject_start");
-	stop = (int (*)(void))dlsym(inj, "heaptap_inject_stop");
-	if (!start || !stop || dlsym(inj, "trk_malloc") || dlsym(inj, "inj_patch_pass")) {
-		FAIL("exports of the inject library are not exactly start and stop");
-		return 1;
-	}
-	if (start(NULL) != -EINVAL || start("") != -EINVAL)
-		FAIL("start accepted a NULL or empty path");
-	{
-		char longp[200];
-
-		memset(longp, 'x', sizeof(longp) - 1);
-		longp[sizeof(longp) - 1] = '\0';
-		if (start(longp) != -ENAMETOOLONG)
-			FAIL("start accepted a path longer than sun_path");
-	}
-	if (stop() != -ENOENT)
-		FAIL("stop without a session did not say ENOENT");
+	uintptr_t v;
+	int rc;
 
 	errno = 1234;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	t0 = util_mono_ns();
-	rc = start(argv[1]);
+	rc = start(sock);
 	t1 = util_mono_ns();
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	/* wall time may include waiting for a CPU on a busy machine; CPU time is the call's own */
@@ -338,7 +320,7 @@ int main(int argc, char **argv)
 		FAIL("start returned %d", rc);
 	if (errno != 1234)
 		FAIL("start changed errno");
-	if (start(argv[1]) != -EBUSY)
+	if (start(sock) != -EBUSY)
 		FAIL("a second start during the session was not refused with EBUSY");
 
 	waited = wait_change("(main)", 0, before_value("(main)", 0));
@@ -351,17 +333,25 @@ int main(int argc, char **argv)
 		FAIL("libc's malloc slot was not patched within 5 s");
 	if (!slot_value("injt_relro", 0, &v) || v == before_value("injt_relro", 0))
 		FAIL("the -fno-plt RELRO library's malloc slot was not patched");
+}
 
-	own_allocs();
-	injt_relro_alloc();
+/*
+ * late_library - dlopen the late library during the session, its slot
+ * patched, allocate from it; unloaded and loaded again, most likely at the
+ * same address: the new copy's slots hold malloc again and must be patched
+ * anew. Returns the second handle; NULL: fatal.
+ */
+static void *late_library(const char *path, uintptr_t real_malloc)
+{
+	void (*late_alloc)(void);
+	uint64_t waited;
+	void *late = dlopen(path, RTLD_NOW);
 
-	late = dlopen(argv[3], RTLD_NOW);
 	if (!late) {
-		FAIL("dlopen %s: %s", argv[3], dlerror());
-		return 1;
+		FAIL("dlopen %s: %s", path, dlerror());
+		return NULL;
 	}
 	late_alloc = (void (*)(void))dlsym(late, "injt_late_alloc");
-	real_malloc = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
 	waited = wait_change("injt_late", 0, real_malloc);
 	printf("PATCH_LATE_NS %" PRIu64 "\n", waited);
 	if (!waited)
@@ -370,15 +360,11 @@ int main(int argc, char **argv)
 		late_alloc();
 	else
 		FAIL("injt_late_alloc not found");
-	/*
-	 * Unloaded and loaded again, most likely at the same address: the new
-	 * copy's slots hold malloc again and must be patched anew.
-	 */
 	dlclose(late);
-	late = dlopen(argv[3], RTLD_NOW);
+	late = dlopen(path, RTLD_NOW);
 	if (!late) {
-		FAIL("dlopen %s again: %s", argv[3], dlerror());
-		return 1;
+		FAIL("dlopen %s again: %s", path, dlerror());
+		return NULL;
 	}
 	late_alloc = (void (*)(void))dlsym(late, "injt_late_alloc");
 	waited = wait_change("injt_late", 0, real_malloc);
@@ -387,17 +373,16 @@ int main(int argc, char **argv)
 		FAIL("the reloaded late library's malloc slot was not patched within 5 s");
 	if (late_alloc)
 		late_alloc();
+	return late;
+}
 
-	for (int i = 0; i < INJT_PRE_N; i++)
-		free(pre[i]);
-	if (argc == 5) {
-		/* the churn threads are still running when exit() starts */
-		printf(failures ? "FAILED\n" : "OK\n");
-		return failures ? 1 : 0; /* exit() with the session running */
-	}
+/* fork_child - a forked child stops tracking: its slots are the ones from before the start */
+static void fork_child(uintptr_t real_malloc)
+{
+	uintptr_t v;
+	int status;
+	pid_t pid = fork();
 
-	/* a forked child stops tracking: its slots are the ones from before the start */
-	pid = fork();
 	if (pid == 0) {
 		struct snap *c = &after;
 		int bad = 0;
@@ -427,12 +412,14 @@ int main(int argc, char **argv)
 		FAIL("forked child: slots not restored (status %d)", pid < 0 ? -1 : status);
 	else
 		printf("FORK_CHILD_OK\n");
+}
 
-	printf("READY\n");
-	if (!fgets(line, sizeof(line), stdin))
-		FAIL("no go-ahead on stdin");
+/* after_session - the session ended: every slot and page as before the start, also after a restart */
+static void after_session(start_fn start, stop_fn stop, uintptr_t real_malloc)
+{
+	uintptr_t v;
+	int rc;
 
-	/* the session ended: every slot and page is as before the start */
 	take(&after);
 	compare(&before, &after, "AFTER");
 	if (!slot_value("injt_late", 0, &v) || v != real_malloc)
@@ -451,6 +438,58 @@ int main(int argc, char **argv)
 	usleep(50000);
 	take(&after);
 	compare(&before, &after, "RESTART");
+}
+
+int main(int argc, char **argv)
+{
+	start_fn start;
+	stop_fn stop;
+	void *pre[INJT_PRE_N], *late;
+	uintptr_t real_malloc;
+	pthread_t churners[2];
+	char line[64];
+
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "exit"))) {
+		fprintf(stderr, "usage: inject_target SOCKET INJECT_LIB LATE_LIB [exit]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&churners[i], NULL, churn, NULL))
+			FAIL("pthread_create");
+	/* life before the attach: these blocks are freed after it */
+	for (int i = 0; i < INJT_PRE_N; i++)
+		pre[i] = malloc(INJT_PRE_SZ);
+	free(realloc(calloc(1, 8), 16));
+	injt_relro_warm();
+	take(&before);
+	printf("SLOTS_BEFORE %zu\n", before.n);
+	if (!before_value("(main)", 0) || !before_value("injt_relro", 0) ||
+	    !before_value("libc.so", 0))
+		FAIL("malloc slots of main, libinjt_relro or libc not found");
+
+	if (!load_inject(argv[2], &start, &stop))
+		return 1;
+	start_session(start, argv[1]);
+	own_allocs();
+	injt_relro_alloc();
+	real_malloc = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
+	late = late_library(argv[3], real_malloc);
+	if (!late)
+		return 1;
+	for (int i = 0; i < INJT_PRE_N; i++)
+		free(pre[i]);
+	if (argc == 5) {
+		/* the churn threads are still running when exit() starts */
+		printf(failures ? "FAILED\n" : "OK\n");
+		return failures ? 1 : 0; /* exit() with the session running */
+	}
+
+	fork_child(real_malloc);
+	printf("READY\n");
+	if (!fgets(line, sizeof(line), stdin))
+		FAIL("no go-ahead on stdin");
+	after_session(start, stop, real_malloc);
 	/* the program goes on working, lazy binding included */
 	free(valloc(100));
 	free(malloc(10));
