@@ -297,6 +297,84 @@ static int start_session(int (*start)(const char *), const char *sock)
 	return r;
 }
 
+/*
+ * stop_unread - session 1: heaptap (the child, told through cmd; its
+ * report on rep) stops reading, then sends STOP without reading. -1: the
+ * session did not start, the rest is pointless.
+ */
+static int stop_unread(int (*start)(const char *), const char *sock, int cmd, int rep)
+{
+	long ms;
+	char c;
+
+	if (start_session(start, sock) != 0) {
+		FAIL("start");
+		return -1;
+	}
+	ms = wait_slot(1, 10000);
+	printf("PATCHED_MS %ld\n", ms);
+	if (ms < 0) {
+		FAIL("malloc slot not patched within 10 s");
+		return -1;
+	}
+	sleep_ms(100);
+	tell(cmd, 'p');
+	ms = wait_blocked(5000);
+	printf("BLOCKED_MS %ld\n", ms);
+	if (ms < 0)
+		FAIL("the allocating threads never waited for the reader (socket never full?)");
+	tell(cmd, 's');
+	ms = wait_slot(0, STOP_MS);
+	printf("STOP_ANSWERED_MS %ld\n", ms);
+	if (ms < 0)
+		FAIL("STOP not acted on within %d ms while the socket was full", STOP_MS);
+	tell(cmd, 'r');
+	c = report(rep, 10000);
+	printf("END1 %c\n", c ? c : '-');
+	if (c != 'S')
+		FAIL("session 1: no END with reason STOP (%c)", c ? c : '-');
+	if (!running())
+		FAIL("session 1: the allocating threads did not run again after the end");
+	return 0;
+}
+
+/* stalled - session 2: heaptap stops reading for good */
+static void stalled(int (*start)(const char *), const char *sock, int cmd, int rep)
+{
+	long ms;
+	char c;
+
+	if (start_session(start, sock) != 0) {
+		FAIL("second start");
+		return;
+	}
+	ms = wait_slot(1, 10000);
+	printf("PATCHED2_MS %ld\n", ms);
+	if (ms < 0) {
+		FAIL("session 2: malloc slot not patched within 10 s");
+		return;
+	}
+	sleep_ms(100);
+	tell(cmd, 'p');
+	ms = wait_blocked(5000);
+	printf("BLOCKED2_MS %ld\n", ms);
+	if (ms < 0)
+		FAIL("session 2: the allocating threads never waited for the reader");
+	ms = wait_slot(0, STALL_LIMIT_MS + 10000);
+	printf("STALL_ENDED_MS %ld\n", ms);
+	if (ms < 0)
+		FAIL("session 2: still hooked %d ms after heaptap stopped reading",
+		     STALL_LIMIT_MS + 10000);
+	if (!running())
+		FAIL("session 2: the allocating threads stayed blocked");
+	tell(cmd, 'r');
+	c = report(rep, 5000);
+	printf("END2 %c\n", c ? c : '-');
+	if (c != 'X')
+		FAIL("session 2: the stream of a stalled session should end without END (%c)",
+		     c ? c : '-');
+}
+
 int main(int argc, char **argv)
 {
 	static struct elfr_slot slots[MAX_SLOTS];
@@ -307,9 +385,7 @@ int main(int argc, char **argv)
 	int lfd, cmdp[2], repp[2], status;
 	pthread_t th[2];
 	pid_t pid;
-	long ms;
 	void *inj;
-	char c;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: inject_stall INJECT_LIB\n");
@@ -363,66 +439,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	/* 1: heaptap stops reading, then sends STOP without reading */
-	if (start_session(start, sock) != 0) {
-		FAIL("start");
-		goto out;
-	}
-	ms = wait_slot(1, 10000);
-	printf("PATCHED_MS %ld\n", ms);
-	if (ms < 0) {
-		FAIL("malloc slot not patched within 10 s");
-		goto out;
-	}
-	sleep_ms(100);
-	tell(cmdp[1], 'p');
-	ms = wait_blocked(5000);
-	printf("BLOCKED_MS %ld\n", ms);
-	if (ms < 0)
-		FAIL("the allocating threads never waited for the reader (socket never full?)");
-	tell(cmdp[1], 's');
-	ms = wait_slot(0, STOP_MS);
-	printf("STOP_ANSWERED_MS %ld\n", ms);
-	if (ms < 0)
-		FAIL("STOP not acted on within %d ms while the socket was full", STOP_MS);
-	tell(cmdp[1], 'r');
-	c = report(repp[0], 10000);
-	printf("END1 %c\n", c ? c : '-');
-	if (c != 'S')
-		FAIL("session 1: no END with reason STOP (%c)", c ? c : '-');
-	if (!running())
-		FAIL("session 1: the allocating threads did not run again after the end");
-
-	/* 2: heaptap stops reading for good */
-	if (start_session(start, sock) != 0) {
-		FAIL("second start");
-		goto out;
-	}
-	ms = wait_slot(1, 10000);
-	printf("PATCHED2_MS %ld\n", ms);
-	if (ms < 0) {
-		FAIL("session 2: malloc slot not patched within 10 s");
-		goto out;
-	}
-	sleep_ms(100);
-	tell(cmdp[1], 'p');
-	ms = wait_blocked(5000);
-	printf("BLOCKED2_MS %ld\n", ms);
-	if (ms < 0)
-		FAIL("session 2: the allocating threads never waited for the reader");
-	ms = wait_slot(0, STALL_LIMIT_MS + 10000);
-	printf("STALL_ENDED_MS %ld\n", ms);
-	if (ms < 0)
-		FAIL("session 2: still hooked %d ms after heaptap stopped reading",
-		     STALL_LIMIT_MS + 10000);
-	if (!running())
-		FAIL("session 2: the allocating threads stayed blocked");
-	tell(cmdp[1], 'r');
-	c = report(repp[0], 5000);
-	printf("END2 %c\n", c ? c : '-');
-	if (c != 'X')
-		FAIL("session 2: the stream of a stalled session should end without END (%c)",
-		     c ? c : '-');
+	if (stop_unread(start, sock, cmdp[1], repp[0]) == 0)
+		stalled(start, sock, cmdp[1], repp[0]);
 out:
 	tell(cmdp[1], 'q');
 	waitpid(pid, &status, 0);
