@@ -103,25 +103,15 @@ static void drain_stdin(void)
 			answer();
 }
 
-int main(int argc, char **argv)
-{
-	const char *kind = argc > 1 ? argv[1] : "";
-	long period = argc > 2 ? atol(argv[2]) * 1000 : -1;	/* us */
-	int epfd = -1, lfd = -1, r;
-	int sockwait = !strcmp(kind, "read") || !strcmp(kind, "accept");
-	int sleeps = strstr(kind, "nanosleep") || !strcmp(kind, "futex");
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = 0 }, evs[4];
-	struct sigaction sa;
-	sigset_t unblock, waitset, cur;
-	int64_t deadline = 0, left, t, w0, tc;
-	struct timespec ts, *tsp;
-	struct timeval tv, *tvp;
-	struct pollfd pfd = { .fd = 0, .events = POLLIN };
-	fd_set rfds;
-	siginfo_t si;
+static sigset_t unblock, waitset; /* the p-variants' mask (SIGUSR2 unblocked); sigwaitinfo's set */
 
-	if (argc < 3)
-		return 2;
+/* setup - handlers, masks, the epoll set, SO_RCVTIMEO, accept's socket at path; 0 or exit code 2 */
+static int setup(const char *kind, long period, const char *path, int *epfd, int *lfd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = 0 };
+	struct sigaction sa;
+	struct timeval tv;
+
 	malloc_at_start = evl_malloc_slot();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr1;	/* no SA_RESTART */
@@ -137,8 +127,8 @@ int main(int argc, char **argv)
 	sigemptyset(&waitset);
 	sigaddset(&waitset, SIGUSR1);
 	if (strstr(kind, "epoll")) {
-		epfd = epoll_create1(0);
-		if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev) < 0)
+		*epfd = epoll_create1(0);
+		if (*epfd < 0 || epoll_ctl(*epfd, EPOLL_CTL_ADD, 0, &ev) < 0)
 			return 2;
 	}
 	if (period > 0 && (!strcmp(kind, "read") || !strcmp(kind, "accept"))) {
@@ -151,15 +141,118 @@ int main(int argc, char **argv)
 	if (!strcmp(kind, "accept")) {
 		struct sockaddr_un a = { .sun_family = AF_UNIX };
 
-		if (argc < 4)
+		if (!path)
 			return 2;
-		snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[3]);
-		lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 16) < 0)
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+		*lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(*lfd, 16) < 0)
 			return 2;
-		if (period > 0 && setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		if (period > 0 && setsockopt(*lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
 			return 2;
 	}
+	return 0;
+}
+
+/*
+ * wait_once - one wait in kind, for what is left of the timer: left ms,
+ * tsp, tvp (-1, NULL, NULL: no timer); read and accept return 1 (their
+ * call is the wait, sock_wait). *unknown set: no such kind (or a sleep
+ * without a timer).
+ */
+static int wait_once(const char *kind, int epfd, long left, struct timespec *tsp,
+		     struct timeval *tvp, fd_set *rfds, struct pollfd *pfd, int *unknown)
+{
+	struct epoll_event evs[4];
+	siginfo_t si;
+
+	if (!strcmp(kind, "epoll_wait"))
+		return epoll_wait(epfd, evs, 4, (int)left);
+	if (!strcmp(kind, "epoll_pwait"))
+		return epoll_pwait(epfd, evs, 4, (int)left, &unblock);
+	if (!strcmp(kind, "epoll_pwait2"))
+		return (int)syscall(SYS_epoll_pwait2, epfd, evs, 4, tsp, &unblock, 8);
+	if (!strcmp(kind, "poll"))
+		return poll(pfd, 1, (int)left);
+	if (!strcmp(kind, "ppoll"))
+		return ppoll(pfd, 1, tsp, &unblock);
+	if (!strcmp(kind, "select"))
+		return select(1, rfds, NULL, NULL, tvp);
+	if (!strcmp(kind, "pselect6"))
+		return pselect(1, rfds, NULL, NULL, tsp, &unblock);
+	if (!strcmp(kind, "read") || !strcmp(kind, "accept"))
+		return 1;	/* the call itself is the wait, sock_wait */
+	if (!strcmp(kind, "sigwaitinfo"))
+		return tsp ? sigtimedwait(&waitset, &si, tsp) : sigwaitinfo(&waitset, &si);
+	if (!strcmp(kind, "pause"))
+		return pause();
+	if (!strcmp(kind, "nanosleep") && tsp)
+		return nanosleep(tsp, NULL);
+	if (!strcmp(kind, "clock_nanosleep") && tsp)
+		return (int)syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, tsp, NULL);
+	if (!strcmp(kind, "futex") && tsp)
+		return (int)syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, tsp, NULL, 0);
+	*unknown = 1;
+	return -1;
+}
+
+/* sock_wait - read's or accept's wait, each event answered: 0, -1 (errno), or 1: end of stdin */
+static int sock_wait(const char *kind, int lfd)
+{
+	if (!strcmp(kind, "read")) {
+		char buf[256];
+		ssize_t n = read(0, buf, sizeof(buf)), i;
+
+		if (n == 0)
+			return 1;
+		for (i = 0; i < n; i++)
+			if (buf[i] == '\n')
+				answer();
+		return n > 0 ? 0 : -1;
+	} else {
+		int c = accept(lfd, NULL, NULL);
+
+		if (c < 0)
+			return -1;
+		close(c);
+		answer();
+		return 0;
+	}
+}
+
+/* woke - what a wait of kind that returned r (not EINTR) saw: answer it */
+static void woke(const char *kind, int r, int sleeps, fd_set *rfds, struct pollfd *pfd)
+{
+	if (!strcmp(kind, "sigwaitinfo") && r == SIGUSR1)
+		answer();
+	else if (strstr(kind, "epoll") && r > 0)
+		drain_stdin();
+	else if ((!strcmp(kind, "poll") || !strcmp(kind, "ppoll")) && r > 0)
+		drain_stdin();
+	else if ((!strcmp(kind, "select") || !strcmp(kind, "pselect6")) && r > 0 &&
+		 FD_ISSET(0, rfds))
+		drain_stdin();
+	else if (sleeps && poll(pfd, 1, 0) > 0)
+		drain_stdin();	/* the lines that came while it slept */
+}
+
+int main(int argc, char **argv)
+{
+	const char *kind = argc > 1 ? argv[1] : "";
+	long period = argc > 2 ? atol(argv[2]) * 1000 : -1;	/* us */
+	int epfd = -1, lfd = -1, r, unknown = 0;
+	int sockwait = !strcmp(kind, "read") || !strcmp(kind, "accept");
+	int sleeps = strstr(kind, "nanosleep") || !strcmp(kind, "futex");
+	sigset_t cur;
+	int64_t deadline = 0, left, t, w0, tc;
+	struct timespec ts, *tsp;
+	struct timeval tv, *tvp;
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	fd_set rfds;
+
+	if (argc < 3)
+		return 2;
+	if (setup(kind, period, argc > 3 ? argv[3] : NULL, &epfd, &lfd))
+		return 2;
 	schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY);
 	printf("ready pid=%d\n", (int)getpid());
 	fflush(stdout);
@@ -186,56 +279,16 @@ int main(int argc, char **argv)
 		w0 = evl_rq_wait_us(schedstat_fd);
 		tc = evl_now_us();
 		errno = 0;
-		if (!strcmp(kind, "epoll_wait"))
-			r = epoll_wait(epfd, evs, 4, (int)left);
-		else if (!strcmp(kind, "epoll_pwait"))
-			r = epoll_pwait(epfd, evs, 4, (int)left, &unblock);
-		else if (!strcmp(kind, "epoll_pwait2"))
-			r = (int)syscall(SYS_epoll_pwait2, epfd, evs, 4, tsp, &unblock, 8);
-		else if (!strcmp(kind, "poll"))
-			r = poll(&pfd, 1, (int)left);
-		else if (!strcmp(kind, "ppoll"))
-			r = ppoll(&pfd, 1, tsp, &unblock);
-		else if (!strcmp(kind, "select"))
-			r = select(1, &rfds, NULL, NULL, tvp);
-		else if (!strcmp(kind, "pselect6"))
-			r = pselect(1, &rfds, NULL, NULL, tsp, &unblock);
-		else if (!strcmp(kind, "read") || !strcmp(kind, "accept"))
-			r = 1;	/* the call itself is the wait, below */
-		else if (!strcmp(kind, "sigwaitinfo"))
-			r = tsp ? sigtimedwait(&waitset, &si, tsp) : sigwaitinfo(&waitset, &si);
-		else if (!strcmp(kind, "pause"))
-			r = pause();
-		else if (!strcmp(kind, "nanosleep") && tsp)
-			r = nanosleep(tsp, NULL);
-		else if (!strcmp(kind, "clock_nanosleep") && tsp)
-			r = (int)syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, tsp, NULL);
-		else if (!strcmp(kind, "futex") && tsp)
-			r = (int)syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, tsp, NULL, 0);
-		else
+		r = wait_once(kind, epfd, (long)left, tsp, tvp, &rfds, &pfd, &unknown);
+		if (unknown)
 			return 2;
 		if (sleeps && r < 0 && errno == ETIMEDOUT)
 			r = 0;	/* the futex's timeout */
-		if (sockwait)	/* SO_RCVTIMEO counts from the call */
+		if (sockwait) {	/* SO_RCVTIMEO counts from the call */
 			deadline = evl_now_us() + period;
-		if (!strcmp(kind, "read")) {
-			char buf[256];
-			ssize_t n = read(0, buf, sizeof(buf)), i;
-
-			r = n > 0 ? 0 : -1;
-			if (n == 0)
+			r = sock_wait(kind, lfd);
+			if (r == 1)
 				return 0;
-			for (i = 0; i < n; i++)
-				if (buf[i] == '\n')
-					answer();
-		} else if (!strcmp(kind, "accept")) {
-			int c = accept(lfd, NULL, NULL);
-
-			r = c >= 0 ? 0 : -1;
-			if (c >= 0) {
-				close(c);
-				answer();
-			}
 		}
 		t = evl_now_us();
 		sigemptyset(&cur);
@@ -254,17 +307,7 @@ int main(int argc, char **argv)
 		}
 		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			return 4;
-		if (!strcmp(kind, "sigwaitinfo") && r == SIGUSR1)
-			answer();
-		else if (strstr(kind, "epoll") && r > 0)
-			drain_stdin();
-		else if ((!strcmp(kind, "poll") || !strcmp(kind, "ppoll")) && r > 0)
-			drain_stdin();
-		else if ((!strcmp(kind, "select") || !strcmp(kind, "pselect6")) && r > 0 &&
-			 FD_ISSET(0, &rfds))
-			drain_stdin();
-		else if (sleeps && poll(&pfd, 1, 0) > 0)
-			drain_stdin();	/* the lines that came while it slept */
+		woke(kind, r, sleeps, &rfds, &pfd);
 		if (period <= 0)
 			continue;
 		if (t >= deadline) {
