@@ -12,16 +12,15 @@
  *   1. heaptap stops reading: the allocating threads soon wait (the socket
  *      is full). heaptap sends STOP and still reads nothing: the library
  *      must read the STOP anyway and put the malloc slot back (before_end
- *      runs before the last flush) within STOP_MS. Before the fix the
- *      library's timer thread queued behind the blocked hooks and read the
- *      STOP only once heaptap drained the socket (session.outname's 6.5 s).
- *      Then heaptap reads again: the stream ends with END, reason STOP, and
- *      the threads allocate again.
+ *      runs before the last flush) within STOP_MS: the timer thread must
+ *      not queue behind the blocked hooks and read the STOP only once
+ *      heaptap drains the socket. Then heaptap reads again: the stream ends
+ *      with END, reason STOP, and the threads allocate again.
  *   2. A second session; heaptap stops reading and never reads again (a
  *      hung heaptap, or a connection another process holds): after the
  *      library's stall limit (10 s without a byte taken) the session ends by
- *      itself, the slot is back and the threads run again. Before the fix
- *      they stayed blocked in the send for good.
+ *      itself, the slot is back and the threads run again (not blocked in
+ *      the send for good).
  *
  * Prints "key value" lines; each failed check prints "FAIL what" and makes
  * the exit 1. "OK" at the end.
