@@ -43,12 +43,30 @@ struct trk_wstep {
 				  not (restored from a slot first), so rbp is not compared */
 };
 
-#define TRK_WALK_KEEP 64 /* a walk of at most this many frames is kept (2 x 4 KiB) */
+#define TRK_WALK_KEEP 64 /* a walk of at most this many frames is kept */
+#define TRK_WALKS 4	 /* kept walks a thread holds (4 x 4 KiB) */
+
+/*
+ * A kept walk (unwind.c): its steps, and its leaf once trk_walk_note saw
+ * it (the leaf's k-th ancestor is then the node of frames k ..). epoch
+ * takes a new value of trk_thr.wepoch whenever n or w change, so a memo
+ * entry that noted (vw, vepoch) knows the walk it checked is still there.
+ */
+struct trk_wkeep {
+	uint32_t n;    /* frames in w (0: none) */
+	uint32_t leaf; /* 0: not noted yet */
+	uint64_t epoch;
+	struct trk_wstep w[TRK_WALK_KEEP];
+};
+
+/* a walk never overwrites the one it takes frames from; trk_wmemo.vw holds an index */
+_Static_assert(TRK_WALKS >= 2 && TRK_WALKS <= 0xffff, "TRK_WALKS");
 
 /*
  * A stack seen at a call site, for trk_walk_repeat (unwind.c): the state of
  * its first frame and the two slots its step read, the state of the frame
- * that step led to and that frame's tree node, the leaf. 112 bytes.
+ * that step led to, the leaf, and which kept walk holds the rest of the
+ * stack from that frame on. 112 bytes.
  */
 struct trk_wmemo {
 	uintptr_t ra, sp, rbp;		    /* frame 0 (ra 0: empty) */
@@ -58,10 +76,10 @@ struct trk_wmemo {
 	uint32_t leaf, gen;		    /* the stack's leaf (its parent: the node of frames
 					       1 ..), announced in session gen */
 	uint32_t n;			    /* frames */
-	uint32_t vj;			    /* frame 1 is the kept walk's frame vj, and the
-					       kept walk's node there is leaf's parent ... */
-	uint64_t vepoch;		    /* ... as long as the kept walk is that of
-					       trk_thr.wepoch == vepoch (0: not checked) */
+	uint16_t vj, vw;		    /* frame 1 is kept walk vw's frame vj, and that
+					       walk's node there is leaf's parent ... */
+	uint64_t vepoch;		    /* ... as long as wkeep[vw].epoch == vepoch
+					       (0: not checked) */
 };
 
 /*
@@ -156,14 +174,12 @@ struct trk_thr {
 	int cut_ok;		    /* the last trk_walk ended at such a frame */
 	uint32_t rules_gen;	    /* trk_g.code_gen the rule cache belongs to */
 	struct trk_rule rules[TRK_RULES];
-	/* the last complete walk (wstep[wcur][0 .. walk_n)) and room for the next */
-	uint32_t walk_n, wcur;
+	/* the last kept walk is wkeep[wcur]; the next walk goes to the one after it */
+	uint32_t wcur;
 	int walk_kept;		    /* the last trk_walk kept its walk (its leaf may be noted) */
-	int wnode_ok;		    /* wleaf is the kept walk's leaf */
-	uint32_t wleaf;		    /* its k-th ancestor: the node of its frames k .. */
-	uint64_t wepoch;	    /* bumped whenever the kept walk or wleaf changes */
+	uint64_t wepoch;	    /* the last epoch given to a kept walk */
 	struct trk_wmemo wmemo[TRK_WMEMO_WAYS << TRK_WMEMO_BITS]; /* call site -> leaf (trk_walk_repeat) */
-	struct trk_wstep wstep[2][TRK_WALK_KEEP];
+	struct trk_wkeep wkeep[TRK_WALKS];
 	struct trk_rstack rstack[1u << TRK_RS_BITS];
 	uint8_t data[TRK_BUF_SIZE];
 };

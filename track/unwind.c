@@ -45,6 +45,20 @@ void trk_unwind_init(int libunwind_only)
 	trk_g.fast_unwind = !libunwind_only;
 }
 
+/*
+ * walks_drop - forget every kept walk and the call-site memo. The walks
+ * get epochs never given before (an entry's vepoch 0 matches none).
+ */
+static void walks_drop(struct trk_thr *t)
+{
+	for (size_t i = 0; i < TRK_WALKS; i++) {
+		t->wkeep[i].n = 0;
+		t->wkeep[i].leaf = 0;
+		t->wkeep[i].epoch = ++t->wepoch;
+	}
+	memset(t->wmemo, 0, sizeof(t->wmemo));
+}
+
 /* Stack address at process start (ld.so); the main thread's stack ends there. */
 extern void *__libc_stack_end;
 
@@ -66,12 +80,9 @@ void trk_unwind_thread_init(struct trk_thr *t)
 	t->stack_lo = t->stack_hi = 0;
 	t->rules_gen = atomic_load(&trk_g.code_gen);
 	memset(t->rules, 0, sizeof(t->rules));
-	t->walk_n = 0; /* a recycled buffer's last walk was another thread's */
 	t->wcur = 0;
 	t->walk_kept = 0;
-	t->wnode_ok = 0;
-	t->wepoch = 1; /* the entries' vepoch 0 matches no kept walk */
-	memset(t->wmemo, 0, sizeof(t->wmemo));
+	walks_drop(t); /* a recycled buffer's walks were another thread's */
 	if (trk_gettid() == (uint32_t)getpid())
 		hi = (uintptr_t)__libc_stack_end;
 	else
@@ -101,9 +112,7 @@ static inline void rules_fresh(struct trk_thr *t)
 	if (unlikely(t->rules_gen != atomic_load_explicit(&trk_g.code_gen, memory_order_relaxed))) {
 		memset(t->rules, 0, sizeof(t->rules));
 		t->rules_gen = atomic_load(&trk_g.code_gen);
-		t->walk_n = 0; /* its steps came from rules that may be gone */
-		t->wepoch++;
-		memset(t->wmemo, 0, sizeof(t->wmemo));
+		walks_drop(t); /* their steps came from rules that may be gone */
 	}
 }
 
@@ -166,8 +175,10 @@ static inline void keep_masks(struct trk_wstep *w, size_t n, size_t total)
 
 /*
  * trk_walk keeps each walk that ended at the outermost frame within
- * TRK_WALK_KEEP frames (its steps, struct trk_wstep). The next walk of the
- * thread compares its state at every frame with the kept steps (their sp
+ * TRK_WALK_KEEP frames (its steps, struct trk_wstep), in the kept walk
+ * after the last one (round robin over TRK_WALKS: the call-site memo's
+ * entries point into the last few). The next walk of the thread compares
+ * its state at every frame with the last kept walk's steps (their sp
  * grows, so one cursor finds the candidate); on a match whose slots above
  * still hold the same values, the kept frames are the rest of the stack
  * and the walk stops stepping. A service's allocations share the outer
@@ -179,16 +190,24 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 	uintptr_t sp = (uintptr_t)(fp + 2), rbp = fp[0], hi = t->stack_hi;
 	size_t n = 0, depth = trk_g.depth, pn, j = 0;
 	const struct trk_wstep *prev;
+	struct trk_wkeep *next;
 	struct trk_wstep *cur;
+	uint32_t nw;
 
 	t->walk_kept = 0;
 	/* not on the thread's own stack (signal stack, coroutine): libunwind's job */
 	if (unlikely(sp < t->stack_lo || sp >= hi || ra < 4096))
 		return 0;
 	rules_fresh(t);
-	prev = t->wstep[t->wcur];
-	cur = t->wstep[t->wcur ^ 1];
-	pn = t->walk_n;
+	prev = t->wkeep[t->wcur].w;
+	pn = t->wkeep[t->wcur].n;
+	/* written from the first step on: the entries that point there are stale */
+	nw = (t->wcur + 1) % TRK_WALKS;
+	next = &t->wkeep[nw];
+	next->n = 0;
+	next->leaf = 0;
+	next->epoch = ++t->wepoch;
+	cur = next->w;
 	while (n < depth) {
 		uintptr_t pc = ra - 1, cfa;
 		const struct trk_rule *r;
@@ -211,11 +230,9 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 					for (size_t k = 0; k < m; k++)
 						cur[n + k] = prev[j + k];
 					keep_masks(cur, n, n + m);
-					t->walk_n = (uint32_t)(n + m);
-					t->wcur ^= 1;
+					next->n = (uint32_t)(n + m);
+					t->wcur = nw;
 					t->walk_kept = 1;
-					t->wnode_ok = 0; /* until trk_walk_note */
-					t->wepoch++;
 				}
 				return n + m;
 			}
@@ -277,11 +294,9 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
 outermost:
 	if (n <= TRK_WALK_KEEP) {
 		keep_masks(cur, n, n);
-		t->walk_n = (uint32_t)n;
-		t->wcur ^= 1;
+		next->n = (uint32_t)n;
+		t->wcur = nw;
 		t->walk_kept = 1;
-		t->wnode_ok = 0; /* until trk_walk_note */
-		t->wepoch++;
 	}
 	return n;
 }
@@ -289,24 +304,25 @@ outermost:
 /*
  * trk_walk_note: the kept walk's frames are the leaf's path in the tree
  * (trk_tree_trace made that leaf from exactly these frames), so the node
- * of frames k .. is the leaf's k-th ancestor: trk_walk_repeat climbs to it
- * when it needs it, from t->wleaf. Climbing here for every frame cost a
- * node load per frame on every walk, most of a deep workload's time; no
- * node is loaded here at all (a leaf found by the whole-stack cache is
- * cold). The call site's entry gets the first frame's state and the slots
- * its step read, the state that step led to, and the leaf.
+ * of frames k .. is the leaf's k-th ancestor: trk_walk_repeat_find climbs
+ * to it when it needs it, from the walk's leaf. Climbing here for every
+ * frame cost a node load per frame on every walk, most of a deep
+ * workload's time; no node is loaded here at all (a leaf found by the
+ * whole-stack cache is cold). The call site's entry gets the first frame's
+ * state and the slots its step read, the state that step led to, and the
+ * leaf; and the kept walk itself as where its frame 1 lies (frame 1 of
+ * that walk, whose node is the leaf's parent by construction).
  */
 void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 {
-	const struct trk_wstep *w = t->wstep[t->wcur];
-	size_t pn = t->walk_n;
+	struct trk_wkeep *k = &t->wkeep[t->wcur];
+	const struct trk_wstep *w = k->w;
+	size_t pn = k->n;
 	struct trk_wmemo *e;
 
 	if (!t->walk_kept || !leaf || pn == 0)
 		return;
-	t->wleaf = leaf;
-	t->wnode_ok = 1;
-	t->wepoch++;
+	k->leaf = leaf;
 	/* the call site's own entry, else a new one in way 0 (way 0's moves to way 1) */
 	e = &t->wmemo[TRK_WMEMO_WAYS * trk_wmemo_at(w[0].ra)];
 	if (e->ra != w[0].ra) {
@@ -334,41 +350,48 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	e->leaf = leaf;
 	e->gen = gen;
 	e->n = (uint32_t)pn;
-	e->vepoch = 0; /* checked against the kept walk at its first repeat */
+	e->vw = (uint16_t)t->wcur;
+	e->vj = 1;
+	e->vepoch = k->epoch;
 }
 
 /*
  * trk_walk_repeat: a call site noted with the same first frame (ra, sp,
  * rbp if its step uses it) whose step reads the same two slots leads to
  * the same second frame;
- * if the kept walk passes through that frame (same state) with every slot
+ * if a kept walk passes through that frame (same state) with every slot
  * it read from there on unchanged (trk_same_above), the rest of the stack is
- * the kept walk's from there, whose node is its leaf's j-th ancestor; when that is the node
+ * that walk's from there, whose node is its leaf's j-th ancestor; when that is the node
  * the entry was noted with, the stack is the entry's, and so is its leaf.
  * No step, no copy of the frames, no tree or cache lookup. This covers the
- * same call site again (a loop's allocations: j = 1) and the other call
- * sites of the same function (churn's malloc, realloc and calloc). The
+ * same call site again (a loop's allocations: j = 1), the other call
+ * sites of the same function (churn's malloc, realloc and calloc), and a
+ * call site the thread comes back to after walking a few other stacks
+ * (strings: strdup's malloc, and every 8th round join's). The
  * rules must be those of the walks (code_gen), the stack not deeper than
  * the depth (else it would be cut), and the leaf announced in the session
  * the caller numbers in.
  *
- * Where frame 1 lies in the kept walk (j) and the node check depend only
- * on the entry and the kept walk (its frames and wleaf), so once they
- * passed they are noted in the entry with the kept walk's epoch (wepoch,
- * bumped whenever trk_walk keeps a walk, trk_walk_note sets wleaf, or the
- * rules are dropped): while both stay, a repeat skips the search for j,
- * the climb and the leaf's node (a load from the shared tree that missed
- * the cache: a third of this function's samples on the churn loop) and
- * checks only the slots. The slots are checked every time.
+ * Which kept walk (vw), where frame 1 lies in it (vj) and the node check
+ * depend only on the entry and that walk (its frames and leaf), so once
+ * they passed they are noted in the entry with the walk's epoch (new
+ * whenever trk_walk writes into it or the rules are dropped): while both
+ * stay, a repeat skips the search for j, the climb and the leaf's node (a
+ * load from the shared tree that missed the cache: a third of this
+ * function's samples on the churn loop) and checks only the slots. The
+ * entry's own walk passed at its note (vj 1); the walks are kept round
+ * robin, so it stays until TRK_WALKS - 1 other walks were kept, and then
+ * the last kept walk is searched here. The slots are checked every time.
  */
 uint32_t trk_walk_repeat_find(struct trk_thr *t, struct trk_wmemo *e, uintptr_t ra)
 {
-	const struct trk_wstep *w = t->wstep[t->wcur];
+	const struct trk_wkeep *kw = &t->wkeep[t->wcur];
+	const struct trk_wstep *w = kw->w;
 	const struct trk_node *ln;
-	size_t pn = t->walk_n, j = 0, k;
+	size_t pn = kw->n, j = 0, k;
 	uint32_t node;
 
-	if (!t->wnode_ok)
+	if (!kw->leaf)
 		return 0;
 	while (j < pn && w[j].sp < e->sp1)
 		j++;
@@ -379,12 +402,13 @@ uint32_t trk_walk_repeat_find(struct trk_thr *t, struct trk_wmemo *e, uintptr_t 
 	 * against the entry's node of frames 1 ..: its leaf's parent (whose
 	 * ip must be this call site's: a stale leaf is not taken).
 	 */
-	for (node = t->wleaf, k = 0; k < j && node; k++)
+	for (node = kw->leaf, k = 0; k < j && node; k++)
 		node = trk_node_at(node)->parent;
 	ln = trk_node_at(e->leaf);
 	if (!node || ln->ip != ra - 1 || node != ln->parent)
 		return 0;
-	e->vj = (uint32_t)j;
-	e->vepoch = t->wepoch;
+	e->vj = (uint16_t)j;
+	e->vw = (uint16_t)t->wcur;
+	e->vepoch = kw->epoch;
 	return trk_same_above(w + j, pn - j) ? e->leaf : 0;
 }

@@ -93,11 +93,15 @@ size_t trk_walk(struct trk_thr *t, uintptr_t *out, uintptr_t ra, const uintptr_t
  * trk_walk_repeat - the leaf of the stack at this hook (ra, fp as for
  * trk_walk), announced in session gen, when its call site was noted
  * (struct trk_wmemo) with the same first frame and the rest of the stack
- * is the thread's kept walk from some frame on: the stack of a loop's
- * allocations, or of another call site in the same function. 0: walk
+ * is one of the thread's kept walks from some frame on: the stack of a
+ * loop's allocations, of another call site in the same function, or of a
+ * call site the thread comes back to after allocating elsewhere. 0: walk
  * and trace.
  */
-/* trk_walk_repeat_find - trk_walk_repeat past the entry's own checks: where frame 1 lies in the kept walk. */
+/*
+ * trk_walk_repeat_find - trk_walk_repeat past the entry's own checks, its
+ * kept walk gone: where frame 1 lies in the last kept walk.
+ */
 uint32_t trk_walk_repeat_find(struct trk_thr *t, struct trk_wmemo *e, uintptr_t ra) TRK_HIDDEN;
 
 /*
@@ -124,8 +128,8 @@ static inline bool trk_same_above(const struct trk_wstep *w, size_t m)
 
 /*
  * Inlined into the hooks: the memo's usual hit (the same call site, its
- * place in the kept walk noted for the current kept walk: wepoch) costs
- * the entry's compares and the slot loads, no call.
+ * place in a kept walk noted while that walk is still there: its epoch)
+ * costs the entry's compares and the slot loads, no call.
  */
 static inline __attribute__((always_inline)) uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra,
 								       const uintptr_t *fp, uint32_t gen)
@@ -142,8 +146,12 @@ static inline __attribute__((always_inline)) uint32_t trk_walk_repeat(struct trk
 		return 0;
 	if (e->sp1 == 0)
 		return e->leaf; /* the first frame was the outermost */
-	if (likely(e->vepoch == t->wepoch))
-		return trk_same_above(t->wstep[t->wcur] + e->vj, t->walk_n - e->vj) ? e->leaf : 0;
+	{
+		const struct trk_wkeep *k = &t->wkeep[e->vw];
+
+		if (likely(e->vepoch == k->epoch))
+			return trk_same_above(k->w + e->vj, k->n - e->vj) ? e->leaf : 0;
+	}
 	return trk_walk_repeat_find(t, e, ra);
 }
 

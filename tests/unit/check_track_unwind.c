@@ -196,9 +196,9 @@ __attribute__((noinline)) static void rbp_drive(struct trk_thr *t)
 	int k = rbp_round;
 
 	if (k == 3)
-		t->wstep[t->wcur][1].ra = 0x4243; /* frame 1: rbp_y */
+		t->wkeep[t->wcur].w[1].ra = 0x4243; /* frame 1: rbp_y */
 	if (k == 4)
-		t->walk_n = 0; /* the mark gone */
+		t->wkeep[t->wcur].n = 0; /* the mark gone */
 	rbp_y(t, ((uintptr_t)k + 1) * 0x1111, rbp_x, walk_probe);
 	__asm__ volatile("" ::: "memory");
 }
@@ -223,7 +223,7 @@ START_TEST(unwind_walker_ignores_unread_rbp)
 		} else {
 			walk_check();
 			ck_assert_uint_ge(walk_nfast, 4);
-			ck_assert_uint_gt(t->walk_n, 2);
+			ck_assert_uint_gt(t->wkeep[t->wcur].n, 2);
 		}
 	}
 }
@@ -297,12 +297,12 @@ __attribute__((noinline)) static void repeat_drive(struct trk_thr *t, int via)
 /* note_site - trk_walk_note for a kept one-frame walk at call site ra */
 static void note_site(struct trk_thr *t, uintptr_t ra, uint32_t leaf)
 {
-	struct trk_wstep *w = t->wstep[t->wcur];
+	struct trk_wstep *w = t->wkeep[t->wcur].w;
 
 	memset(w, 0, sizeof(*w));
 	w->ra = ra;
 	w->sp = 0x1000;
-	t->walk_n = 1;
+	t->wkeep[t->wcur].n = 1;
 	t->walk_kept = 1;
 	trk_walk_note(t, leaf, 1);
 }
@@ -332,13 +332,27 @@ START_TEST(unwind_memo_ways)
 	note_site(t, ra[2], 13); /* way 0's entry moves to way 1, ra[0]'s goes */
 	ck_assert(e[0].ra == ra[2] && e[0].leaf == 13);
 	ck_assert(e[1].ra == ra[1] && e[1].leaf == 11);
-	t->walk_n = 0;
+	t->wkeep[t->wcur].n = 0;
 	t->walk_kept = 0;
 	memset(t->wmemo, 0, sizeof(t->wmemo));
 }
 END_TEST
 
-/* the same stack again (a loop's call site) gives the noted leaf; anything else walks */
+/* age_walks - as if TRK_WALKS - 1 other walks were kept since: only the last kept walk is left */
+static void age_walks(struct trk_thr *t)
+{
+	for (uint32_t i = 0; i < TRK_WALKS; i++)
+		if (i != t->wcur)
+			t->wkeep[i].epoch = ++t->wepoch;
+}
+
+/*
+ * The same stack again (a loop's call site) gives the noted leaf; anything
+ * else walks. Twice: with only the last kept walk left before every step
+ * (aged: an entry's own walk is gone once another stack was walked, so
+ * the search of the last walk and its node check decide), and with the
+ * kept walks as they are (an entry's own walk still there: hit_own).
+ */
 START_TEST(unwind_walk_repeat)
 {
 	/*
@@ -355,17 +369,22 @@ START_TEST(unwind_walk_repeat)
 		uint32_t gen;	/* the session asked for */
 		int bump;	/* a module went away before the step */
 		unsigned depth; /* trk_g.depth; 2 cuts the walk (not kept) */
-		int hit;
+		int hit, hit_own;
 	} step[] = {
-		{ 0, 1, 0, TRK_DEPTH_MAX, 0 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 },
-		{ 1, 1, 0, TRK_DEPTH_MAX, 0 }, { 1, 1, 0, TRK_DEPTH_MAX, 1 }, { 0, 1, 0, TRK_DEPTH_MAX, 0 },
-		{ 0, 1, 0, TRK_DEPTH_MAX, 1 }, { 2, 1, 0, TRK_DEPTH_MAX, 0 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 },
-		{ 2, 1, 0, TRK_DEPTH_MAX, 1 }, { 0, 1, 0, TRK_DEPTH_MAX, 1 }, { 1, 1, 0, TRK_DEPTH_MAX, 0 },
-		{ 2, 1, 0, TRK_DEPTH_MAX, 0 }, { 0, 2, 0, TRK_DEPTH_MAX, 0 }, { 0, 2, 0, TRK_DEPTH_MAX, 1 },
-		{ 0, 2, 1, TRK_DEPTH_MAX, 0 }, { 0, 2, 0, TRK_DEPTH_MAX, 1 }, { 0, 2, 0, 2, 0 },
-		{ 0, 2, 0, 2, 0 },	       { 0, 2, 0, TRK_DEPTH_MAX, 1 }, { 4, 2, 0, TRK_DEPTH_MAX, 0 },
-		{ 3, 2, 0, TRK_DEPTH_MAX, 0 }, { 3, 2, 0, TRK_DEPTH_MAX, 1 }, { 0, 2, 0, TRK_DEPTH_MAX, 0 },
-		{ 4, 2, 0, TRK_DEPTH_MAX, 0 }, { 4, 2, 0, TRK_DEPTH_MAX, 1 }, { 3, 2, 0, TRK_DEPTH_MAX, 0 },
+		{ 0, 1, 0, TRK_DEPTH_MAX, 0, 0 }, { 0, 1, 0, TRK_DEPTH_MAX, 1, 1 },
+		{ 0, 1, 0, TRK_DEPTH_MAX, 1, 1 }, { 1, 1, 0, TRK_DEPTH_MAX, 0, 0 },
+		{ 1, 1, 0, TRK_DEPTH_MAX, 1, 1 }, { 0, 1, 0, TRK_DEPTH_MAX, 0, 0 },
+		{ 0, 1, 0, TRK_DEPTH_MAX, 1, 1 }, { 2, 1, 0, TRK_DEPTH_MAX, 0, 0 },
+		{ 0, 1, 0, TRK_DEPTH_MAX, 1, 1 }, { 2, 1, 0, TRK_DEPTH_MAX, 1, 1 },
+		{ 0, 1, 0, TRK_DEPTH_MAX, 1, 1 }, { 1, 1, 0, TRK_DEPTH_MAX, 0, 0 },
+		{ 2, 1, 0, TRK_DEPTH_MAX, 0, 1 }, { 0, 2, 0, TRK_DEPTH_MAX, 0, 0 },
+		{ 0, 2, 0, TRK_DEPTH_MAX, 1, 1 }, { 0, 2, 1, TRK_DEPTH_MAX, 0, 0 },
+		{ 0, 2, 0, TRK_DEPTH_MAX, 1, 1 }, { 0, 2, 0, 2, 0, 0 },
+		{ 0, 2, 0, 2, 0, 0 },		  { 0, 2, 0, TRK_DEPTH_MAX, 1, 1 },
+		{ 4, 2, 0, TRK_DEPTH_MAX, 0, 0 }, { 3, 2, 0, TRK_DEPTH_MAX, 0, 0 },
+		{ 3, 2, 0, TRK_DEPTH_MAX, 1, 1 }, { 0, 2, 0, TRK_DEPTH_MAX, 0, 0 },
+		{ 4, 2, 0, TRK_DEPTH_MAX, 0, 1 }, { 4, 2, 0, TRK_DEPTH_MAX, 1, 1 },
+		{ 3, 2, 0, TRK_DEPTH_MAX, 0, 0 },
 	};
 	volatile size_t nstep = sizeof(step) / sizeof(step[0]); /* a loop the compiler keeps */
 	struct trk_thr *t = tree_setup();
@@ -373,26 +392,36 @@ START_TEST(unwind_walk_repeat)
 
 	trk_thr_get();
 	t = trk_tls_thr;
-	for (size_t k = 0; k < nstep; k++) {
-		repeat_gen = step[k].gen;
-		trk_g.depth = step[k].depth;
-		if (step[k].bump)
-			atomic_fetch_add(&trk_g.code_gen, 1);
-		repeat_drive(t, step[k].via);
-		/* the two call sites may share a set (1 in 64): its two ways hold both */
-		if (step[k].hit) {
-			ck_assert_msg(repeat_got == want[step[k].via] && repeat_got != 0,
-				      "step %zu: got %u, want %u", k, repeat_got, want[step[k].via]);
-		} else {
-			ck_assert_msg(repeat_got == 0, "step %zu: got %u, want a walk", k, repeat_got);
-			ck_assert_uint_ne(repeat_leaf, 0);
-			if (step[k].depth == TRK_DEPTH_MAX) { /* kept and noted */
-				ck_assert(want[step[k].via] == 0 || want[step[k].via] == repeat_leaf);
-				want[step[k].via] = repeat_leaf;
+	for (int aged = 1; aged >= 0; aged--) {
+		atomic_fetch_add(&trk_g.code_gen, 1); /* a pass starts with no walk and no entry */
+		for (size_t k = 0; k < nstep; k++) {
+			int hit = aged ? step[k].hit : step[k].hit_own;
+
+			repeat_gen = step[k].gen;
+			trk_g.depth = step[k].depth;
+			if (step[k].bump)
+				atomic_fetch_add(&trk_g.code_gen, 1);
+			if (aged)
+				age_walks(t);
+			repeat_drive(t, step[k].via);
+			/* the two call sites may share a set (1 in 64): its two ways hold both */
+			if (hit) {
+				ck_assert_msg(repeat_got == want[step[k].via] && repeat_got != 0,
+					      "aged %d step %zu: got %u, want %u", aged, k, repeat_got,
+					      want[step[k].via]);
+			} else {
+				ck_assert_msg(repeat_got == 0, "aged %d step %zu: got %u, want a walk", aged,
+					      k, repeat_got);
+				ck_assert_uint_ne(repeat_leaf, 0);
+				if (step[k].depth == TRK_DEPTH_MAX) { /* kept and noted */
+					ck_assert(want[step[k].via] == 0 || want[step[k].via] == repeat_leaf);
+					want[step[k].via] = repeat_leaf;
+				}
+				ck_assert_uint_eq(walk_nfast,
+						  step[k].depth < walk_nslow ? step[k].depth : walk_nslow);
+				for (size_t i = 0; i < walk_nfast; i++)
+					ck_assert_uint_eq(walk_fast[i], walk_slow[i]);
 			}
-			ck_assert_uint_eq(walk_nfast, step[k].depth < walk_nslow ? step[k].depth : walk_nslow);
-			for (size_t i = 0; i < walk_nfast; i++)
-				ck_assert_uint_eq(walk_fast[i], walk_slow[i]);
 		}
 	}
 	trk_g.depth = TRK_DEPTH_MAX;
@@ -402,6 +431,76 @@ START_TEST(unwind_walk_repeat)
 		for (int j = 0; j < i; j++)
 			ck_assert_uint_ne(want[i], want[j]);
 	}
+}
+END_TEST
+
+static volatile int alt_join; /* alt_drive: the second stack */
+
+__attribute__((noinline)) static void alt_key(struct trk_thr *t)
+{
+	repeat_probe(t);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* alt_drive - strings' two stacks: probe <- alt_key <- alt_drive, or probe <- alt_drive */
+__attribute__((noinline)) static void alt_drive(struct trk_thr *t)
+{
+	if (alt_join) {
+		__asm__ volatile("nop" ::: "memory");
+		repeat_probe(t);
+	} else {
+		alt_key(t);
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+/* alt_age - age_walks if asked, out of line (a branch around the call beside could clone it) */
+__attribute__((noinline)) static void alt_age(struct trk_thr *t, int age)
+{
+	if (age)
+		age_walks(t);
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * Two call sites whose stacks share no frame 1 (strings' strdup in
+ * make_key and malloc in join, both under main), one after the other: each
+ * is walked once, then every call takes its leaf from the memo (its own
+ * kept walk is still there). With only the last kept walk (before the
+ * pool of kept walks), every switch walked again: the search of the other
+ * stack's walk finds no frame 1.
+ */
+START_TEST(unwind_memo_own_walk)
+{
+	struct trk_thr *t = tree_setup();
+	uint32_t want[2] = { 0, 0 };
+
+	trk_g.depth = TRK_DEPTH_MAX;
+	repeat_gen = 1;
+	trk_thr_get();
+	t = trk_tls_thr;
+	atomic_fetch_add(&trk_g.code_gen, 1);
+	/*
+	 * key key join key, ... (one call site here: the stacks stay two);
+	 * before round 24 key's walk ages out: the last kept walk (join's) has
+	 * no frame 1 of key's, so key walks; join's own walk was not touched.
+	 */
+	for (int round = 0; round < 26; round++) {
+		alt_join = round % 4 == 2 || round == 25;
+		alt_age(t, round == 24);
+		alt_drive(t); /* no branch before it: one call site */
+		if (round == 0 || round == 2 || round == 24) {
+			ck_assert_msg(repeat_got == 0, "round %d: got %u, want a walk", round, repeat_got);
+			ck_assert(want[alt_join] == 0 || repeat_leaf == want[alt_join]);
+			want[alt_join] = repeat_leaf;
+		} else {
+			ck_assert_msg(repeat_got == want[alt_join], "round %d: got %u, want %u", round,
+				      repeat_got, want[alt_join]);
+		}
+	}
+	ck_assert_uint_ne(want[0], 0);
+	ck_assert_uint_ne(want[1], 0);
+	ck_assert_uint_ne(want[0], want[1]);
 }
 END_TEST
 
@@ -454,5 +553,6 @@ TCase *track_unwind_tcase(void)
 	tcase_add_test(tc, unwind_walker_ignores_unread_rbp);
 	tcase_add_test(tc, unwind_walk_repeat);
 	tcase_add_test(tc, unwind_memo_ways);
+	tcase_add_test(tc, unwind_memo_own_walk);
 	return tc;
 }
