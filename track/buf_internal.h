@@ -50,7 +50,7 @@ struct trk_wstep {
  * A kept walk (unwind.c): its steps, and its leaf once trk_walk_note saw
  * it (the leaf's k-th ancestor is then the node of frames k ..). epoch
  * takes a new value of trk_thr.wepoch whenever n or w change, so a memo
- * entry that noted (vw, vepoch) knows the walk it checked is still there.
+ * entry that noted (vep, vepoch) knows the walk it checked is still there.
  */
 struct trk_wkeep {
 	uint32_t n;    /* frames in w (0: none) */
@@ -59,14 +59,14 @@ struct trk_wkeep {
 	struct trk_wstep w[TRK_WALK_KEEP];
 };
 
-/* a walk never overwrites the one it takes frames from; trk_wmemo.vw holds an index */
-_Static_assert(TRK_WALKS >= 2 && TRK_WALKS <= 0xffff, "TRK_WALKS");
+/* a walk never overwrites the one it takes frames from */
+_Static_assert(TRK_WALKS >= 2, "TRK_WALKS");
 
 /*
  * A stack seen at a call site, for trk_walk_repeat (unwind.c): the state of
  * its first frame and the two slots its step read, the state of the frame
  * that step led to, the leaf, and which kept walk holds the rest of the
- * stack from that frame on. 112 bytes.
+ * stack from that frame on. 128 bytes.
  */
 struct trk_wmemo {
 	uintptr_t ra, sp, rbp;		    /* frame 0 (ra 0: empty) */
@@ -76,14 +76,17 @@ struct trk_wmemo {
 	uint32_t leaf, gen;		    /* the stack's leaf (its parent: the node of frames
 					       1 ..), announced in session gen */
 	uint32_t n;			    /* frames */
-	uint16_t vj, vw;		    /* frame 1 is kept walk vw's frame vj, and that
-					       walk's node there is leaf's parent ... */
-	uint64_t vepoch;		    /* ... as long as wkeep[vw].epoch == vepoch
-					       (0: not checked) */
+	uint32_t vm;			    /* frame 1 is vstep[0] of a kept walk, vm steps
+					       from its end, and that walk's node there is
+					       leaf's parent ... */
+	const struct trk_wstep *vstep;
+	const uint64_t *vep;		    /* ... as long as that walk's epoch, *vep, is
+					       vepoch (set with ra: never NULL then) */
+	uint64_t vepoch;
 };
 
 /*
- * 64 sets of two entries (14 KiB): a call site's entry is one of the two of
+ * 64 sets of two entries (16 KiB): a call site's entry is one of the two of
  * its set, so two hot call sites whose addresses hash alike (1 in 64 for
  * any pair, varying with the load address) do not evict each other at
  * every call. The way noted last is way 0.

@@ -350,8 +350,9 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	e->leaf = leaf;
 	e->gen = gen;
 	e->n = (uint32_t)pn;
-	e->vw = (uint16_t)t->wcur;
-	e->vj = 1;
+	e->vstep = w + 1;
+	e->vm = (uint32_t)pn - 1;
+	e->vep = &k->epoch;
 	e->vepoch = k->epoch;
 }
 
@@ -372,14 +373,14 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
  * the depth (else it would be cut), and the leaf announced in the session
  * the caller numbers in.
  *
- * Which kept walk (vw), where frame 1 lies in it (vj) and the node check
+ * Which kept walk, where frame 1 lies in it (vstep, vm) and the node check
  * depend only on the entry and that walk (its frames and leaf), so once
  * they passed they are noted in the entry with the walk's epoch (new
  * whenever trk_walk writes into it or the rules are dropped): while both
  * stay, a repeat skips the search for j, the climb and the leaf's node (a
  * load from the shared tree that missed the cache: a third of this
  * function's samples on the churn loop) and checks only the slots. The
- * entry's own walk passed at its note (vj 1); the walks are kept round
+ * entry's own walk passed at its note (its frame 1); the walks are kept round
  * robin, so it stays until TRK_WALKS - 1 other walks were kept, and then
  * the last kept walk is searched here. The slots are checked every time.
  */
@@ -407,8 +408,9 @@ uint32_t trk_walk_repeat_find(struct trk_thr *t, struct trk_wmemo *e, uintptr_t 
 	ln = trk_node_at(e->leaf);
 	if (!node || ln->ip != ra - 1 || node != ln->parent)
 		return 0;
-	e->vj = (uint16_t)j;
-	e->vw = (uint16_t)t->wcur;
+	e->vstep = w + j;
+	e->vm = (uint32_t)(pn - j);
+	e->vep = &kw->epoch;
 	e->vepoch = kw->epoch;
 	return trk_same_above(w + j, pn - j) ? e->leaf : 0;
 }

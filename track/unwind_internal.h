@@ -146,12 +146,8 @@ static inline __attribute__((always_inline)) uint32_t trk_walk_repeat(struct trk
 		return 0;
 	if (e->sp1 == 0)
 		return e->leaf; /* the first frame was the outermost */
-	{
-		const struct trk_wkeep *k = &t->wkeep[e->vw];
-
-		if (likely(e->vepoch == k->epoch))
-			return trk_same_above(k->w + e->vj, k->n - e->vj) ? e->leaf : 0;
-	}
+	if (likely(e->vepoch == *e->vep))
+		return trk_same_above(e->vstep, e->vm) ? e->leaf : 0;
 	return trk_walk_repeat_find(t, e, ra);
 }
 
