@@ -332,21 +332,22 @@ static inline size_t trk_put_varint(uint8_t *p, uint64_t v)
 
 /*
  * trk_put_varint_small - trk_put_varint for numbers that are nearly always
- * below 2^14 (sizes, node indices): those take two shifts and two ors and
- * one 2-byte store, the branch predicted the same way call after call;
- * larger ones go to trk_put_varint. Same bytes, same room, same result.
+ * below 2^14 (sizes, node indices): the high group is moved up one bit by
+ * adding it to the number once more, the continuation bit or'd in, one
+ * 2-byte store, the branch predicted the same way call after call; larger
+ * ones go to trk_put_varint. Same bytes, same room, same result.
  */
 static inline size_t trk_put_varint_small(uint8_t *p, uint64_t v)
 {
 	if (likely(v < 0x4000)) {
-		uint32_t hi = (uint32_t)v >> 7, more = hi != 0;
-		uint16_t x = (uint16_t)(((uint32_t)v & 0x7f) | more << 7 | hi << 8);
+		uint32_t x = (uint32_t)v, hi = x & 0x3f80, more = hi != 0;
+		uint16_t w = (uint16_t)((x + hi) | more << 7);
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		__builtin_memcpy(p, &x, 2);
+		__builtin_memcpy(p, &w, 2);
 #else
-		p[0] = (uint8_t)x;
-		p[1] = (uint8_t)(x >> 8);
+		p[0] = (uint8_t)w;
+		p[1] = (uint8_t)(w >> 8);
 #endif
 		return 1 + more;
 	}
@@ -354,21 +355,21 @@ static inline size_t trk_put_varint_small(uint8_t *p, uint64_t v)
 }
 
 /*
- * trk_put_ptr - the pointer of an ALLOC_D or FREE_D: zigzag of its distance
- * from the chunk's previous one (wire.h), which it becomes. Owner, after
- * trk_ev_put; writes up to WIRE_VARINT_MAX bytes, returns their count. A
- * distance below 1 MiB (most of them: one arena) is spread into its three
- * 7-bit groups directly, with one 4-byte store.
+ * trk_put_dist - the zigzag of ptr - base as a varint (the pointer of an
+ * ALLOC_D or FREE_D, wire.h); writes up to WIRE_VARINT_MAX bytes, returns
+ * their count. A distance below 1 MiB (most of them: one arena) is spread
+ * into its three 7-bit groups by adding the upper groups to it once (the
+ * top one twice more), with one 4-byte store.
  */
-static inline size_t trk_put_ptr(struct trk_thr *t, uint8_t *p, uintptr_t ptr)
+static inline size_t trk_put_dist(uint8_t *p, uintptr_t base, uintptr_t ptr)
 {
-	uint64_t v = wire_zigzag((uint64_t)ptr - (uint64_t)t->pbase);
+	uint64_t v = wire_zigzag((uint64_t)ptr - (uint64_t)base);
 
-	t->pbase = ptr;
 	if (likely(v < (1u << 21))) {
-		/* within 1 MiB of the previous pointer: at most 3 bytes, no clz */
-		uint32_t x = (uint32_t)v, c1 = x >= 0x80, c2 = x >= 0x4000;
-		uint32_t w = (x & 0x7f) | (x & 0x3f80) << 1 | (x & 0x1fc000) << 2 | c1 << 7 | c2 << 15;
+		/* at most 3 bytes, no clz */
+		uint32_t x = (uint32_t)v, g12 = x & 0x1fff80, g2 = x & 0x1fc000;
+		uint32_t c1 = g12 != 0, c2 = g2 != 0;
+		uint32_t w = (x + g12 + 2 * g2) | c1 << 7 | c2 << 15;
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 		__builtin_memcpy(p, &w, 4);
@@ -379,6 +380,55 @@ static inline size_t trk_put_ptr(struct trk_thr *t, uint8_t *p, uintptr_t ptr)
 		return 1 + c1 + c2;
 	}
 	return trk_put_varint(p, v);
+}
+
+/*
+ * trk_put_ptr - trk_put_dist from the chunk's previous pointer, which ptr
+ * becomes. Owner, after trk_ev_put.
+ */
+static inline size_t trk_put_ptr(struct trk_thr *t, uint8_t *p, uintptr_t ptr)
+{
+	uintptr_t base = t->pbase;
+
+	t->pbase = ptr;
+	return trk_put_dist(p, base, ptr);
+}
+
+/*
+ * trk_ev_open - the hooks' short way into trk_ev_put: when seq belongs to
+ * the buffer's session, the chunk holds an event already, need bytes fit
+ * and seq follows the chunk's last number by less than 128 (one varint
+ * byte), writes op and that delta with one 2-byte store and returns the
+ * position after them; NULL otherwise (nothing written: the caller takes
+ * trk_ev_put). The caller writes the rest from its own copies of the
+ * buffer's fields and closes with trk_ev_close. The bytes are trk_ev_put's.
+ */
+static inline uint8_t *trk_ev_open(struct trk_thr *t, size_t need, uint8_t op, uint64_t seq)
+{
+	size_t len = t->len;
+	uint64_t d = (seq & TRK_SEQ_MASK) - t->last_seq;
+	uint16_t w = (uint16_t)(op | d << 8);
+	uint8_t *p;
+
+	/* len - 1 wraps for an empty chunk (its first event is absolute) */
+	if (unlikely(trk_seq_gen(seq) != t->gen || len - 1 >= TRK_BUF_SIZE - need || d >= 0x80))
+		return NULL;
+	p = t->data + len;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	__builtin_memcpy(p, &w, 2);
+#else
+	p[0] = (uint8_t)w;
+	p[1] = (uint8_t)(w >> 8);
+#endif
+	return p + 2;
+}
+
+/* trk_ev_close - end an event trk_ev_open began, p past its last byte (never a skipped one). */
+static inline void trk_ev_close(struct trk_thr *t, uint8_t *p, uint64_t seq)
+{
+	t->len = (size_t)(p - t->data);
+	t->last_seq = seq & TRK_SEQ_MASK;
+	t->nev++;
 }
 
 static inline void trk_ev_end(struct trk_thr *t, uint8_t *p)

@@ -77,8 +77,22 @@ static inline __attribute__((always_inline)) void put_alloc_sent(struct trk_thr 
 								  uint32_t leaf, const void *p,
 								  uint64_t weight)
 {
+	uintptr_t base = t->pbase;
+	uint8_t *q;
+
 	if (unlikely(trk_seq_gen(seq) != gen))
 		seq = renumber(t, seq, gen, leaf);
+	else if (likely(!weight) && likely((q = trk_ev_open(t, ALLOC_EV_MAX, WIRE_EV_ALLOC_D, seq)) != NULL)) {
+		/* the usual ALLOC_D: the fields from registers, one exit */
+		*q++ = kind;
+		q += trk_put_varint_small(q, size);
+		q += trk_put_varint_small(q, leaf);
+		q += trk_put_dist(q, base, (uintptr_t)p);
+		t->pbase = (uintptr_t)p;
+		trk_ev_close(t, q, seq);
+		trk_thr_exit(t);
+		return;
+	}
 	put_alloc(t, seq, kind, size, leaf, p, weight);
 	trk_thr_exit(t);
 }
@@ -205,10 +219,18 @@ static __attribute__((noinline)) void free_record(void *ptr)
 	t = trk_thr_get();
 	if (likely(t != NULL)) {
 		uint64_t seq = trk_thr_enter_seq(t);
+		uintptr_t base = t->pbase;
 
-		q = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE_D, seq);
-		q += trk_put_ptr(t, q, (uintptr_t)ptr);
-		trk_ev_end(t, q);
+		q = trk_ev_open(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE_D, seq);
+		if (likely(q != NULL)) {
+			q += trk_put_dist(q, base, (uintptr_t)ptr);
+			t->pbase = (uintptr_t)ptr;
+			trk_ev_close(t, q, seq);
+		} else {
+			q = trk_ev_put(t, 2 + 2 * WIRE_VARINT_MAX, WIRE_EV_FREE_D, seq);
+			q += trk_put_ptr(t, q, (uintptr_t)ptr);
+			trk_ev_end(t, q);
+		}
 		trk_thr_exit(t);
 	} else {
 		atomic_fetch_add(&trk_g.dropped, 1);

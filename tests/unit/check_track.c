@@ -126,6 +126,84 @@ START_TEST(varint_ptr_matches)
 }
 END_TEST
 
+/* one ALLOC_D or FREE_D: trk_ev_open's short way when it takes it (then true), trk_ev_put's otherwise */
+static bool put_one(struct trk_thr *t, bool opened, uint8_t op, uint64_t seq, uint8_t kind, uint64_t size,
+		    uint32_t leaf, uintptr_t ptr)
+{
+	uintptr_t base = t->pbase;
+	uint8_t *q = opened ? trk_ev_open(t, 64, op, seq) : NULL;
+
+	if (q) {
+		if (op == WIRE_EV_ALLOC_D) {
+			*q++ = kind;
+			q += trk_put_varint_small(q, size);
+			q += trk_put_varint_small(q, leaf);
+		}
+		q += trk_put_dist(q, base, ptr);
+		t->pbase = ptr;
+		trk_ev_close(t, q, seq);
+		return true;
+	}
+	q = trk_ev_put(t, 64, op, seq);
+	if (op == WIRE_EV_ALLOC_D) {
+		*q++ = kind;
+		q += trk_put_varint_small(q, size);
+		q += trk_put_varint_small(q, leaf);
+	}
+	q += trk_put_ptr(t, q, ptr);
+	trk_ev_end(t, q);
+	return false;
+}
+
+/* the hooks' short way into the buffer (trk_ev_open/close) writes trk_ev_put's bytes, and refuses the rest */
+START_TEST(ev_open_matches)
+{
+	struct trk_thr *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	uint64_t x = 0x9E3779B97F4A7C15ull, gen = 3, seq = (gen << TRK_SEQ_BITS) | 5000;
+	uintptr_t ptr = 0x7f0000100000;
+	int shorts = 0;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	a->gen = b->gen = (uint32_t)gen;
+	/* an empty chunk, a number of another session: refused, nothing written */
+	ck_assert_ptr_null(trk_ev_open(b, 64, WIRE_EV_FREE_D, seq));
+	b->len = 1;
+	ck_assert_ptr_null(trk_ev_open(b, 64, WIRE_EV_FREE_D, seq + (1ull << TRK_SEQ_BITS)));
+	b->len = TRK_BUF_SIZE - 63; /* no room */
+	ck_assert_ptr_null(trk_ev_open(b, 64, WIRE_EV_FREE_D, seq));
+	b->len = 0;
+	ck_assert_uint_eq(b->nev, 0);
+	for (int i = 0; i < 4000; i++) {
+		uint8_t op = i & 1 ? WIRE_EV_FREE_D : WIRE_EV_ALLOC_D;
+		uint64_t d;
+		bool short_way;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* deltas around the 1-byte bound (127, 128), larger ones, and the usual 1-4 */
+		d = i % 7 == 3 ? 100 + (x & 63) : i % 13 == 5 ? 1 + (x & 0xffff) : 1 + (x & 3);
+		ptr += (uintptr_t)((int64_t)(x << 20) >> ((x & 63) | 20));
+		seq += d;
+		put_one(a, false, op, seq, (uint8_t)(x >> 8), x >> (x >> 58), (uint32_t)(x >> 40 & 0x7ffff), ptr);
+		short_way = put_one(b, true, op, seq, (uint8_t)(x >> 8), x >> (x >> 58), (uint32_t)(x >> 40 & 0x7ffff),
+				    ptr);
+		ck_assert_int_eq(short_way, i > 0 && d < 0x80);
+		shorts += short_way;
+		ck_assert_uint_eq(a->len, b->len);
+		ck_assert_uint_eq(a->nev, b->nev);
+		ck_assert_uint_eq(a->last_seq, b->last_seq);
+		ck_assert_uint_eq(a->first_seq, b->first_seq);
+		ck_assert_uint_eq(a->pbase, b->pbase);
+	}
+	ck_assert_int_eq(memcmp(a->data, b->data, a->len), 0);
+	ck_assert_int_gt(shorts, 3000);
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(varint_rejects_bad)
 {
 	uint8_t eleven[11], over[10];
@@ -400,6 +478,7 @@ static Suite *track_suite(void)
 	tcase_add_test(tc, varint_rejects_bad);
 	tcase_add_test(tc, varint_fast_matches);
 	tcase_add_test(tc, varint_ptr_matches);
+	tcase_add_test(tc, ev_open_matches);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tree");
 	tcase_add_test(tc, tree_same_and_different);
