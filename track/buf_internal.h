@@ -62,11 +62,14 @@ struct trk_wkeep {
 /* a walk never overwrites the one it takes frames from */
 _Static_assert(TRK_WALKS >= 2, "TRK_WALKS");
 
+#define TRK_WMEMO_PAIRS 12 /* slots a memo entry checks itself, at most */
+
 /*
  * A stack seen at a call site, for trk_walk_repeat (unwind.c): the state of
  * its first frame and the two slots its step read, the state of the frame
  * that step led to, the leaf, and which kept walk holds the rest of the
- * stack from that frame on. 128 bytes.
+ * stack from that frame on, and its own copy of the slots the steps from
+ * there on read, when they fit (trk_walk_repeat then checks those). 328 bytes.
  */
 struct trk_wmemo {
 	uintptr_t ra, sp, rbp;		    /* frame 0 (ra 0: empty) */
@@ -83,10 +86,13 @@ struct trk_wmemo {
 	const uint64_t *vep;		    /* ... as long as that walk's epoch, *vep, is
 					       vepoch (set with ra: never NULL then) */
 	uint64_t vepoch;
+	uint32_t np;			    /* pairs in own (TRK_WMEMO_PAIRS + 1: too many, use vstep) */
+	uint32_t pad;
+	uintptr_t own[TRK_WMEMO_PAIRS][2];  /* (slot, value) the steps from frame 1 on read */
 };
 
 /*
- * 64 sets of two entries (16 KiB): a call site's entry is one of the two of
+ * 64 sets of two entries (41 KiB): a call site's entry is one of the two of
  * its set, so two hot call sites whose addresses hash alike (1 in 64 for
  * any pair, varying with the load address) do not evict each other at
  * every call. The way noted last is way 0.

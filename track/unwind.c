@@ -301,6 +301,31 @@ outermost:
 	return n;
 }
 
+/* memo_own - e's own copy of the slots w[0 .. m) read (not no_slot), if they fit. */
+static void memo_own(struct trk_wmemo *e, const struct trk_wstep *w, size_t m)
+{
+	uint32_t np = 0;
+
+	for (size_t k = 0; k < m; k++) {
+		if (w[k].rslot != (uintptr_t)&no_slot) {
+			if (np == TRK_WMEMO_PAIRS)
+				goto too_many;
+			e->own[np][0] = w[k].rslot;
+			e->own[np++][1] = w[k].rval;
+		}
+		if (w[k].bslot != (uintptr_t)&no_slot) {
+			if (np == TRK_WMEMO_PAIRS)
+				goto too_many;
+			e->own[np][0] = w[k].bslot;
+			e->own[np++][1] = w[k].bval;
+		}
+	}
+	e->np = np;
+	return;
+too_many:
+	e->np = TRK_WMEMO_PAIRS + 1;
+}
+
 /*
  * trk_walk_note: the kept walk's frames are the leaf's path in the tree
  * (trk_tree_trace made that leaf from exactly these frames), so the node
@@ -354,6 +379,7 @@ void trk_walk_note(struct trk_thr *t, uint32_t leaf, uint32_t gen)
 	e->vm = (uint32_t)pn - 1;
 	e->vep = &k->epoch;
 	e->vepoch = k->epoch;
+	memo_own(e, w + 1, pn - 1);
 }
 
 /*

@@ -127,9 +127,10 @@ static inline bool trk_same_above(const struct trk_wstep *w, size_t m)
 }
 
 /*
- * Inlined into the hooks: the memo's usual hit (the same call site, its
- * place in a kept walk noted while that walk is still there: its epoch)
- * costs the entry's compares and the slot loads, no call.
+ * Inlined into the hooks: the memo's usual hit (the same call site, with
+ * its own copy of the slots, or its place in a kept walk noted while that
+ * walk is still there: its epoch) costs the entry's compares and the slot
+ * loads, no call.
  */
 static inline __attribute__((always_inline)) uint32_t trk_walk_repeat(struct trk_thr *t, uintptr_t ra,
 								       const uintptr_t *fp, uint32_t gen)
@@ -146,6 +147,14 @@ static inline __attribute__((always_inline)) uint32_t trk_walk_repeat(struct trk
 		return 0;
 	if (e->sp1 == 0)
 		return e->leaf; /* the first frame was the outermost */
+	if (likely(e->np <= TRK_WMEMO_PAIRS)) {
+		/* the slots the noted walk read from frame 1 on, unchanged: the same stack above */
+		uintptr_t d = 0;
+
+		for (uint32_t k = 0; k < e->np; k++)
+			d |= *(const uintptr_t *)e->own[k][0] ^ e->own[k][1];
+		return d == 0 ? e->leaf : 0;
+	}
 	if (likely(e->vepoch == *e->vep))
 		return trk_same_above(e->vstep, e->vm) ? e->leaf : 0;
 	return trk_walk_repeat_find(t, e, ra);

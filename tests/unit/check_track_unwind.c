@@ -346,12 +346,30 @@ static void age_walks(struct trk_thr *t)
 			t->wkeep[i].epoch = ++t->wepoch;
 }
 
+/* drop_own - as if every memo entry's slots were too many for its own copy: the kept walks decide */
+static void drop_own(struct trk_thr *t)
+{
+	for (size_t i = 0; i < sizeof(t->wmemo) / sizeof(t->wmemo[0]); i++)
+		t->wmemo[i].np = TRK_WMEMO_PAIRS + 1;
+}
+
+/* own_fits - every noted memo entry holds its own copy of its slots */
+static bool own_fits(const struct trk_thr *t)
+{
+	for (size_t i = 0; i < sizeof(t->wmemo) / sizeof(t->wmemo[0]); i++)
+		if (t->wmemo[i].ra && t->wmemo[i].sp1 && t->wmemo[i].np > TRK_WMEMO_PAIRS)
+			return false;
+	return true;
+}
+
 /*
  * The same stack again (a loop's call site) gives the noted leaf; anything
- * else walks. Twice: with only the last kept walk left before every step
- * (aged: an entry's own walk is gone once another stack was walked, so
- * the search of the last walk and its node check decide), and with the
- * kept walks as they are (an entry's own walk still there: hit_own).
+ * else walks. Three passes: entries without their own copy of the slots
+ * and only the last kept walk left before every step (aged: an entry's
+ * own walk is gone once another stack was walked, so the search of the
+ * last walk and its node check decide: hit); the same with their own
+ * copies (the kept walks do not matter: hit_own); and with the kept
+ * walks as they are (hit_own).
  */
 START_TEST(unwind_walk_repeat)
 {
@@ -392,10 +410,12 @@ START_TEST(unwind_walk_repeat)
 
 	trk_thr_get();
 	t = trk_tls_thr;
-	for (int aged = 1; aged >= 0; aged--) {
+	for (int pass = 0; pass < 3; pass++) {
+		volatile int aged = pass < 2, own = pass > 0; /* read at every step: one loop body, one call site */
+
 		atomic_fetch_add(&trk_g.code_gen, 1); /* a pass starts with no walk and no entry */
 		for (size_t k = 0; k < nstep; k++) {
-			int hit = aged ? step[k].hit : step[k].hit_own;
+			int hit = own ? step[k].hit_own : step[k].hit;
 
 			repeat_gen = step[k].gen;
 			trk_g.depth = step[k].depth;
@@ -403,18 +423,23 @@ START_TEST(unwind_walk_repeat)
 				atomic_fetch_add(&trk_g.code_gen, 1);
 			if (aged)
 				age_walks(t);
+			if (!own)
+				drop_own(t);
 			repeat_drive(t, step[k].via);
+			ck_assert_msg(!own || own_fits(t), "pass %d step %zu: slots past the own copy", pass, k);
 			/* the two call sites may share a set (1 in 64): its two ways hold both */
 			if (hit) {
 				ck_assert_msg(repeat_got == want[step[k].via] && repeat_got != 0,
-					      "aged %d step %zu: got %u, want %u", aged, k, repeat_got,
+					      "pass %d step %zu: got %u, want %u", pass, k, repeat_got,
 					      want[step[k].via]);
 			} else {
-				ck_assert_msg(repeat_got == 0, "aged %d step %zu: got %u, want a walk", aged,
+				ck_assert_msg(repeat_got == 0, "pass %d step %zu: got %u, want a walk", pass,
 					      k, repeat_got);
 				ck_assert_uint_ne(repeat_leaf, 0);
 				if (step[k].depth == TRK_DEPTH_MAX) { /* kept and noted */
-					ck_assert(want[step[k].via] == 0 || want[step[k].via] == repeat_leaf);
+					ck_assert_msg(want[step[k].via] == 0 || want[step[k].via] == repeat_leaf,
+						      "pass %d step %zu: leaf %u, want %u", pass, k, repeat_leaf,
+						      want[step[k].via]);
 					want[step[k].via] = repeat_leaf;
 				}
 				ck_assert_uint_eq(walk_nfast,
@@ -454,11 +479,13 @@ __attribute__((noinline)) static void alt_drive(struct trk_thr *t)
 	__asm__ volatile("" ::: "memory");
 }
 
-/* alt_age - age_walks if asked, out of line (a branch around the call beside could clone it) */
-__attribute__((noinline)) static void alt_age(struct trk_thr *t, int age)
+/* alt_age - age_walks if asked, drop_own if asked, out of line (a branch around the call beside could clone it) */
+__attribute__((noinline)) static void alt_age(struct trk_thr *t, int age, int own)
 {
 	if (age)
 		age_walks(t);
+	if (!own)
+		drop_own(t);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -479,23 +506,30 @@ START_TEST(unwind_memo_own_walk)
 	repeat_gen = 1;
 	trk_thr_get();
 	t = trk_tls_thr;
-	atomic_fetch_add(&trk_g.code_gen, 1);
 	/*
 	 * key key join key, ... (one call site here: the stacks stay two);
-	 * before round 24 key's walk ages out: the last kept walk (join's) has
-	 * no frame 1 of key's, so key walks; join's own walk was not touched.
+	 * before round 24 key's walk ages out. Without their own copies of the
+	 * slots (own 0) the entries depend on the kept walks: the last one
+	 * (join's) has no frame 1 of key's, so key walks; join's own walk was
+	 * not touched. With them (own 1) key's entry checks its own slots and
+	 * takes its leaf: only the first two rounds walk.
 	 */
-	for (int round = 0; round < 26; round++) {
-		alt_join = round % 4 == 2 || round == 25;
-		alt_age(t, round == 24);
-		alt_drive(t); /* no branch before it: one call site */
-		if (round == 0 || round == 2 || round == 24) {
-			ck_assert_msg(repeat_got == 0, "round %d: got %u, want a walk", round, repeat_got);
-			ck_assert(want[alt_join] == 0 || repeat_leaf == want[alt_join]);
-			want[alt_join] = repeat_leaf;
-		} else {
-			ck_assert_msg(repeat_got == want[alt_join], "round %d: got %u, want %u", round,
-				      repeat_got, want[alt_join]);
+	for (int own = 0; own < 2; own++) {
+		atomic_fetch_add(&trk_g.code_gen, 1); /* no walk and no entry */
+		for (int round = 0; round < 26; round++) {
+			alt_join = round % 4 == 2 || round == 25;
+			alt_age(t, round == 24, own);
+			alt_drive(t); /* no branch before it: one call site */
+			ck_assert_msg(!own || own_fits(t), "round %d: slots past the own copy", round);
+			if (round == 0 || round == 2 || (round == 24 && !own)) {
+				ck_assert_msg(repeat_got == 0, "own %d round %d: got %u, want a walk", own,
+					      round, repeat_got);
+				ck_assert(want[alt_join] == 0 || repeat_leaf == want[alt_join]);
+				want[alt_join] = repeat_leaf;
+			} else {
+				ck_assert_msg(repeat_got == want[alt_join], "own %d round %d: got %u, want %u",
+					      own, round, repeat_got, want[alt_join]);
+			}
 		}
 	}
 	ck_assert_uint_ne(want[0], 0);
