@@ -308,6 +308,20 @@ static inline uint8_t *trk_ev_put(struct trk_thr *t, size_t need, uint8_t op, ui
 }
 
 /*
+ * trk_store_le - the low n bytes of x at p, least significant first (n a
+ * constant: one store on a little-endian machine).
+ */
+static inline void trk_store_le(uint8_t *p, uint64_t x, size_t n)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	__builtin_memcpy(p, &x, n);
+#else
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(x >> (8 * i));
+#endif
+}
+
+/*
  * trk_put_varint - wire_put_varint without its loop: a number below 2^56
  * (pointers, sizes, node indices) is spread into 7-bit groups with three
  * shift-and-mask steps and stored as one 8-byte word; the length comes
@@ -327,12 +341,7 @@ static inline size_t trk_put_varint(uint8_t *p, uint64_t v)
 	x = (x & 0x007f007f007f007full) | (x & 0x3f803f803f803f80ull) << 1;
 	len = ((unsigned)(70 - __builtin_clzll(v | 1)) * 37u) >> 8; /* ceil(bits / 7) for bits <= 56 */
 	x |= 0x8080808080808080ull & ((1ull << (8 * (len - 1))) - 1);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	__builtin_memcpy(p, &x, 8);
-#else
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(x >> (8 * i));
-#endif
+	trk_store_le(p, x, 8);
 	return len;
 }
 
@@ -349,12 +358,7 @@ static inline size_t trk_put_varint_small(uint8_t *p, uint64_t v)
 		uint32_t x = (uint32_t)v, hi = x & 0x3f80, more = hi != 0;
 		uint16_t w = (uint16_t)((x + hi) | more << 7);
 
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		__builtin_memcpy(p, &w, 2);
-#else
-		p[0] = (uint8_t)w;
-		p[1] = (uint8_t)(w >> 8);
-#endif
+		trk_store_le(p, w, 2);
 		return 1 + more;
 	}
 	return trk_put_varint(p, v);
@@ -377,12 +381,7 @@ static inline size_t trk_put_dist(uint8_t *p, uintptr_t base, uintptr_t ptr)
 		uint32_t c1 = g12 != 0, c2 = g2 != 0;
 		uint32_t w = (x + g12 + 2 * g2) | c1 << 7 | c2 << 15;
 
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		__builtin_memcpy(p, &w, 4);
-#else
-		for (int i = 0; i < 4; i++)
-			p[i] = (uint8_t)(w >> (8 * i));
-#endif
+		trk_store_le(p, w, 4);
 		return 1 + c1 + c2;
 	}
 	return trk_put_varint(p, v);
@@ -420,12 +419,7 @@ static inline uint8_t *trk_ev_open(struct trk_thr *t, size_t need, uint8_t op, u
 	if (unlikely(trk_seq_gen(seq) != t->gen || len - 1 >= TRK_BUF_SIZE - need || d >= 0x80))
 		return NULL;
 	p = t->data + len;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	__builtin_memcpy(p, &w, 2);
-#else
-	p[0] = (uint8_t)w;
-	p[1] = (uint8_t)(w >> 8);
-#endif
+	trk_store_le(p, w, 2);
 	return p + 2;
 }
 
