@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zstd.h>
 
+#include "tests/lib/check_craft.h"
 #include "tests/lib/check_fixture.h"
 #include "check_recfile.h"
 #include "recfile/internal.h"
@@ -195,49 +195,14 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Hand-made chunks: what the writer would never produce.              */
 
-struct craft {
-	uint8_t buf[8192];
-	size_t len;
-};
-
-static void craft_init(struct craft *c)
-{
-	memcpy(c->buf, REC_MAGIC, REC_MAGIC_LEN);
-	rec_le32(c->buf + 8, REC_VERSION);
-	rec_le32(c->buf + 12, 0);
-	c->len = REC_FILE_HDR;
-}
-
-static void craft_chunk(struct craft *c, int sec, uint64_t first, uint32_t count, const uint8_t *p,
-			size_t n)
-{
-	struct rec_chunk_hdr h = { .section = sec, .first = first, .count = count };
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
-	size_t cs = 0;
-
-	ck_assert_ptr_nonnull(cc);
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-	if (n || sec != REC_SEC_END) {
-		cs = ZSTD_compress2(cc, c->buf + c->len + REC_CHUNK_HDR,
-				    sizeof(c->buf) - c->len - REC_CHUNK_HDR, p, n);
-		ck_assert(!ZSTD_isError(cs));
-	}
-	ZSTD_freeCCtx(cc);
-	h.csize = cs;
-	h.usize = n;
-	rec_chunk_encode(c->buf + c->len, &h);
-	c->len += REC_CHUNK_HDR + cs;
-}
-
-/* one_chunk_corrupt - a file of one crafted chunk opens, and is marked corrupt */
 static int one_chunk_corrupt(int sec, uint64_t first, uint32_t count, const uint8_t *p, size_t n)
 {
-	struct craft c;
+	struct ck_craft c;
 	struct rec_reader *r;
 	int err, corrupt;
 
-	craft_init(&c);
-	craft_chunk(&c, sec, first, count, p, n);
+	ck_craft_init(&c, REC_VERSION);
+	ck_craft_chunk(&c, sec, first, count, p, n);
 	r = rec_open_mem(c.buf, c.len, &err);
 	ck_assert_ptr_nonnull(r);
 	corrupt = rec_truncated(r) == REC_E_CORRUPT;
@@ -257,23 +222,23 @@ START_TEST(test_dangling)
 	/* RECENT mode; ops alloc, free, free-temp; infos 0, 3 (dangling), 1 */
 	static const uint8_t evs[] = { REC_EVM_RECENT, 0 | 1 << 2 | 2 << 4, 0, 4, 0 };
 	static const uint8_t ticks[] = { 2, 9, 2 };
-	struct craft c;
+	struct ck_craft c;
 	struct rec_reader *r;
 	struct rec_event *ev;
 	size_t n;
 	uint64_t first;
 	int err;
 
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_MODULES, 0, 1, mods, sizeof(mods));
-	craft_chunk(&c, REC_SEC_IPS, 0, 1, ips, sizeof(ips));
-	craft_chunk(&c, REC_SEC_SYMBOLS, 0, 1, syms, sizeof(syms));
-	craft_chunk(&c, REC_SEC_TRACES, 1, 1, traces, sizeof(traces));
-	craft_chunk(&c, REC_SEC_ALLOCINFOS, 0, 2, infos, sizeof(infos));
-	craft_chunk(&c, REC_SEC_EVENTS, 0, 3, evs, sizeof(evs));
-	craft_chunk(&c, REC_SEC_TICKS, 0, 1, ticks, sizeof(ticks));
-	craft_chunk(&c, 77, 0, 0, (const uint8_t *)"future", 6); /* unknown: skipped */
-	craft_chunk(&c, REC_SEC_END, 3, 0, NULL, 0);
+	ck_craft_init(&c, REC_VERSION);
+	ck_craft_chunk(&c, REC_SEC_MODULES, 0, 1, mods, sizeof(mods));
+	ck_craft_chunk(&c, REC_SEC_IPS, 0, 1, ips, sizeof(ips));
+	ck_craft_chunk(&c, REC_SEC_SYMBOLS, 0, 1, syms, sizeof(syms));
+	ck_craft_chunk(&c, REC_SEC_TRACES, 1, 1, traces, sizeof(traces));
+	ck_craft_chunk(&c, REC_SEC_ALLOCINFOS, 0, 2, infos, sizeof(infos));
+	ck_craft_chunk(&c, REC_SEC_EVENTS, 0, 3, evs, sizeof(evs));
+	ck_craft_chunk(&c, REC_SEC_TICKS, 0, 1, ticks, sizeof(ticks));
+	ck_craft_chunk(&c, 77, 0, 0, (const uint8_t *)"future", 6); /* unknown: skipped */
+	ck_craft_chunk(&c, REC_SEC_END, 3, 0, NULL, 0);
 	r = rec_open_mem(c.buf, c.len, &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), 0);
@@ -304,16 +269,16 @@ START_TEST(test_crafted_corrupt)
 	static const uint8_t bad_parent[] = { 2, 0 }; /* trace 1 with parent -1 */
 	static const uint8_t trailing[] = { 1, 0, 5 };
 	static const uint8_t evs[] = { 0, 0 };
-	struct craft c;
+	struct ck_craft c;
 	struct rec_reader *r;
 	size_t n;
 	int err;
 
 	/* a trace whose parent is not below it ends the walk there */
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_META, 0, 1, (const uint8_t *)"\1k\1v", 4);
-	craft_chunk(&c, REC_SEC_TRACES, 1, 1, bad_parent, sizeof(bad_parent));
-	craft_chunk(&c, REC_SEC_END, 0, 0, NULL, 0);
+	ck_craft_init(&c, REC_VERSION);
+	ck_craft_chunk(&c, REC_SEC_META, 0, 1, (const uint8_t *)"\1k\1v", 4);
+	ck_craft_chunk(&c, REC_SEC_TRACES, 1, 1, bad_parent, sizeof(bad_parent));
+	ck_craft_chunk(&c, REC_SEC_END, 0, 0, NULL, 0);
 	r = rec_open_mem(c.buf, c.len, &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_CORRUPT);
@@ -329,8 +294,8 @@ START_TEST(test_crafted_corrupt)
 	ck_assert(one_chunk_corrupt(REC_SEC_TRACES, 2, 1, trailing, 2));
 
 	/* an event chunk with a wrong first index or count */
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_EVENTS, 5, 2, evs, sizeof(evs));
+	ck_craft_init(&c, REC_VERSION);
+	ck_craft_chunk(&c, REC_SEC_EVENTS, 5, 2, evs, sizeof(evs));
 	r = rec_open_mem(c.buf, c.len, &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_CORRUPT);
@@ -342,8 +307,8 @@ START_TEST(test_crafted_corrupt)
 	ck_assert(one_chunk_corrupt(REC_SEC_END, 1, 0, NULL, 0));
 
 	/* an uncompressed size over the limit */
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_META, 0, 1, (const uint8_t *)"\1k\1v", 4);
+	ck_craft_init(&c, REC_VERSION);
+	ck_craft_chunk(&c, REC_SEC_META, 0, 1, (const uint8_t *)"\1k\1v", 4);
 	rec_le32(c.buf + REC_FILE_HDR + 12, REC_MAX_CHUNK + 1);
 	rec_le32(c.buf + REC_FILE_HDR + 28, rec_fnv32(c.buf + REC_FILE_HDR, 28));
 	r = rec_open_mem(c.buf, c.len, &err);
@@ -352,8 +317,8 @@ START_TEST(test_crafted_corrupt)
 	rec_close(r);
 
 	/* a usize that disagrees with the zstd frame */
-	craft_init(&c);
-	craft_chunk(&c, REC_SEC_META, 0, 1, (const uint8_t *)"\1k\1v", 4);
+	ck_craft_init(&c, REC_VERSION);
+	ck_craft_chunk(&c, REC_SEC_META, 0, 1, (const uint8_t *)"\1k\1v", 4);
 	rec_le32(c.buf + REC_FILE_HDR + 12, 5);
 	rec_le32(c.buf + REC_FILE_HDR + 28, rec_fnv32(c.buf + REC_FILE_HDR, 28));
 	r = rec_open_mem(c.buf, c.len, &err);

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zstd.h>
 
+#include "tests/lib/check_craft.h"
 #include "tests/lib/check_fixture.h"
 #include "recfile/internal.h"
 #include "recfile/recfile.h"
@@ -15,57 +15,20 @@
 /* ------------------------------------------------------------------ */
 /* Hand-made files: a version 1 chunk, a split chunk, damaged splits.  */
 
-struct craft {
-	uint8_t buf[4096];
-	size_t len;
-};
-
-static void craft_init(struct craft *c, uint32_t version)
+/* the file header of version and two allocation infos of the root trace: sizes 8 and 16, kind 1 */
+static void craft_init(struct ck_craft *c, uint32_t version)
 {
-	/* two allocation infos of the root trace: sizes 8 and 16, kind 1 */
 	static const uint8_t infos[] = { 8, 1, 16, 1 };
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
-	struct rec_chunk_hdr h = { .section = REC_SEC_ALLOCINFOS, .count = 2 };
-	size_t cs;
 
-	memcpy(c->buf, REC_MAGIC, REC_MAGIC_LEN);
-	rec_le32(c->buf + 8, version);
-	rec_le32(c->buf + 12, 0);
-	c->len = REC_FILE_HDR;
-	ck_assert_ptr_nonnull(cc);
-	cs = ZSTD_compress2(cc, c->buf + c->len + REC_CHUNK_HDR, sizeof(c->buf) - c->len - REC_CHUNK_HDR,
-			    infos, sizeof(infos));
-	ck_assert(!ZSTD_isError(cs));
-	ZSTD_freeCCtx(cc);
-	h.csize = cs;
-	h.usize = sizeof(infos);
-	rec_chunk_encode(c->buf + c->len, &h);
-	c->len += REC_CHUNK_HDR + cs;
-}
-
-static void craft_events(struct craft *c, uint32_t count, const uint8_t *p, size_t n)
-{
-	struct rec_chunk_hdr h = { .section = REC_SEC_EVENTS, .count = count };
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
-	size_t cs;
-
-	ck_assert_ptr_nonnull(cc);
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-	cs = ZSTD_compress2(cc, c->buf + c->len + REC_CHUNK_HDR, sizeof(c->buf) - c->len - REC_CHUNK_HDR,
-			    p, n);
-	ck_assert(!ZSTD_isError(cs));
-	ZSTD_freeCCtx(cc);
-	h.csize = cs;
-	h.usize = n;
-	rec_chunk_encode(c->buf + c->len, &h);
-	c->len += REC_CHUNK_HDR + cs;
+	ck_craft_init(c, version);
+	ck_craft_chunk(c, REC_SEC_ALLOCINFOS, 0, 2, infos, sizeof(infos));
 }
 
 /* decode the one event chunk of a crafted file: rec_event_chunk's result */
 static int decode_one(uint32_t version, const uint8_t *p, size_t n, uint32_t count,
 		      struct rec_event *out)
 {
-	struct craft c;
+	struct ck_craft c;
 	struct rec_reader *r;
 	struct rec_event *ev;
 	size_t got;
@@ -73,7 +36,7 @@ static int decode_one(uint32_t version, const uint8_t *p, size_t n, uint32_t cou
 	int err, ret;
 
 	craft_init(&c, version);
-	craft_events(&c, count, p, n);
+	ck_craft_chunk(&c, REC_SEC_EVENTS, 0, count, p, n);
 	r = rec_open_mem(c.buf, c.len, &err);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(rec_truncated(r), REC_E_TRUNCATED); /* no END chunk */
