@@ -29,6 +29,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "churn_body.h"
+
 #define MAX_THREADS 64
 
 static unsigned long iters;
@@ -49,17 +51,9 @@ static uint64_t cpu_ns(void)
 /* The service's churn(), as it is. */
 __attribute__((noinline)) static void churn(unsigned k)
 {
-	void *a[8];
-	unsigned i;
-
-	for (i = 0; i < work; i++)
+	for (unsigned i = 0; i < work; i++)
 		work_sink = work_sink * 31 + i;
-	for (i = 0; i < 8; i++)
-		a[i] = malloc(16 + ((k + i) % 64) * 8);
-	a[3] = realloc(a[3], 512);
-	for (i = 0; i < 8; i++)
-		free(a[i]);
-	free(calloc(4, 32));
+	CHURN_BODY(k, malloc, realloc, free, calloc);
 }
 
 __attribute__((noinline)) static void loop(unsigned long n, unsigned *k)

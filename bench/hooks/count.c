@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bench/hooks/churn_body.h"
 #include "tests/lib/check_libc_real.h"
 #include "track/track.h"
 #include "track/wire.h"
@@ -44,24 +45,10 @@ static void *drain(void *arg)
 /* churn - churn.c's loop body, through the hooks or (plain) straight to libc */
 __attribute__((noinline)) static void churn(unsigned k)
 {
-	void *a[8];
-	unsigned i;
-
-	if (plain) {
-		for (i = 0; i < 8; i++)
-			a[i] = malloc(16 + ((k + i) % 64) * 8);
-		a[3] = realloc(a[3], 512);
-		for (i = 0; i < 8; i++)
-			free(a[i]);
-		free(calloc(4, 32));
-		return;
-	}
-	for (i = 0; i < 8; i++)
-		a[i] = trk_malloc(16 + ((k + i) % 64) * 8);
-	a[3] = trk_realloc(a[3], 512);
-	for (i = 0; i < 8; i++)
-		trk_free(a[i]);
-	trk_free(trk_calloc(4, 32));
+	if (plain)
+		CHURN_BODY(k, malloc, realloc, free, calloc);
+	else
+		CHURN_BODY(k, trk_malloc, trk_realloc, trk_free, trk_calloc);
 }
 
 int main(int argc, char **argv)
