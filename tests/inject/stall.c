@@ -297,7 +297,7 @@ static int start_session(int (*start)(const char *), const char *sock)
 }
 
 /*
- * stop_unread - session 1: heaptap (the child, told through cmd; its
+ * stop_unread - the first session: heaptap (the child, told through cmd; its
  * report on rep) stops reading, then sends STOP without reading. -1: the
  * session did not start, the rest is pointless.
  */
@@ -331,13 +331,13 @@ static int stop_unread(int (*start)(const char *), const char *sock, int cmd, in
 	c = report(rep, 10000);
 	printf("END1 %c\n", c ? c : '-');
 	if (c != 'S')
-		FAIL("session 1: no END with reason STOP (%c)", c ? c : '-');
+		FAIL("first session: no END with reason STOP (%c)", c ? c : '-');
 	if (!running())
-		FAIL("session 1: the allocating threads did not run again after the end");
+		FAIL("first session: the allocating threads did not run again after the end");
 	return 0;
 }
 
-/* stalled - session 2: heaptap stops reading for good */
+/* stalled - the second session: heaptap stops reading for good */
 static void stalled(int (*start)(const char *), const char *sock, int cmd, int rep)
 {
 	long ms;
@@ -350,7 +350,7 @@ static void stalled(int (*start)(const char *), const char *sock, int cmd, int r
 	ms = wait_slot(1, 10000);
 	printf("PATCHED2_MS %ld\n", ms);
 	if (ms < 0) {
-		FAIL("session 2: malloc slot not patched within 10 s");
+		FAIL("second session: malloc slot not patched within 10 s");
 		return;
 	}
 	sleep_ms(100);
@@ -358,19 +358,19 @@ static void stalled(int (*start)(const char *), const char *sock, int cmd, int r
 	ms = wait_blocked(5000);
 	printf("BLOCKED2_MS %ld\n", ms);
 	if (ms < 0)
-		FAIL("session 2: the allocating threads never waited for the reader");
+		FAIL("second session: the allocating threads never waited for the reader");
 	ms = wait_slot(0, STALL_LIMIT_MS + 10000);
 	printf("STALL_ENDED_MS %ld\n", ms);
 	if (ms < 0)
-		FAIL("session 2: still hooked %d ms after heaptap stopped reading",
+		FAIL("second session: still hooked %d ms after heaptap stopped reading",
 		     STALL_LIMIT_MS + 10000);
 	if (!running())
-		FAIL("session 2: the allocating threads stayed blocked");
+		FAIL("second session: the allocating threads stayed blocked");
 	tell(cmd, 'r');
 	c = report(rep, 5000);
 	printf("END2 %c\n", c ? c : '-');
 	if (c != 'X')
-		FAIL("session 2: the stream of a stalled session should end without END (%c)",
+		FAIL("second session: the stream of a stalled session should end without END (%c)",
 		     c ? c : '-');
 }
 
